@@ -1,0 +1,504 @@
+//! The trigger context: every variable the trigger expression can read (Talos 1.14 §3.4).
+//!
+//! 16 root scalars (`memory_*`, `d_memory_*`), 22 per-class maps (`qos_*`, `d_qos_*`) that
+//! always hold all five classes, and `time_since_trigger`. The JSON form is Talos's
+//! `triggerContext`: sorted keys, class maps keyed `"0"`…`"4"`, the duration in integer
+//! nanoseconds, numbers as Go prints them, no whitespace.
+
+use std::fmt::Write as _;
+
+use serde_json::Value as Json;
+use thiserror::Error;
+
+use crate::{QosClass, format_go_float, parse_go_duration};
+
+/// PSI line type (`some` or `full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PsiKind {
+    /// At least one task stalled.
+    Some = 0,
+    /// All non-idle tasks stalled.
+    Full = 1,
+}
+
+/// PSI field: the three running averages (percent) and the cumulative total (microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PsiSpan {
+    /// 10-second average, percent.
+    Avg10 = 0,
+    /// 60-second average, percent.
+    Avg60 = 1,
+    /// 300-second average, percent.
+    Avg300 = 2,
+    /// Total stall time since boot, microseconds.
+    Total = 3,
+}
+
+impl PsiKind {
+    /// Both kinds, in Talos's iteration order.
+    pub const ALL: [PsiKind; 2] = [PsiKind::Some, PsiKind::Full];
+}
+
+impl PsiSpan {
+    /// All spans, in Talos's iteration order.
+    pub const ALL: [PsiSpan; 4] = [
+        PsiSpan::Avg10,
+        PsiSpan::Avg60,
+        PsiSpan::Avg300,
+        PsiSpan::Total,
+    ];
+}
+
+/// Memory usage file summed per class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UsageKind {
+    /// `memory.current`.
+    Current = 0,
+    /// `memory.peak`.
+    Peak = 1,
+    /// `memory.max` (unlimited counts as 0, as in Talos).
+    Max = 2,
+}
+
+/// Names of the 16 root scalars, indexed by `derivative * 8 + kind * 4 + span`.
+pub const SCALAR_NAMES: [&str; 16] = [
+    "memory_some_avg10",
+    "memory_some_avg60",
+    "memory_some_avg300",
+    "memory_some_total",
+    "memory_full_avg10",
+    "memory_full_avg60",
+    "memory_full_avg300",
+    "memory_full_total",
+    "d_memory_some_avg10",
+    "d_memory_some_avg60",
+    "d_memory_some_avg300",
+    "d_memory_some_total",
+    "d_memory_full_avg10",
+    "d_memory_full_avg60",
+    "d_memory_full_avg300",
+    "d_memory_full_total",
+];
+
+/// Names of the 22 class maps: PSI maps indexed like [`SCALAR_NAMES`], then the usage maps
+/// at `16 + derivative * 3 + usage`.
+pub const MAP_NAMES: [&str; 22] = [
+    "qos_memory_some_avg10",
+    "qos_memory_some_avg60",
+    "qos_memory_some_avg300",
+    "qos_memory_some_total",
+    "qos_memory_full_avg10",
+    "qos_memory_full_avg60",
+    "qos_memory_full_avg300",
+    "qos_memory_full_total",
+    "d_qos_memory_some_avg10",
+    "d_qos_memory_some_avg60",
+    "d_qos_memory_some_avg300",
+    "d_qos_memory_some_total",
+    "d_qos_memory_full_avg10",
+    "d_qos_memory_full_avg60",
+    "d_qos_memory_full_avg300",
+    "d_qos_memory_full_total",
+    "qos_memory_current",
+    "qos_memory_peak",
+    "qos_memory_max",
+    "d_qos_memory_current",
+    "d_qos_memory_peak",
+    "d_qos_memory_max",
+];
+
+/// The name of the duration variable.
+pub const TIME_SINCE_TRIGGER: &str = "time_since_trigger";
+
+/// One value per class, indexed by [`QosClass::index`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ClassMap(pub [f64; 5]);
+
+impl ClassMap {
+    /// The value of one class.
+    pub fn get(&self, class: QosClass) -> f64 {
+        self.0.get(class.index()).copied().unwrap_or(0.0)
+    }
+
+    /// Adds to one class (Talos sums the cgroups of a class).
+    pub fn add(&mut self, class: QosClass, value: f64) {
+        if let Some(slot) = self.0.get_mut(class.index()) {
+            *slot += finite_or_zero(value);
+        }
+    }
+}
+
+/// A variable's value, as the expression layer binds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Variable<'a> {
+    /// A CEL `double`.
+    Double(f64),
+    /// A CEL `map(int, double)` holding all five classes.
+    ClassMap(&'a ClassMap),
+    /// A CEL `duration`, in nanoseconds.
+    DurationNanos(i64),
+}
+
+/// The 39 trigger variables of one cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerContext {
+    scalars: [f64; 16],
+    maps: [ClassMap; 22],
+    /// `None` before the first trigger: the variable is then the largest duration (~292 years),
+    /// as in Talos.
+    time_since_trigger_ns: Option<i64>,
+}
+
+impl Default for TriggerContext {
+    fn default() -> Self {
+        TriggerContext {
+            scalars: [0.0; 16],
+            maps: [ClassMap::default(); 22],
+            time_since_trigger_ns: None,
+        }
+    }
+}
+
+/// Why a JSON document is not a trigger context.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ContextJsonError {
+    /// Not JSON at all.
+    #[error("not valid JSON: {0}")]
+    Syntax(String),
+    /// The top level is not an object.
+    #[error("the trigger context must be a JSON object")]
+    NotObject,
+    /// A key that is not one of the 39 variables.
+    #[error("unknown variable {0:?}")]
+    UnknownVariable(String),
+    /// A value of the wrong JSON type or range.
+    #[error("{name}: {reason}")]
+    BadValue {
+        /// Variable (and class key) at fault.
+        name: String,
+        /// What was expected.
+        reason: String,
+    },
+}
+
+fn psi_index(derivative: bool, kind: PsiKind, span: PsiSpan) -> usize {
+    usize::from(derivative) * 8 + (kind as usize) * 4 + span as usize
+}
+
+fn usage_index(derivative: bool, usage: UsageKind) -> usize {
+    16 + usize::from(derivative) * 3 + usage as usize
+}
+
+fn finite_or_zero(value: f64) -> f64 {
+    // Talos scrubs NaN and ±Inf to 0 because they cannot be expressed in JSON.
+    if value.is_finite() { value } else { 0.0 }
+}
+
+impl TriggerContext {
+    /// A context with every value 0 and no trigger yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets a root PSI scalar (`memory_*`, or `d_memory_*` when `derivative`).
+    pub fn set_root_psi(&mut self, derivative: bool, kind: PsiKind, span: PsiSpan, value: f64) {
+        if let Some(slot) = self.scalars.get_mut(psi_index(derivative, kind, span)) {
+            *slot = finite_or_zero(value);
+        }
+    }
+
+    /// Root PSI scalar.
+    pub fn root_psi(&self, derivative: bool, kind: PsiKind, span: PsiSpan) -> f64 {
+        self.scalars
+            .get(psi_index(derivative, kind, span))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// Adds to a class PSI map (`qos_memory_*`, or `d_qos_memory_*`).
+    pub fn add_class_psi(
+        &mut self,
+        derivative: bool,
+        kind: PsiKind,
+        span: PsiSpan,
+        class: QosClass,
+        value: f64,
+    ) {
+        if let Some(map) = self.maps.get_mut(psi_index(derivative, kind, span)) {
+            map.add(class, value);
+        }
+    }
+
+    /// A class PSI map.
+    pub fn class_psi(&self, derivative: bool, kind: PsiKind, span: PsiSpan) -> ClassMap {
+        self.maps
+            .get(psi_index(derivative, kind, span))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Adds to a class usage map (`qos_memory_current|peak|max`, or the `d_` form).
+    pub fn add_class_usage(
+        &mut self,
+        derivative: bool,
+        usage: UsageKind,
+        class: QosClass,
+        value: f64,
+    ) {
+        if let Some(map) = self.maps.get_mut(usage_index(derivative, usage)) {
+            map.add(class, value);
+        }
+    }
+
+    /// A class usage map.
+    pub fn class_usage(&self, derivative: bool, usage: UsageKind) -> ClassMap {
+        self.maps
+            .get(usage_index(derivative, usage))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Sets `time_since_trigger`; `None` means "never triggered" (the maximum duration).
+    pub fn set_time_since_trigger(&mut self, nanos: Option<i64>) {
+        self.time_since_trigger_ns = nanos;
+    }
+
+    /// `time_since_trigger` in nanoseconds, saturated at `i64::MAX` before the first trigger.
+    pub fn time_since_trigger_nanos(&self) -> i64 {
+        self.time_since_trigger_ns.unwrap_or(i64::MAX)
+    }
+
+    /// Every variable with its name, scalars first, then maps, then the duration.
+    pub fn variables(&self) -> impl Iterator<Item = (&'static str, Variable<'_>)> {
+        let scalars = SCALAR_NAMES
+            .iter()
+            .zip(self.scalars.iter())
+            .map(|(n, v)| (*n, Variable::Double(*v)));
+        let maps = MAP_NAMES
+            .iter()
+            .zip(self.maps.iter())
+            .map(|(n, m)| (*n, Variable::ClassMap(m)));
+        scalars.chain(maps).chain(std::iter::once((
+            TIME_SINCE_TRIGGER,
+            Variable::DurationNanos(self.time_since_trigger_nanos()),
+        )))
+    }
+
+    /// The context as Talos writes `triggerContext`: Go `encoding/json` of the activation map.
+    pub fn to_talos_json(&self) -> String {
+        let mut entries: Vec<(&'static str, Variable<'_>)> = self.variables().collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out = String::with_capacity(4096);
+        out.push('{');
+        for (i, (name, value)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "\"{name}\":");
+            match value {
+                Variable::Double(v) => out.push_str(&format_go_float(*v)),
+                Variable::DurationNanos(ns) => {
+                    let _ = write!(out, "{ns}");
+                }
+                Variable::ClassMap(map) => {
+                    out.push('{');
+                    for (j, v) in map.0.iter().enumerate() {
+                        if j > 0 {
+                            out.push(',');
+                        }
+                        let _ = write!(out, "\"{j}\":{}", format_go_float(*v));
+                    }
+                    out.push('}');
+                }
+            }
+        }
+        out.push('}');
+        out
+    }
+
+    /// Reads a context from JSON: a Talos `triggerContext` dump, or a hand-written subset.
+    /// Variables left out are 0 (and `time_since_trigger` "never"). Class maps take keys
+    /// `"0"`…`"4"` or the class names; `time_since_trigger` takes integer nanoseconds or a Go
+    /// duration string such as `"7s"`. Unknown variables are errors, so typos are caught.
+    pub fn from_json(text: &str) -> Result<TriggerContext, ContextJsonError> {
+        let json: Json =
+            serde_json::from_str(text).map_err(|e| ContextJsonError::Syntax(e.to_string()))?;
+        let Json::Object(object) = json else {
+            return Err(ContextJsonError::NotObject);
+        };
+        let mut ctx = TriggerContext::new();
+        for (name, value) in &object {
+            if let Some(i) = SCALAR_NAMES.iter().position(|n| n == name) {
+                if let Some(slot) = ctx.scalars.get_mut(i) {
+                    *slot = json_double(name, value)?;
+                }
+            } else if let Some(i) = MAP_NAMES.iter().position(|n| n == name) {
+                if let Some(slot) = ctx.maps.get_mut(i) {
+                    *slot = json_class_map(name, value)?;
+                }
+            } else if name == TIME_SINCE_TRIGGER {
+                ctx.time_since_trigger_ns = Some(json_duration(name, value)?);
+            } else {
+                return Err(ContextJsonError::UnknownVariable(name.clone()));
+            }
+        }
+        Ok(ctx)
+    }
+}
+
+fn bad(name: &str, reason: impl Into<String>) -> ContextJsonError {
+    ContextJsonError::BadValue {
+        name: name.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn json_double(name: &str, value: &Json) -> Result<f64, ContextJsonError> {
+    value
+        .as_f64()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| bad(name, "expected a finite number"))
+}
+
+fn json_class_map(name: &str, value: &Json) -> Result<ClassMap, ContextJsonError> {
+    let Json::Object(object) = value else {
+        return Err(bad(
+            name,
+            "expected an object keyed by class (\"0\"…\"4\" or class names)",
+        ));
+    };
+    let mut map = ClassMap::default();
+    for (key, v) in object {
+        let class = key
+            .parse::<i64>()
+            .ok()
+            .and_then(QosClass::from_i64)
+            .or_else(|| QosClass::ALL.into_iter().find(|c| c.name() == key))
+            .ok_or_else(|| {
+                bad(
+                    &format!("{name}[{key:?}]"),
+                    "unknown class key; use \"0\"…\"4\" or Besteffort…System",
+                )
+            })?;
+        if let Some(slot) = map.0.get_mut(class.index()) {
+            *slot = json_double(&format!("{name}[{key:?}]"), v)?;
+        }
+    }
+    Ok(map)
+}
+
+fn json_duration(name: &str, value: &Json) -> Result<i64, ContextJsonError> {
+    match value {
+        Json::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| bad(name, "expected integer nanoseconds")),
+        Json::String(s) => parse_go_duration(s).map_err(|e| bad(name, e.to_string())),
+        _ => Err(bad(
+            name,
+            "expected integer nanoseconds or a duration string such as \"7s\"",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_the_39_talos_variables() {
+        let ctx = TriggerContext::new();
+        let names: Vec<&str> = ctx.variables().map(|(n, _)| n).collect();
+        assert_eq!(names.len(), 39);
+        let mut dedup = names.clone();
+        dedup.sort_unstable();
+        dedup.dedup();
+        assert_eq!(dedup.len(), 39);
+    }
+
+    #[test]
+    fn json_is_talos_format() {
+        let mut ctx = TriggerContext::new();
+        ctx.set_root_psi(false, PsiKind::Full, PsiSpan::Avg10, 14.54);
+        ctx.set_root_psi(false, PsiKind::Some, PsiSpan::Total, 12172340.0);
+        ctx.add_class_psi(
+            false,
+            PsiKind::Some,
+            PsiSpan::Avg10,
+            QosClass::System,
+            17.06,
+        );
+        ctx.add_class_psi(
+            false,
+            PsiKind::Some,
+            PsiSpan::Avg10,
+            QosClass::System,
+            17.06,
+        );
+        ctx.add_class_usage(false, UsageKind::Max, QosClass::Burstable, f64::INFINITY);
+        let json = ctx.to_talos_json();
+        assert!(json.starts_with("{\"d_memory_full_avg10\":0,"), "{json}");
+        assert!(json.contains("\"memory_full_avg10\":14.54,"));
+        assert!(json.contains("\"memory_some_total\":12172340,"));
+        assert!(
+            json.contains(
+                "\"qos_memory_some_avg10\":{\"0\":0,\"1\":0,\"2\":0,\"3\":0,\"4\":34.12}"
+            )
+        );
+        assert!(
+            json.contains("\"qos_memory_max\":{\"0\":0,\"1\":0,"),
+            "infinite max is scrubbed to 0"
+        );
+        assert!(json.ends_with("\"time_since_trigger\":9223372036854775807}"));
+        assert!(!json.contains(' '));
+        // Keys come out sorted.
+        let parsed: serde_json::Map<String, Json> = serde_json::from_str(&json).unwrap();
+        let keys: Vec<&String> = parsed.keys().collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted);
+        // And read back identically.
+        assert_eq!(
+            TriggerContext::from_json(&json).unwrap(),
+            ctx_with_never(ctx.clone())
+        );
+    }
+
+    fn ctx_with_never(mut ctx: TriggerContext) -> TriggerContext {
+        ctx.set_time_since_trigger(Some(i64::MAX));
+        ctx
+    }
+
+    #[test]
+    fn from_json_accepts_subsets_names_and_durations() {
+        let ctx = TriggerContext::from_json(
+            r#"{"memory_full_avg10": 10, "qos_memory_full_avg10": {"System": 4.0, "3": 3.0}, "time_since_trigger": "7s"}"#,
+        )
+        .unwrap();
+        assert_eq!(ctx.root_psi(false, PsiKind::Full, PsiSpan::Avg10), 10.0);
+        assert_eq!(
+            ctx.class_psi(false, PsiKind::Full, PsiSpan::Avg10).0,
+            [0.0, 0.0, 0.0, 3.0, 4.0]
+        );
+        assert_eq!(ctx.time_since_trigger_nanos(), 7_000_000_000);
+    }
+
+    #[test]
+    fn from_json_rejects_typos_and_bad_values() {
+        assert_eq!(
+            TriggerContext::from_json(r#"{"memory_ful_avg10": 1}"#),
+            Err(ContextJsonError::UnknownVariable("memory_ful_avg10".into()))
+        );
+        assert!(TriggerContext::from_json(r#"{"memory_full_avg10": "1"}"#).is_err());
+        assert!(TriggerContext::from_json(r#"{"qos_memory_max": {"5": 1}}"#).is_err());
+        assert!(TriggerContext::from_json(r#"{"time_since_trigger": 1.5}"#).is_err());
+        assert!(TriggerContext::from_json("[]").is_err());
+        assert!(TriggerContext::from_json("{").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn from_json_never_panics(s in "\\PC{0,200}") {
+            let _ = TriggerContext::from_json(&s);
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Number formatting as Go's `encoding/json` writes a `float64`.
+//!
+//! Talos stores the trigger context as Go JSON, and users diff and grep those dumps, so the
+//! bytes must match: shortest round-trip digits, plain notation for magnitudes in
+//! `[1e-6, 1e21)`, otherwise exponent form with an explicit sign (`1e+21`, `1e-7`).
+
+/// Formats a finite `f64` exactly as Go's `encoding/json` does. Non-finite values have no JSON
+/// form (Go refuses to encode them); they are written as `0`, the value Talos scrubs them to.
+pub fn format_go_float(value: f64) -> String {
+    if !value.is_finite() {
+        return "0".to_owned();
+    }
+    let abs = value.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Rust's `{:e}` is shortest round-trip like Go's 'e' with precision -1, but writes
+        // `1e21` where Go writes `1e+21`; negative exponents already agree after Go's
+        // `e-07` -> `e-7` clean-up.
+        let s = format!("{value:e}");
+        match s.split_once('e') {
+            Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+            _ => s,
+        }
+    } else {
+        format!("{value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_go_float;
+
+    #[test]
+    fn matches_go_encoding_json() {
+        // Expected strings are what Go 1.22 `json.Marshal(float64)` prints.
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (14.54, "14.54"),
+            (12172340.0, "12172340"),
+            (34.12, "34.12"),
+            (0.1, "0.1"),
+            (1e20, "100000000000000000000"),
+            (1e21, "1e+21"),
+            (1.5e300, "1.5e+300"),
+            (1e-6, "0.000001"),
+            (1e-7, "1e-7"),
+            (1.25e-10, "1.25e-10"),
+            (-2.5e-8, "-2.5e-8"),
+            (123456789.125, "123456789.125"),
+            (f64::NAN, "0"),
+            (f64::INFINITY, "0"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_go_float(*v), *want, "value {v:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn round_trips(v in proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO) {
+            let s = format_go_float(v);
+            let back: f64 = s.parse().unwrap();
+            proptest::prop_assert_eq!(back.to_bits(), v.to_bits());
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Plain-data domain types shared by every oomwarden crate.
+//!
+//! - [`QosClass`]: the five cgroup classes of the Talos OOM controller, ordered from the least
+//!   important (killed first) to the most important.
+//! - [`TriggerContext`]: the 39 variables the trigger expression sees, with the exact JSON
+//!   encoding Talos stores in its action records (`triggerContext`).
+//!
+//! Invariants: this crate does no I/O and reads no clock; every value comes in as a parameter.
+
+mod class;
+mod context;
+mod duration;
+mod gofloat;
+
+pub use class::QosClass;
+pub use context::{
+    ClassMap, ContextJsonError, MAP_NAMES, PsiKind, PsiSpan, SCALAR_NAMES, TIME_SINCE_TRIGGER,
+    TriggerContext, UsageKind, Variable,
+};
+pub use duration::{DurationError, parse_go_duration};
+pub use gofloat::format_go_float;

@@ -1,0 +1,140 @@
+//! Error text in cel-go's format, so Talos users see the messages they know:
+//!
+//! ```text
+//! ERROR: <input>:1:20: found no matching overload for '_>_' applied to '(google.protobuf.Duration, int)'
+//!  | time_since_trigger > 5
+//!  | ...................^
+//! ```
+//!
+//! cel-go places a call's error at its operator or opening parenthesis, not at the start of
+//! the whole expression; [`node_offset`] reproduces that from `cel-core`'s spans.
+
+use std::fmt;
+
+use cel_core::{CelType, Expr, SpannedExpr};
+
+/// One compile-time problem with its byte offset in the source (`None`: no location).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Byte offset into the source, if the problem has a location.
+    pub offset: Option<usize>,
+    /// The message, without location.
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub(crate) fn at(offset: usize, message: impl Into<String>) -> Self {
+        Diagnostic {
+            offset: Some(offset),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn nowhere(message: impl Into<String>) -> Self {
+        Diagnostic {
+            offset: None,
+            message: message.into(),
+        }
+    }
+
+    /// Renders this diagnostic as cel-go does, with the source line and a caret.
+    pub fn render(&self, source: &str) -> String {
+        let Some(offset) = self.offset else {
+            return format!("ERROR: <input>:-1:0: {}", self.message);
+        };
+        let offset = floor_char_boundary(source, offset.min(source.len()));
+        let before = source.get(..offset).unwrap_or("");
+        let line_no = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |p| p + 1);
+        let column = before.get(line_start..).unwrap_or("").chars().count() + 1;
+        let line_text = source
+            .get(line_start..)
+            .unwrap_or("")
+            .split('\n')
+            .next()
+            .unwrap_or("");
+        format!(
+            "ERROR: <input>:{line_no}:{column}: {}\n | {line_text}\n | {}^",
+            self.message,
+            ".".repeat(column - 1)
+        )
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A list of diagnostics rendered as cel-go renders its issues: one block per error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rendered<'a>(pub(crate) &'a [Diagnostic], pub(crate) &'a str);
+
+impl fmt::Display for Rendered<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            f.write_str(&d.render(self.1))?;
+        }
+        Ok(())
+    }
+}
+
+/// A type as cel-go prints it in messages (`map(int, double)`, `optional_type(uint)`,
+/// `google.protobuf.Duration`).
+pub(crate) fn type_name(t: &CelType) -> String {
+    match t {
+        CelType::Bool => "bool".into(),
+        CelType::Int => "int".into(),
+        CelType::UInt => "uint".into(),
+        CelType::Double => "double".into(),
+        CelType::String => "string".into(),
+        CelType::Bytes => "bytes".into(),
+        CelType::Null => "null_type".into(),
+        CelType::Dyn | CelType::TypeVar(_) | CelType::TypeParam(_) => "dyn".into(),
+        CelType::Timestamp => "google.protobuf.Timestamp".into(),
+        CelType::Duration => "google.protobuf.Duration".into(),
+        CelType::List(e) => format!("list({})", type_name(e)),
+        CelType::Map(k, v) => format!("map({}, {})", type_name(k), type_name(v)),
+        CelType::Type(inner) => format!("type({})", type_name(inner)),
+        CelType::Optional(inner) => format!("optional_type({})", type_name(inner)),
+        CelType::Error => "*error*".into(),
+        other => other.display_name(),
+    }
+}
+
+/// The byte offset cel-go reports for a node: the operator of a binary or ternary
+/// expression, the `(` of a call, the `[` of an index, the `.` of a selection, otherwise the
+/// start of the node.
+pub(crate) fn node_offset(source: &str, node: &SpannedExpr) -> usize {
+    let find_after = |from: usize, token: &str| -> Option<usize> {
+        let rest = source.get(from..)?;
+        let skip = rest.len()
+            - rest
+                .trim_start_matches(|c: char| c.is_whitespace() || c == ')' || c == ']')
+                .len();
+        let at = from + skip;
+        source.get(at..)?.starts_with(token).then_some(at)
+    };
+    let found = match &node.node {
+        Expr::Binary { left, .. } => {
+            let from = left.span.end;
+            source.get(from..).map(|rest| {
+                let operand_end = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ')');
+                from + rest.len() - operand_end.len()
+            })
+        }
+        Expr::Ternary { cond, .. } => find_after(cond.span.end, "?"),
+        Expr::Index { expr, .. } => find_after(expr.span.end, "["),
+        Expr::Call { expr, .. } => find_after(expr.span.end, "("),
+        Expr::Member { expr, .. } | Expr::MemberTestOnly { expr, .. } => {
+            find_after(expr.span.end, ".")
+        }
+        _ => None,
+    };
+    found.unwrap_or(node.span.start)
+}

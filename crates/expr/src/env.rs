@@ -1,0 +1,196 @@
+//! The two CEL environments of Talos 1.14 (`celenv.go`): `OOMTrigger` and `OOMCgroupScoring`.
+//!
+//! Both have the standard library and macros, the optional-types library, the five class
+//! constants (int) and the twelve unit constants (uint). `cel-core` has no constant
+//! declarations, so constants are declared as variables and bound in every activation.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use cel_core::{
+    Activation, CelType, Env, EvalError as CelEvalError, EvalErrorKind, FunctionDecl, MapKey,
+    OverloadDecl, Value,
+};
+use oomwarden_model::{MAP_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER};
+
+/// The unit constants, all `uint` (Talos `celenv.go`).
+pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("TiB", 1 << 40),
+    ("PiB", 1 << 50),
+    ("EiB", 1 << 60),
+    ("kB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+    ("TB", 1_000_000_000_000),
+    ("PB", 1_000_000_000_000_000),
+    ("EB", 1_000_000_000_000_000_000),
+];
+
+/// Names of the ranking variables, in slot order.
+pub(crate) const RANKING_VARIABLES: [&str; 5] = [
+    "memory_max",
+    "memory_current",
+    "memory_peak",
+    "path",
+    "class",
+];
+
+fn with_constants(mut env: Env) -> Env {
+    for class in QosClass::ALL {
+        env.add_variable(class.name(), CelType::Int);
+    }
+    for (name, _) in UNIT_CONSTANTS {
+        env.add_variable(name, CelType::UInt);
+    }
+    env
+}
+
+fn base_env() -> Env {
+    with_constants(
+        Env::with_standard_library().with_extension(cel_core::ext::optionals_extension()),
+    )
+}
+
+/// The trigger environment: 16 doubles, 22 `map(int, double)`, a duration, and
+/// `multiply_qos_vectors`.
+pub(crate) static TRIGGER_ENV: LazyLock<Env> = LazyLock::new(|| {
+    let mut env = base_env();
+    for name in SCALAR_NAMES {
+        env.add_variable(name, CelType::Double);
+    }
+    for name in MAP_NAMES {
+        env.add_variable(name, CelType::map(CelType::Int, CelType::Double));
+    }
+    env.add_variable(TIME_SINCE_TRIGGER, CelType::Duration);
+    let class_map = CelType::map(CelType::Dyn, CelType::Double);
+    env.add_function(
+        FunctionDecl::new("multiply_qos_vectors").with_overload(
+            OverloadDecl::function(
+                "multiply_qos_vectors_ma_map_double",
+                vec![class_map.clone(), class_map],
+                CelType::Double,
+            )
+            .with_impl(multiply_qos_vectors),
+        ),
+    );
+    env
+});
+
+/// The ranking environment: three `optional(uint)`, `path` and `class`.
+pub(crate) static RANKING_ENV: LazyLock<Env> = LazyLock::new(|| {
+    let mut env = base_env();
+    for name in ["memory_max", "memory_current", "memory_peak"] {
+        env.add_variable(name, CelType::optional(CelType::UInt));
+    }
+    env.add_variable("path", CelType::String);
+    env.add_variable("class", CelType::Int);
+    env
+});
+
+/// Talos's `multiply_qos_vectors(values, weights)`: the sum of `values[k] * weights[k]` over
+/// the keys of `values` present in `weights`. A value that is not a double (possible through
+/// `dyn` or a mixed literal such as `{System: 1.0, Podruntime: 1}`) is an evaluation error;
+/// in Talos the Go type assertion panics there.
+fn multiply_qos_vectors(args: &[Value]) -> Value {
+    let (Some(Value::Map(values)), Some(Value::Map(weights))) = (args.first(), args.get(1)) else {
+        return error(
+            EvalErrorKind::NoMatchingOverload,
+            "no such overload: multiply_qos_vectors expects two maps",
+        );
+    };
+    let mut sum = 0.0;
+    for (key, value) in values.iter() {
+        let Some(weight) = weights.get_with_numeric_coercion(key) else {
+            continue;
+        };
+        match (value, weight) {
+            (Value::Double(v), Value::Double(w)) => sum += v * w,
+            _ => {
+                let culprit = if matches!(value, Value::Double(_)) {
+                    weight
+                } else {
+                    value
+                };
+                return error(
+                    EvalErrorKind::TypeMismatch,
+                    format!(
+                        "multiply_qos_vectors: value for key {} is {}, expected double",
+                        key_text(key),
+                        culprit.cel_type().display_name()
+                    ),
+                );
+            }
+        }
+    }
+    Value::Double(sum)
+}
+
+fn key_text(key: &MapKey) -> String {
+    match key {
+        MapKey::Int(i) => i.to_string(),
+        MapKey::UInt(u) => format!("{u}u"),
+        MapKey::Bool(b) => b.to_string(),
+        MapKey::String(s) => format!("{s:?}"),
+    }
+}
+
+fn error(kind: EvalErrorKind, message: impl Into<String>) -> Value {
+    Value::Error(std::sync::Arc::new(CelEvalError::new(kind, message)))
+}
+
+/// Constant bindings shared by both environments.
+static CONSTANTS: LazyLock<HashMap<&'static str, Value>> = LazyLock::new(|| {
+    let classes = QosClass::ALL
+        .into_iter()
+        .map(|c| (c.name(), Value::Int(c.as_i64())));
+    let units = UNIT_CONSTANTS.into_iter().map(|(n, v)| (n, Value::UInt(v)));
+    classes.chain(units).collect()
+});
+
+/// Slot index of each trigger variable.
+static TRIGGER_SLOTS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
+    SCALAR_NAMES
+        .iter()
+        .chain(MAP_NAMES.iter())
+        .chain(std::iter::once(&TIME_SINCE_TRIGGER))
+        .enumerate()
+        .map(|(i, n)| (*n, i))
+        .collect()
+});
+
+/// An activation over a fixed set of named slots plus the constants. Cheaper than a
+/// `HashMap<String, Value>` built per evaluation.
+pub(crate) struct SlotActivation {
+    pub(crate) names: fn(&str) -> Option<usize>,
+    pub(crate) values: Vec<Value>,
+}
+
+impl Activation for SlotActivation {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        match (self.names)(name) {
+            Some(i) => self.values.get(i).cloned(),
+            None => CONSTANTS.get(name).cloned(),
+        }
+    }
+}
+
+/// Slot of a trigger variable (order: scalars, maps, duration).
+pub(crate) fn trigger_slot(name: &str) -> Option<usize> {
+    TRIGGER_SLOTS.get(name).copied()
+}
+
+/// Slot of a ranking variable.
+pub(crate) fn ranking_slot(name: &str) -> Option<usize> {
+    RANKING_VARIABLES.iter().position(|n| *n == name)
+}
+
+// Send + Sync are required to share compiled programs across threads.
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Env>();
+    is::<SlotActivation>();
+}

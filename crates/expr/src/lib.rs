@@ -1,0 +1,597 @@
+//! The CEL expression layer: Talos-compatible trigger and ranking expressions.
+//!
+//! ```
+//! use oomwarden_expr::{RankingExpr, RankingInput, TriggerExpr};
+//! use oomwarden_model::{QosClass, TriggerContext};
+//!
+//! let trigger = TriggerExpr::compile("memory_full_avg10 > 12.0").unwrap();
+//! assert_eq!(trigger.eval(&TriggerContext::new()), Ok(false));
+//!
+//! let ranking = RankingExpr::compile("double(memory_current.orValue(0u))").unwrap();
+//! let input = RankingInput {
+//!     memory_max: None,
+//!     memory_current: Some(1000),
+//!     memory_peak: None,
+//!     path: "/sys/fs/cgroup/kubepods/besteffort/pod1",
+//!     class: QosClass::Besteffort,
+//! };
+//! assert_eq!(ranking.eval(&input), Ok(1000.0));
+//!
+//! // Checked at load, like cel-go: no implicit int/double mixing.
+//! let err = TriggerExpr::compile("memory_full_avg10 > 12").unwrap_err();
+//! assert!(err.to_string().contains("found no matching overload"));
+//! ```
+//!
+//! Invariants:
+//! - No type of the CEL engine (`cel-core`) appears in this crate's public API.
+//! - Compilation parses, type-checks (with cel-go's strictness) and requires the exact output
+//!   type (`bool` for triggers, `double` for rankings). Evaluation never panics: errors
+//!   (`no such key`, division by zero, overflow) are returned as [`EvalError`].
+//! - Inputs over cel-go's limits (100,000 code points, nesting 250) are rejected before the
+//!   recursive parser runs, so no expression can overflow the stack.
+
+mod diag;
+mod env;
+mod limits;
+mod strict;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use cel_core::{Ast, CelType, CheckErrorKind, Env, Expr, MapKey, Program, Value, ValueMap};
+use oomwarden_model::{QosClass, TriggerContext, Variable};
+use thiserror::Error;
+
+pub use diag::Diagnostic;
+pub use limits::{MAX_CODE_POINTS, MAX_RECURSION_DEPTH};
+
+use crate::diag::{Rendered, node_offset};
+use crate::env::{
+    RANKING_ENV, RANKING_VARIABLES, SlotActivation, TRIGGER_ENV, ranking_slot, trigger_slot,
+};
+use crate::limits::{LimitExceeded, check_limits};
+
+/// Stack for the compiler thread. Parsing costs up to ~24 KiB per nesting level in debug
+/// builds (measured), so 250 levels need ~6 MiB; only touched pages are ever committed.
+const COMPILE_STACK_BYTES: usize = 64 << 20;
+
+/// Which environment an expression is compiled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExprKind {
+    /// `triggerExpression`: the trigger environment, output `bool`.
+    Trigger,
+    /// `cgroupRankingExpression`: the ranking environment, output `double`.
+    Ranking,
+}
+
+impl ExprKind {
+    fn env(self) -> &'static Env {
+        match self {
+            ExprKind::Trigger => &TRIGGER_ENV,
+            ExprKind::Ranking => &RANKING_ENV,
+        }
+    }
+
+    fn output(self) -> CelType {
+        match self {
+            ExprKind::Trigger => CelType::Bool,
+            ExprKind::Ranking => CelType::Double,
+        }
+    }
+}
+
+/// Why an expression was rejected at load.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CompileError {
+    /// Syntax, size, depth or type errors, rendered as cel-go renders them.
+    #[error("{rendered}")]
+    Invalid {
+        /// Each problem with its location.
+        diagnostics: Vec<Diagnostic>,
+        /// All of them, in cel-go's text form.
+        rendered: String,
+    },
+    /// The expression type-checks but yields the wrong type (Talos's own check).
+    #[error("expression output type is {found}, expected {expected}")]
+    OutputType {
+        /// The checked type, in cel-go's spelling.
+        found: String,
+        /// `bool` or `double`.
+        expected: &'static str,
+    },
+    /// The compiler could not run (no thread could be started, or it failed unexpectedly).
+    #[error("cannot compile expression: {0}")]
+    Internal(String),
+}
+
+impl CompileError {
+    fn invalid(diagnostics: Vec<Diagnostic>, source: &str) -> Self {
+        let rendered = Rendered(&diagnostics, source).to_string();
+        CompileError::Invalid {
+            diagnostics,
+            rendered,
+        }
+    }
+}
+
+/// An evaluation failure: the expression compiled but could not produce a value for this
+/// input (a missing map key, integer division by zero, overflow, a bad conversion …).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{message}")]
+pub struct EvalError {
+    message: String,
+}
+
+impl EvalError {
+    /// The message, in cel-go's wording where the two engines differ only in words.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A compiled expression of either kind.
+#[derive(Clone)]
+struct Compiled {
+    source: Arc<str>,
+    program: Arc<Program>,
+    output: CelType,
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Compiled")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+fn compile(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
+    // Cheap checks first, on the caller's stack.
+    match check_limits(source) {
+        Ok(()) => {}
+        Err(LimitExceeded::Size(size)) => {
+            return Err(CompileError::invalid(
+                vec![Diagnostic::nowhere(format!(
+                    "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+                ))],
+                source,
+            ));
+        }
+        Err(LimitExceeded::Depth(offset)) => return Err(too_deep(offset, source)),
+    }
+    let owned: Arc<str> = Arc::from(source);
+    let for_thread = Arc::clone(&owned);
+    let handle = std::thread::Builder::new()
+        .name("cel-compile".into())
+        .stack_size(COMPILE_STACK_BYTES)
+        .spawn(move || compile_on_this_thread(kind, &for_thread))
+        .map_err(|e| CompileError::Internal(format!("cannot start the compiler thread: {e}")))?;
+    let (program, output) = handle
+        .join()
+        .map_err(|_| CompileError::Internal("the CEL compiler failed unexpectedly".into()))??;
+    Ok(Compiled {
+        source: owned,
+        program: Arc::new(program),
+        output,
+    })
+}
+
+fn too_deep(offset: usize, source: &str) -> CompileError {
+    CompileError::invalid(
+        vec![Diagnostic::at(
+            offset,
+            format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
+        )],
+        source,
+    )
+}
+
+fn compile_on_this_thread(
+    kind: ExprKind,
+    source: &str,
+) -> Result<(Program, CelType), CompileError> {
+    let env = kind.env();
+    let parsed = env.parse(source);
+    if !parsed.errors.is_empty() {
+        let diags = parsed
+            .errors
+            .iter()
+            .map(|e| Diagnostic::at(e.span.start, syntax_message(&e.message)))
+            .collect();
+        return Err(CompileError::invalid(diags, source));
+    }
+    let Some(expr) = parsed.ast else {
+        return Err(CompileError::invalid(
+            vec![Diagnostic::at(0, "Syntax error: empty expression")],
+            source,
+        ));
+    };
+    if strict::ast_depth(&expr) > MAX_RECURSION_DEPTH {
+        return Err(too_deep(0, source));
+    }
+    let checked = env.check(&expr);
+    if !checked.errors.is_empty() {
+        let nodes = node_index(&expr);
+        let diags = checked
+            .errors
+            .iter()
+            .map(|e| match nodes.get(&e.expr_id) {
+                Some(node) => check_diagnostic(source, node, &nodes, &checked, &e.kind),
+                None => Diagnostic::at(e.span.start, check_message(&e.kind)),
+            })
+            .collect();
+        return Err(CompileError::invalid(diags, source));
+    }
+    let strict = strict::strict_overloads(env, source, &expr, &checked);
+    if !strict.is_empty() {
+        return Err(CompileError::invalid(strict, source));
+    }
+    let output = checked
+        .type_map
+        .get(&expr.id)
+        .cloned()
+        .unwrap_or(CelType::Dyn);
+    let ast = Ast::new_checked(expr, source, checked);
+    let program = env
+        .program(&ast)
+        .map_err(|e| CompileError::Internal(e.to_string()))?;
+    Ok((program, output))
+}
+
+/// Compiles and requires the kind's exact output type (`dyn` is not accepted), as Talos does.
+fn compile_typed(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
+    let compiled = compile(kind, source)?;
+    let want = kind.output();
+    if compiled.output != want {
+        return Err(CompileError::OutputType {
+            found: diag::type_name(&compiled.output),
+            expected: if want == CelType::Bool {
+                "bool"
+            } else {
+                "double"
+            },
+        });
+    }
+    Ok(compiled)
+}
+
+fn node_index(root: &cel_core::SpannedExpr) -> HashMap<i64, &cel_core::SpannedExpr> {
+    let mut out = HashMap::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        out.insert(node.id, node);
+        stack.extend(strict::children_of(node));
+    }
+    out
+}
+
+/// A checker error at `node`, in cel-go's words and position.
+fn check_diagnostic(
+    source: &str,
+    node: &cel_core::SpannedExpr,
+    nodes: &HashMap<i64, &cel_core::SpannedExpr>,
+    checked: &cel_core::CheckResult,
+    kind: &CheckErrorKind,
+) -> Diagnostic {
+    // cel-core reports a non-bool ternary condition as a type mismatch on the condition;
+    // cel-go reports no overload of `_?_:_` at the `?`.
+    if let CheckErrorKind::TypeMismatch { .. } = kind {
+        let parent = nodes
+            .values()
+            .find(|p| matches!(&p.node, Expr::Ternary { cond, .. } if cond.id == node.id));
+        if let Some(
+            ternary @ cel_core::SpannedExpr {
+                node:
+                    Expr::Ternary {
+                        cond,
+                        then_expr,
+                        else_expr,
+                    },
+                ..
+            },
+        ) = parent
+        {
+            let ty = |e: &cel_core::SpannedExpr| {
+                diag::type_name(checked.type_map.get(&e.id).unwrap_or(&CelType::Dyn))
+            };
+            return Diagnostic::at(
+                node_offset(source, ternary),
+                format!(
+                    "found no matching overload for '_?_:_' applied to '({}, {}, {})'",
+                    ty(cond),
+                    ty(then_expr),
+                    ty(else_expr)
+                ),
+            );
+        }
+    }
+    Diagnostic::at(node_offset(source, node), check_message(kind))
+}
+
+fn syntax_message(message: &str) -> String {
+    // cel-core reports an out-of-range literal as an unexpected character or an overflow;
+    // cel-go says "invalid int literal" / "invalid uint literal".
+    if message.starts_with("integer literal '") && message.contains("overflow") {
+        return "invalid int literal".to_owned();
+    }
+    if let Some(lit) = message
+        .strip_prefix("unexpected character '")
+        .and_then(|m| m.strip_suffix('\''))
+        && lit.bytes().next().is_some_and(|b| b.is_ascii_digit())
+    {
+        let kind = if lit.ends_with(['u', 'U']) {
+            "uint"
+        } else {
+            "int"
+        };
+        return format!("invalid {kind} literal");
+    }
+    format!("Syntax error: {message}")
+}
+
+fn check_message(kind: &CheckErrorKind) -> String {
+    match kind {
+        CheckErrorKind::UndeclaredReference { container, name } => {
+            format!("undeclared reference to '{name}' (in container '{container}')")
+        }
+        CheckErrorKind::NoMatchingOverload {
+            function,
+            arg_types,
+        } => {
+            let types: Vec<String> = arg_types.iter().map(diag::type_name).collect();
+            format!(
+                "found no matching overload for '{function}' applied to '({})'",
+                types.join(", ")
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+fn eval_error(err: &cel_core::EvalError) -> EvalError {
+    use cel_core::EvalErrorKind as K;
+    let message = match err.kind {
+        K::KeyNotFound => match err.message.strip_prefix("key not found: ") {
+            Some(key) => format!("no such key: {key}"),
+            None => err.message.clone(),
+        },
+        K::ModuloByZero => "modulus by zero".to_owned(),
+        K::DivisionByZero => "division by zero".to_owned(),
+        _ => err.message.clone(),
+    };
+    EvalError { message }
+}
+
+fn expect_output(value: Value, expected: &str) -> Result<Value, EvalError> {
+    match value {
+        Value::Error(e) => Err(eval_error(&e)),
+        other => {
+            let found = diag::type_name(&other.cel_type());
+            if found == expected {
+                Ok(other)
+            } else {
+                Err(EvalError {
+                    message: format!("expression output type is {found}, expected {expected}"),
+                })
+            }
+        }
+    }
+}
+
+/// A compiled `triggerExpression`: decides from a [`TriggerContext`] whether to act.
+#[derive(Debug, Clone)]
+pub struct TriggerExpr(Compiled);
+
+/// A compiled `cgroupRankingExpression`: scores one candidate cgroup.
+#[derive(Debug, Clone)]
+pub struct RankingExpr(Compiled);
+
+/// The variables of the ranking environment for one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankingInput<'a> {
+    /// `memory.max` in bytes; `None` when unlimited (`max`) or unreadable.
+    pub memory_max: Option<u64>,
+    /// `memory.current` in bytes, if readable.
+    pub memory_current: Option<u64>,
+    /// `memory.peak` in bytes, if readable (kernels before 5.19 have none).
+    pub memory_peak: Option<u64>,
+    /// Absolute cgroup directory.
+    pub path: &'a str,
+    /// The candidate's class.
+    pub class: QosClass,
+}
+
+impl TriggerExpr {
+    /// Parses and checks a trigger expression (output must be `bool`).
+    pub fn compile(source: &str) -> Result<Self, CompileError> {
+        compile_typed(ExprKind::Trigger, source).map(TriggerExpr)
+    }
+
+    /// The source text.
+    pub fn source(&self) -> &str {
+        &self.0.source
+    }
+
+    /// Evaluates against one cycle's context.
+    pub fn eval(&self, ctx: &TriggerContext) -> Result<bool, EvalError> {
+        match expect_output(self.0.program.eval(&trigger_activation(ctx)), "bool")? {
+            Value::Bool(b) => Ok(b),
+            _ => Err(EvalError {
+                message: "expression output type is not bool".into(),
+            }),
+        }
+    }
+}
+
+fn trigger_activation(ctx: &TriggerContext) -> SlotActivation {
+    let values = ctx
+        .variables()
+        .map(|(_, v)| match v {
+            Variable::Double(d) => Value::Double(d),
+            Variable::ClassMap(m) => {
+                let entries = QosClass::ALL
+                    .iter()
+                    .map(|c| (MapKey::Int(c.as_i64()), Value::Double(m.get(*c))));
+                Value::Map(Arc::new(ValueMap::from_entries(entries)))
+            }
+            Variable::DurationNanos(ns) => Value::Duration(cel_core::Duration::from_nanos(ns)),
+        })
+        .collect();
+    SlotActivation {
+        names: trigger_slot,
+        values,
+    }
+}
+
+impl RankingExpr {
+    /// Parses and checks a ranking expression (output must be `double`).
+    pub fn compile(source: &str) -> Result<Self, CompileError> {
+        compile_typed(ExprKind::Ranking, source).map(RankingExpr)
+    }
+
+    /// The source text.
+    pub fn source(&self) -> &str {
+        &self.0.source
+    }
+
+    /// Scores one candidate.
+    pub fn eval(&self, input: &RankingInput<'_>) -> Result<f64, EvalError> {
+        match expect_output(self.0.program.eval(&ranking_activation(input)), "double")? {
+            Value::Double(d) => Ok(d),
+            _ => Err(EvalError {
+                message: "expression output type is not double".into(),
+            }),
+        }
+    }
+}
+
+fn ranking_activation(input: &RankingInput<'_>) -> SlotActivation {
+    let opt = |v: Option<u64>| Value::from_option(v.map(Value::UInt));
+    let mut values = vec![Value::Null; RANKING_VARIABLES.len()];
+    for (slot, value) in [
+        ("memory_max", opt(input.memory_max)),
+        ("memory_current", opt(input.memory_current)),
+        ("memory_peak", opt(input.memory_peak)),
+        ("path", Value::String(Arc::from(input.path))),
+        ("class", Value::Int(input.class.as_i64())),
+    ] {
+        if let Some(cell) = ranking_slot(slot).and_then(|i| values.get_mut(i)) {
+            *cell = value;
+        }
+    }
+    SlotActivation {
+        names: ranking_slot,
+        values,
+    }
+}
+
+/// An expression compiled in either environment without the output-type requirement, for
+/// tools that show any value (`oomwarden eval --any`, the golden tests against cel-cpp).
+#[derive(Debug, Clone)]
+pub struct AnyExpr {
+    kind: ExprKind,
+    compiled: Compiled,
+}
+
+/// A value of any CEL type, rendered for people.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnyValue {
+    /// The value's type in cel-go's spelling (`bool`, `double`, `list(int)` …).
+    pub type_name: String,
+    /// The value: `true`, `1000.0`, `'text'`, `[2, 4, 6]`, `optional.of(1u)` …
+    pub text: String,
+}
+
+impl AnyExpr {
+    /// Parses and checks in the given environment; any output type is accepted.
+    pub fn compile(kind: ExprKind, source: &str) -> Result<Self, CompileError> {
+        Ok(AnyExpr {
+            kind,
+            compiled: compile(kind, source)?,
+        })
+    }
+
+    /// The checked output type, in cel-go's spelling.
+    pub fn output_type(&self) -> String {
+        diag::type_name(&self.compiled.output)
+    }
+
+    /// Evaluates a trigger-environment expression.
+    pub fn eval_trigger(&self, ctx: &TriggerContext) -> Result<AnyValue, EvalError> {
+        self.finish(self.compiled.program.eval(&trigger_activation(ctx)))
+    }
+
+    /// Evaluates a ranking-environment expression.
+    pub fn eval_ranking(&self, input: &RankingInput<'_>) -> Result<AnyValue, EvalError> {
+        self.finish(self.compiled.program.eval(&ranking_activation(input)))
+    }
+
+    /// The environment it was compiled in.
+    pub fn kind(&self) -> ExprKind {
+        self.kind
+    }
+
+    fn finish(&self, value: Value) -> Result<AnyValue, EvalError> {
+        match value {
+            Value::Error(e) => Err(eval_error(&e)),
+            v => Ok(AnyValue {
+                type_name: diag::type_name(&v.cel_type()),
+                text: render_value(&v),
+            }),
+        }
+    }
+}
+
+/// Renders a value the way Python's `repr` shows cel-cpp's results, so golden files compare.
+fn render_value(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(b) => (if *b { "true" } else { "false" }).into(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Double(d) => render_double(*d),
+        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Bytes(b) => format!("b'{}'", b.escape_ascii()),
+        Value::List(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(render_value)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", render_value(&k.to_value()), render_value(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Duration(d) => format!("duration({}ns)", d.to_nanos()),
+        Value::Optional(o) => match o.as_value() {
+            Some(inner) => format!("optional.of({})", render_value(inner)),
+            None => "optional.none()".into(),
+        },
+        other => format!("{other:?}"),
+    }
+}
+
+fn render_double(d: f64) -> String {
+    if d.is_nan() {
+        "nan".into()
+    } else if d.is_infinite() {
+        (if d > 0.0 { "inf" } else { "-inf" }).into()
+    } else if d.fract() == 0.0 && d.abs() < 1e16 {
+        format!("{d:.1}")
+    } else {
+        format!("{d:?}")
+    }
+}
+
+/// Forces both environments to be built (a few hundred microseconds) so that the first
+/// compile under memory pressure does not pay for it.
+pub fn warm_up() {
+    LazyLock::force(&TRIGGER_ENV);
+    LazyLock::force(&RANKING_ENV);
+}

@@ -216,6 +216,7 @@ fn compile_on_this_thread(
         let diags = checked
             .errors
             .iter()
+            .filter(|e| !is_cascade(&e.kind))
             .map(|e| match nodes.get(&e.expr_id) {
                 Some(node) => check_diagnostic(source, node, &nodes, &checked, &e.kind),
                 None => Diagnostic::at(e.span.start, check_message(&e.kind)),
@@ -328,6 +329,22 @@ fn syntax_message(message: &str) -> String {
         return format!("invalid {kind} literal");
     }
     format!("Syntax error: {message}")
+}
+
+/// An error about a sub-expression that already failed (its type is `error`); cel-go reports
+/// only the original problem.
+fn is_cascade(kind: &CheckErrorKind) -> bool {
+    match kind {
+        CheckErrorKind::UndefinedField { type_name, .. } => type_name == "error",
+        CheckErrorKind::NoMatchingOverload { arg_types, .. } => arg_types.contains(&CelType::Error),
+        CheckErrorKind::TypeMismatch { expected, actual } => {
+            *expected == CelType::Error || *actual == CelType::Error
+        }
+        CheckErrorKind::NotAssignable { from, to } => {
+            *from == CelType::Error || *to == CelType::Error
+        }
+        _ => false,
+    }
 }
 
 fn check_message(kind: &CheckErrorKind) -> String {

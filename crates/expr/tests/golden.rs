@@ -5,6 +5,9 @@
 //!
 //! Regenerate the oracle files with `tools/cel-oracle/run` (needs `cel-expr-python`).
 
+// Test code: fixture files are read from disk and malformed fixtures may panic.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

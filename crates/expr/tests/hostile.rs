@@ -2,6 +2,9 @@
 //! Tests run on the harness's 2 MiB threads in debug builds, the tightest stack we have, so
 //! "compiles and evaluates here" means "compiles and evaluates in the daemon".
 
+// Test code: fixture files are read from disk and malformed fixtures may panic.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 use oomwarden_expr::{
     AnyExpr, ExprKind, MAX_RECURSION_DEPTH, RankingExpr, RankingInput, TriggerExpr,
 };

@@ -120,6 +120,46 @@ pub fn parse_go_duration(input: &str) -> Result<i64, DurationError> {
     }
 }
 
+/// Formats nanoseconds as Go's `time.Duration.String()` does: `500ms`, `1.5s`, `1m30s`,
+/// `1h0m0s`, `0s`. [`parse_go_duration`] reads every output back to the same value.
+pub fn format_go_duration(nanos: i64) -> String {
+    let negative = nanos < 0;
+    let u = nanos.unsigned_abs();
+    let mut out = if u == 0 {
+        return "0s".to_owned();
+    } else if u < 1_000_000_000 {
+        let (unit, prec) = match u {
+            ..1_000 => ("ns", 0),
+            ..1_000_000 => ("\u{00b5}s", 3),
+            _ => ("ms", 6),
+        };
+        format!("{}{unit}", frac(u, prec))
+    } else {
+        let seconds = frac(u % 60_000_000_000, 9);
+        let minutes = u / 60_000_000_000;
+        match (minutes / 60, minutes % 60) {
+            (0, 0) => format!("{seconds}s"),
+            (0, m) => format!("{m}m{seconds}s"),
+            (h, m) => format!("{h}h{m}m{seconds}s"),
+        }
+    };
+    if negative {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// `v / 10^prec` with the fraction's trailing zeros (and a bare point) dropped.
+fn frac(v: u64, prec: u32) -> String {
+    let scale = 10u64.pow(prec);
+    let (int, fraction) = (v / scale, v % scale);
+    if fraction == 0 {
+        return int.to_string();
+    }
+    let digits = format!("{fraction:0width$}", width = prec as usize);
+    format!("{int}.{}", digits.trim_end_matches('0'))
+}
+
 /// Go's `leadingFraction`: digits after the point, stopping (silently) once more precision
 /// would overflow; returns the digits as an integer, 10^n, and the bytes consumed.
 fn leading_fraction(s: &str) -> (u64, f64, usize) {
@@ -136,7 +176,7 @@ fn leading_fraction(s: &str) -> (u64, f64, usize) {
             .checked_mul(10)
             .and_then(|y| y.checked_add(u64::from(digit - b'0')))
         {
-            Some(y) if x <= (i64::MAX as u64) / 10 && y <= 1 << 63 => {
+            Some(y) if x <= (u64::MAX >> 1) / 10 && y <= 1 << 63 => {
                 x = y;
                 scale *= 10.0;
             }
@@ -178,6 +218,28 @@ mod tests {
     }
 
     #[test]
+    fn formats_like_go() {
+        let cases: &[(i64, &str)] = &[
+            (0, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5\u{00b5}s"),
+            (500_000_000, "500ms"),
+            (250_000_000, "250ms"),
+            (1_500_000, "1.5ms"),
+            (1_000_000_000, "1s"),
+            (1_500_000_000, "1.5s"),
+            (90_000_000_000, "1m30s"),
+            (3_600_000_000_000, "1h0m0s"),
+            (-5_400_000_000_000, "-1h30m0s"),
+            (i64::MAX, "2562047h47m16.854775807s"),
+            (i64::MIN, "-2562047h47m16.854775808s"),
+        ];
+        for (ns, want) in cases {
+            assert_eq!(format_go_duration(*ns), *want);
+        }
+    }
+
+    #[test]
     fn rejects_what_go_rejects() {
         for s in [
             "",
@@ -213,6 +275,11 @@ mod tests {
         #[test]
         fn never_panics(s in "\\PC{0,40}") {
             let _ = parse_go_duration(&s);
+        }
+
+        #[test]
+        fn format_then_parse_is_identity(ns in proptest::num::i64::ANY) {
+            proptest::prop_assert_eq!(parse_go_duration(&format_go_duration(ns)), Ok(ns));
         }
 
         #[test]

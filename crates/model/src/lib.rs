@@ -17,5 +17,5 @@ pub use context::{
     ClassMap, ContextJsonError, MAP_NAMES, PsiKind, PsiSpan, SCALAR_NAMES, TIME_SINCE_TRIGGER,
     TriggerContext, UsageKind, Variable,
 };
-pub use duration::{DurationError, parse_go_duration};
+pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::format_go_float;

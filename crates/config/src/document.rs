@@ -1,0 +1,340 @@
+//! YAML stream → documents → validated [`Settings`], collecting every error.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use oomwarden_expr::{CompileError, RankingExpr, TriggerExpr};
+use oomwarden_model::parse_go_duration;
+use serde_json::{Map, Value};
+
+use crate::{
+    ConfigError, ConfigErrors, DEFAULT_RANKING_EXPRESSION, DEFAULT_SAMPLE_INTERVAL,
+    DEFAULT_TRIGGER_EXPRESSION, MIN_SAMPLE_INTERVAL, OomSettings, Settings, WardenSettings,
+};
+
+/// `apiVersion` of Talos's document.
+pub const OOM_CONFIG_API_VERSION: &str = "v1alpha1";
+/// `kind` of Talos's document.
+pub const OOM_CONFIG_KIND: &str = "OOMConfig";
+/// `apiVersion` of our document.
+pub const WARDEN_API_VERSION: &str = "oomwarden/v1alpha1";
+/// `kind` of our document.
+pub const WARDEN_KIND: &str = "OOMWardenConfig";
+
+const OOM_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "triggerExpression",
+    "cgroupRankingExpression",
+    "sampleInterval",
+    "strictCgroupClassOrdering",
+];
+const WARDEN_FIELDS: &[&str] = &["apiVersion", "kind", "dryRun", "stateDir"];
+
+/// Errors of one load, with the file name filled in.
+struct Errors<'a> {
+    file: &'a str,
+    list: Vec<ConfigError>,
+}
+
+impl Errors<'_> {
+    fn push(
+        &mut self,
+        document: Option<usize>,
+        kind: Option<&str>,
+        key: Option<&str>,
+        message: impl Into<String>,
+    ) {
+        self.list.push(ConfigError {
+            file: self.file.to_owned(),
+            document,
+            kind: kind.map(str::to_owned),
+            key: key.map(str::to_owned),
+            message: message.into(),
+        });
+    }
+}
+
+/// What one document contributed, before defaults.
+#[derive(Default)]
+struct Raw {
+    trigger: Option<TriggerExpr>,
+    ranking: Option<RankingExpr>,
+    sample_interval: Option<Duration>,
+    strict: Option<bool>,
+    dry_run: Option<bool>,
+    state_dir: Option<PathBuf>,
+}
+
+pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
+    let mut errors = Errors {
+        file,
+        list: Vec::new(),
+    };
+    let documents: Vec<Value> = match serde_saphyr::from_multiple(text) {
+        Ok(docs) => docs,
+        Err(e) => {
+            errors.push(None, None, None, format!("invalid YAML: {e}"));
+            return Err(ConfigErrors(errors.list));
+        }
+    };
+    let mut raw = Raw::default();
+    let (mut seen_oom, mut seen_warden) = (false, false);
+    for (i, doc) in documents.iter().enumerate() {
+        let n = Some(i + 1);
+        let map = match doc {
+            Value::Null => continue, // an empty document, e.g. a trailing `---`
+            Value::Object(map) => map,
+            _ => {
+                errors.push(
+                    n,
+                    None,
+                    None,
+                    "a document must be a mapping with apiVersion and kind",
+                );
+                continue;
+            }
+        };
+        let api_version = map.get("apiVersion").and_then(Value::as_str);
+        let kind = map.get("kind").and_then(Value::as_str);
+        match (api_version, kind) {
+            (Some(OOM_CONFIG_API_VERSION), Some(OOM_CONFIG_KIND)) => {
+                if std::mem::replace(&mut seen_oom, true) {
+                    errors.push(n, kind, None, "duplicate document: OOMConfig/");
+                    continue;
+                }
+                oom_document(map, n, &mut raw, &mut errors);
+            }
+            (Some(WARDEN_API_VERSION), Some(WARDEN_KIND)) => {
+                if std::mem::replace(&mut seen_warden, true) {
+                    errors.push(n, kind, None, "duplicate document: OOMWardenConfig/");
+                    continue;
+                }
+                warden_document(map, n, &mut raw, &mut errors);
+            }
+            (None, _) => errors.push(n, kind, Some("apiVersion"), "missing or not a string"),
+            (_, None) => errors.push(n, None, Some("kind"), "missing or not a string"),
+            (Some(v), Some(k)) => errors.push(
+                n,
+                Some(k),
+                None,
+                format!(
+                    "unknown document apiVersion {v:?} kind {k:?}; supported: apiVersion {OOM_CONFIG_API_VERSION:?} kind {OOM_CONFIG_KIND:?}, apiVersion {WARDEN_API_VERSION:?} kind {WARDEN_KIND:?}"
+                ),
+            ),
+        }
+    }
+    if !errors.list.is_empty() {
+        return Err(ConfigErrors(errors.list));
+    }
+    finish(raw, &mut errors).ok_or(ConfigErrors(errors.list))
+}
+
+/// Fills defaults; the default expressions are compiled here, so a broken default (a bug) is
+/// reported like any other error instead of panicking.
+fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
+    let trigger = match raw.trigger {
+        Some(t) => Some(t),
+        None => compile_or_report(
+            TriggerExpr::compile(DEFAULT_TRIGGER_EXPRESSION),
+            errors,
+            "default triggerExpression",
+        ),
+    };
+    let ranking = match raw.ranking {
+        Some(r) => Some(r),
+        None => compile_or_report(
+            RankingExpr::compile(DEFAULT_RANKING_EXPRESSION),
+            errors,
+            "default cgroupRankingExpression",
+        ),
+    };
+    let defaults = WardenSettings::default();
+    Some(Settings {
+        oom: OomSettings {
+            trigger: trigger?,
+            ranking: ranking?,
+            sample_interval: raw.sample_interval.unwrap_or(DEFAULT_SAMPLE_INTERVAL),
+            strict_class_ordering: raw.strict.unwrap_or(true),
+        },
+        warden: WardenSettings {
+            dry_run: raw.dry_run.unwrap_or(defaults.dry_run),
+            state_dir: raw.state_dir.unwrap_or(defaults.state_dir),
+        },
+    })
+}
+
+fn compile_or_report<T>(
+    result: Result<T, CompileError>,
+    errors: &mut Errors<'_>,
+    what: &str,
+) -> Option<T> {
+    result
+        .map_err(|e| errors.push(None, None, Some(what), e.to_string()))
+        .ok()
+}
+
+fn unknown_keys(
+    map: &Map<String, Value>,
+    known: &[&str],
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) {
+    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+        errors.push(
+            n,
+            Some(kind),
+            Some(key),
+            format!("unknown field; known fields are {}", known.join(", ")),
+        );
+    }
+}
+
+/// A string field; `null`, missing and `""` all mean unset, as in Talos.
+fn string_field<'m>(
+    map: &'m Map<String, Value>,
+    key: &str,
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) -> Option<&'m str> {
+    match map.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => {
+            errors.push(
+                n,
+                Some(kind),
+                Some(key),
+                format!("expected a string, found {}", json_type(other)),
+            );
+            None
+        }
+    }
+}
+
+fn bool_field(
+    map: &Map<String, Value>,
+    key: &str,
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) -> Option<bool> {
+    match map.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => {
+            errors.push(
+                n,
+                Some(kind),
+                Some(key),
+                format!("expected true or false, found {}", json_type(other)),
+            );
+            None
+        }
+    }
+}
+
+fn json_type(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(x) => format!("number {x}"),
+        Value::String(s) => format!("string {s:?}"),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "a mapping".into(),
+    }
+}
+
+fn oom_document(
+    map: &Map<String, Value>,
+    n: Option<usize>,
+    raw: &mut Raw,
+    errors: &mut Errors<'_>,
+) {
+    let kind = OOM_CONFIG_KIND;
+    unknown_keys(map, OOM_FIELDS, n, kind, errors);
+    if let Some(text) = string_field(map, "triggerExpression", n, kind, errors) {
+        match TriggerExpr::compile(text) {
+            Ok(t) => raw.trigger = Some(t),
+            Err(e) => errors.push(
+                n,
+                Some(kind),
+                Some("triggerExpression"),
+                format!("OOM trigger expression is invalid: {e}"),
+            ),
+        }
+    }
+    if let Some(text) = string_field(map, "cgroupRankingExpression", n, kind, errors) {
+        match RankingExpr::compile(text) {
+            Ok(r) => raw.ranking = Some(r),
+            Err(e) => errors.push(
+                n,
+                Some(kind),
+                Some("cgroupRankingExpression"),
+                format!("OOM cgroup scoring expression is invalid: {e}"),
+            ),
+        }
+    }
+    match map.get("sampleInterval") {
+        None | Some(Value::Null) => {}
+        // YAML reads an unquoted `0` as a number; Talos's schema allows it and it means the default.
+        Some(Value::Number(x)) if x.as_i64() == Some(0) => {}
+        Some(Value::String(s)) => match sample_interval_from_text(s) {
+            Ok(d) if d.is_zero() => {}
+            Ok(d) => raw.sample_interval = Some(d),
+            Err(message) => errors.push(n, Some(kind), Some("sampleInterval"), message),
+        },
+        Some(other) => errors.push(
+            n,
+            Some(kind),
+            Some("sampleInterval"),
+            format!(
+                "expected a duration such as \"500ms\" or \"1m30s\", found {}",
+                json_type(other)
+            ),
+        ),
+    }
+    raw.strict = bool_field(map, "strictCgroupClassOrdering", n, kind, errors);
+}
+
+/// Validates a sample interval written as a Go duration. `0` is allowed (the default).
+pub(crate) fn sample_interval_from_text(text: &str) -> Result<Duration, String> {
+    let nanos = parse_go_duration(text).map_err(|e| format!("invalid duration {text:?}: {e}"))?;
+    if nanos < 0 {
+        return Err("OOM sample interval must be longer than 0".to_owned());
+    }
+    let interval = Duration::from_nanos(nanos.unsigned_abs());
+    if !interval.is_zero() && interval < MIN_SAMPLE_INTERVAL {
+        return Err(format!(
+            "OOM sample interval {text} is shorter than the minimum {}ms (a cgroup walk cannot keep up)",
+            MIN_SAMPLE_INTERVAL.as_millis()
+        ));
+    }
+    Ok(interval)
+}
+
+fn warden_document(
+    map: &Map<String, Value>,
+    n: Option<usize>,
+    raw: &mut Raw,
+    errors: &mut Errors<'_>,
+) {
+    let kind = WARDEN_KIND;
+    unknown_keys(map, WARDEN_FIELDS, n, kind, errors);
+    raw.dry_run = bool_field(map, "dryRun", n, kind, errors);
+    if let Some(dir) = string_field(map, "stateDir", n, kind, errors) {
+        if dir.starts_with('/') {
+            raw.state_dir = Some(PathBuf::from(dir));
+        } else {
+            errors.push(
+                n,
+                Some(kind),
+                Some("stateDir"),
+                format!("must be an absolute path, found {dir:?}"),
+            );
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! oomwarden's configuration: one YAML file holding up to two documents.
+//!
+//! - Talos's `OOMConfig` (`apiVersion: v1alpha1`), accepted verbatim: `triggerExpression`,
+//!   `cgroupRankingExpression`, `sampleInterval`, `strictCgroupClassOrdering`. Empty or
+//!   missing fields take the Talos 1.14 defaults; validation messages are Talos's.
+//! - Our `OOMWardenConfig` (`apiVersion: oomwarden/v1alpha1`) for what Talos has no field for.
+//!
+//! Loading is two-phase: text → [`Settings`] (expressions compiled and type-checked, durations
+//! parsed), collecting *every* error with its document and key rather than stopping at the
+//! first. The crate is pure: it takes file contents and a name for messages, never a path
+//! to open.
+//!
+//! ```
+//! use oomwarden_config::Settings;
+//!
+//! let s = Settings::from_yaml("apiVersion: v1alpha1\nkind: OOMConfig\nsampleInterval: 250ms\n", "oom.yaml").unwrap();
+//! assert_eq!(s.oom.sample_interval.as_millis(), 250);
+//! assert!(s.oom.strict_class_ordering);
+//! ```
+
+mod document;
+mod render;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use oomwarden_expr::{RankingExpr, TriggerExpr};
+
+pub use document::{OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND, WARDEN_API_VERSION, WARDEN_KIND};
+
+/// Talos 1.14's `DefaultOOMTriggerExpression`, in the form cel-go's unparser prints it.
+pub const DEFAULT_TRIGGER_EXPRESSION: &str =
+    "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0}) > 3000.0 &&
+multiply_qos_vectors(qos_memory_full_avg10, {System: 1.0, Podruntime: 1.0}) > 5.0 &&
+time_since_trigger > duration(\"5s\")";
+
+/// Talos's `DefaultOOMCgroupRankingExpression` (unchanged since 1.12).
+pub const DEFAULT_RANKING_EXPRESSION: &str = "memory_max.hasValue() ? 0.0 :
+{Besteffort: 1.0, Burstable: 0.5, Guaranteed: 0.0, Podruntime: 0.0, System: 0.0}[class] *
+double(memory_current.orValue(0u))";
+
+/// Talos's `DefaultOOMSampleInterval`.
+pub const DEFAULT_SAMPLE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The shortest sample interval accepted. Talos accepts any positive value (even `1ns`,
+/// which would busy-loop a core); we refuse intervals a cgroup walk cannot keep up with.
+pub const MIN_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Default state directory (action history, socket).
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/oomwarden";
+
+/// The Talos-compatible settings (`OOMConfig`).
+#[derive(Debug, Clone)]
+pub struct OomSettings {
+    /// When to act.
+    pub trigger: TriggerExpr,
+    /// Whom to kill.
+    pub ranking: RankingExpr,
+    /// How often to sample.
+    pub sample_interval: Duration,
+    /// Kill from the least important class first (true) or the highest score overall.
+    pub strict_class_ordering: bool,
+}
+
+/// Our own settings (`OOMWardenConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WardenSettings {
+    /// Decide and record, but never kill.
+    pub dry_run: bool,
+    /// Where the action history and socket live.
+    pub state_dir: PathBuf,
+}
+
+impl Default for WardenSettings {
+    fn default() -> Self {
+        WardenSettings {
+            dry_run: false,
+            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
+        }
+    }
+}
+
+/// The effective configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// From the `OOMConfig` document (or Talos defaults).
+    pub oom: OomSettings,
+    /// From the `OOMWardenConfig` document (or our defaults).
+    pub warden: WardenSettings,
+}
+
+/// Settings given on the command line; they win over the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--sample-interval`.
+    pub sample_interval: Option<Duration>,
+    /// `--dry-run`.
+    pub dry_run: Option<bool>,
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// One problem found while loading a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file name given by the caller (`<defaults>` for the embedded defaults).
+    pub file: String,
+    /// 1-based document number in the YAML stream, when the problem is in a document.
+    pub document: Option<usize>,
+    /// The document kind, when known.
+    pub kind: Option<String>,
+    /// The key at fault (`triggerExpression`), when there is one.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(doc) = self.document {
+            write!(f, ": document {doc}")?;
+            if let Some(kind) = &self.kind {
+                write!(f, " ({kind})")?;
+            }
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": {key}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Every problem found in a configuration (never empty).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// The embedded defaults: Talos 1.14's `OOMConfig` defaults and ours.
+    pub fn defaults() -> Result<Settings, ConfigErrors> {
+        Settings::from_yaml("", "<defaults>")
+    }
+
+    /// Parses and validates a configuration file's contents. `name` is used in messages only.
+    /// An empty file (or one holding only comments) means the defaults.
+    pub fn from_yaml(text: &str, name: &str) -> Result<Settings, ConfigErrors> {
+        document::load(text, name)
+    }
+
+    /// Applies command-line overrides.
+    pub fn apply(&mut self, overrides: &Overrides) {
+        if let Some(interval) = overrides.sample_interval {
+            self.oom.sample_interval = interval;
+        }
+        if let Some(dry_run) = overrides.dry_run {
+            self.warden.dry_run = dry_run;
+        }
+        if let Some(dir) = &overrides.state_dir {
+            self.warden.state_dir.clone_from(dir);
+        }
+    }
+
+    /// The effective settings as a configuration file (both documents, defaults filled in).
+    /// Loading the output gives the same settings.
+    pub fn to_yaml(&self) -> String {
+        render::to_yaml(self)
+    }
+}
+
+/// Parses a `--sample-interval` value with the same rules as the file's `sampleInterval`.
+pub fn parse_sample_interval(text: &str) -> Result<Duration, String> {
+    document::sample_interval_from_text(text)
+}

@@ -1,0 +1,277 @@
+//! Configuration documents: the Talos vectors (T9, D15–D19 of `talos-oom-testcases.md`), the
+//! tuning examples of the Talos docs, our own document, and error reporting.
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use oomwarden_config::{
+    ConfigErrors, DEFAULT_RANKING_EXPRESSION, DEFAULT_TRIGGER_EXPRESSION, Overrides, Settings,
+};
+
+const HEADER: &str = "apiVersion: v1alpha1\nkind: OOMConfig\n";
+
+fn load(text: &str) -> Result<Settings, ConfigErrors> {
+    Settings::from_yaml(text, "oom.yaml")
+}
+
+fn messages(text: &str) -> Vec<String> {
+    load(text)
+        .unwrap_err()
+        .0
+        .into_iter()
+        .map(|e| e.message)
+        .collect()
+}
+
+#[test]
+fn no_file_and_empty_document_mean_talos_defaults() {
+    for text in ["", "# only a comment\n", "---\n", HEADER] {
+        let s = load(text).unwrap();
+        assert_eq!(s.oom.trigger.source(), DEFAULT_TRIGGER_EXPRESSION);
+        assert_eq!(s.oom.ranking.source(), DEFAULT_RANKING_EXPRESSION);
+        assert_eq!(s.oom.sample_interval, Duration::from_millis(500));
+        assert!(s.oom.strict_class_ordering);
+        assert!(!s.warden.dry_run);
+        assert_eq!(s.warden.state_dir, PathBuf::from("/var/lib/oomwarden"));
+    }
+    assert_eq!(
+        Settings::defaults().unwrap().to_yaml(),
+        load("").unwrap().to_yaml()
+    );
+}
+
+#[test]
+fn empty_fields_mean_defaults() {
+    let s = load(&format!(
+        "{HEADER}triggerExpression: \"\"\ncgroupRankingExpression:\nsampleInterval: 0s\n"
+    ))
+    .unwrap();
+    assert_eq!(s.oom.trigger.source(), DEFAULT_TRIGGER_EXPRESSION);
+    assert_eq!(s.oom.ranking.source(), DEFAULT_RANKING_EXPRESSION);
+    assert_eq!(s.oom.sample_interval, Duration::from_millis(500), "D19");
+    let s = load(&format!("{HEADER}sampleInterval: 0\n")).unwrap();
+    assert_eq!(s.oom.sample_interval, Duration::from_millis(500));
+}
+
+#[test]
+fn talos_documentation_tuning_examples_are_accepted() {
+    let sooner = format!(
+        "{HEADER}triggerExpression: |-\n  multiply_qos_vectors(d_qos_memory_full_total, {{System: 8.0, Podruntime: 4.0}}) > 3000.0 &&\n  multiply_qos_vectors(qos_memory_full_avg10, {{System: 1.0, Podruntime: 1.0}}) > 2.0 &&\n  time_since_trigger > duration(\"5s\")\nsampleInterval: 250ms\n"
+    );
+    let s = load(&sooner).unwrap();
+    assert_eq!(s.oom.sample_interval, Duration::from_millis(250));
+    assert!(s.oom.trigger.source().contains("> 2.0"));
+
+    let peak = format!(
+        "{HEADER}cgroupRankingExpression: |-\n  memory_max.hasValue() ? 0.0 :\n    {{Besteffort: 1.0, Burstable: 0.5, Guaranteed: 0.0, Podruntime: 0.0, System: 0.0}}[class] *\n      double(memory_peak.orValue(0u))\n"
+    );
+    assert!(
+        load(&peak)
+            .unwrap()
+            .oom
+            .ranking
+            .source()
+            .contains("memory_peak")
+    );
+
+    assert!(
+        !load(&format!("{HEADER}strictCgroupClassOrdering: false\n"))
+            .unwrap()
+            .oom
+            .strict_class_ordering
+    );
+
+    let disabled = load(&format!("{HEADER}triggerExpression: \"false\"\n")).unwrap();
+    assert_eq!(disabled.oom.trigger.source(), "false");
+    // D20: the custom trigger alone takes effect (no getter bug), the ranking stays default.
+    assert_eq!(disabled.oom.ranking.source(), DEFAULT_RANKING_EXPRESSION);
+
+    // The disable workaround from Talos issue #12526.
+    load(&format!(
+        "{HEADER}triggerExpression: \"false\"\ncgroupRankingExpression: \"0.0\"\n"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn invalid_expression_message_is_talos_exact() {
+    // T9.1
+    assert_eq!(
+        messages(&format!(
+            "{HEADER}cgroupRankingExpression: disk.transport\n"
+        )),
+        [
+            "OOM cgroup scoring expression is invalid: ERROR: <input>:1:1: undeclared reference to 'disk' (in container '')\n | disk.transport\n | ^"
+        ]
+    );
+    // D15
+    assert_eq!(
+        messages(&format!(
+            "{HEADER}triggerExpression: memory_full_avg10 > 12\n"
+        )),
+        [
+            "OOM trigger expression is invalid: ERROR: <input>:1:19: found no matching overload for '_>_' applied to '(double, int)'\n | memory_full_avg10 > 12\n | ..................^"
+        ]
+    );
+    // D16, D17
+    assert_eq!(
+        messages(&format!("{HEADER}triggerExpression: \"1.0\"\n")),
+        ["OOM trigger expression is invalid: expression output type is double, expected bool"]
+    );
+    assert_eq!(
+        messages(&format!("{HEADER}cgroupRankingExpression: \"1\"\n")),
+        [
+            "OOM cgroup scoring expression is invalid: expression output type is int, expected double"
+        ]
+    );
+}
+
+#[test]
+fn sample_interval_validation() {
+    // D18
+    assert_eq!(
+        messages(&format!("{HEADER}sampleInterval: -1s\n")),
+        ["OOM sample interval must be longer than 0"]
+    );
+    let m = messages(&format!("{HEADER}sampleInterval: 5 s\n"));
+    assert!(m[0].contains("invalid duration \"5 s\""), "{m:?}");
+    let m = messages(&format!("{HEADER}sampleInterval: 500\n"));
+    assert!(m[0].contains("expected a duration"), "{m:?}");
+    let m = messages(&format!("{HEADER}sampleInterval: 1ns\n"));
+    assert!(m[0].contains("shorter than the minimum 10ms"), "{m:?}");
+    assert_eq!(
+        load(&format!("{HEADER}sampleInterval: 1m30s\n"))
+            .unwrap()
+            .oom
+            .sample_interval,
+        Duration::from_secs(90)
+    );
+}
+
+#[test]
+fn every_error_is_reported_with_document_and_key() {
+    let text = format!(
+        "{HEADER}triggerExpresion: \"true\"\ncgroupRankingExpression: \"1\"\nsampleInterval: -1s\nstrictCgroupClassOrdering: maybe\n---\napiVersion: v1\nkind: Pod\n---\n{HEADER}"
+    );
+    let errors = load(&text).unwrap_err();
+    let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "oom.yaml: document 1 (OOMConfig): triggerExpresion: unknown field; known fields are apiVersion, kind, triggerExpression, cgroupRankingExpression, sampleInterval, strictCgroupClassOrdering",
+            "oom.yaml: document 1 (OOMConfig): cgroupRankingExpression: OOM cgroup scoring expression is invalid: expression output type is int, expected double",
+            "oom.yaml: document 1 (OOMConfig): sampleInterval: OOM sample interval must be longer than 0",
+            "oom.yaml: document 1 (OOMConfig): strictCgroupClassOrdering: expected true or false, found string \"maybe\"",
+            "oom.yaml: document 2 (Pod): unknown document apiVersion \"v1\" kind \"Pod\"; supported: apiVersion \"v1alpha1\" kind \"OOMConfig\", apiVersion \"oomwarden/v1alpha1\" kind \"OOMWardenConfig\"",
+            "oom.yaml: document 3 (OOMConfig): duplicate document: OOMConfig/",
+        ]
+    );
+}
+
+#[test]
+fn malformed_documents() {
+    assert!(messages("a: [1,\n")[0].starts_with("invalid YAML: "));
+    assert!(
+        messages("apiVersion: v1alpha1\napiVersion: v1alpha1\nkind: OOMConfig\n")[0]
+            .contains("duplicate mapping key")
+    );
+    assert_eq!(
+        messages("- 1\n- 2\n"),
+        ["a document must be a mapping with apiVersion and kind"]
+    );
+    assert_eq!(messages("kind: OOMConfig\n"), ["missing or not a string"]);
+    assert_eq!(
+        messages("apiVersion: v1alpha1\n"),
+        ["missing or not a string"]
+    );
+    assert!(
+        messages(&format!("{HEADER}triggerExpression: [true]\n"))[0]
+            .contains("expected a string, found a list")
+    );
+}
+
+#[test]
+fn warden_document() {
+    let s = load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\nstateDir: /run/oomwarden\n").unwrap();
+    assert!(s.warden.dry_run);
+    assert_eq!(s.warden.state_dir, PathBuf::from("/run/oomwarden"));
+    let m = messages(
+        "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: relative/dir\ndryrun: true\n",
+    );
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(m.iter().any(|x| x.contains("unknown field")));
+    assert!(m.iter().any(|x| x.contains("must be an absolute path")));
+    assert_eq!(
+        messages(
+            "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n"
+        ),
+        ["duplicate document: OOMWardenConfig/"]
+    );
+}
+
+#[test]
+fn overrides_win_over_the_file() {
+    let mut s =
+        load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: false\n").unwrap();
+    s.apply(&Overrides {
+        sample_interval: Some(Duration::from_millis(100)),
+        dry_run: Some(true),
+        state_dir: Some(PathBuf::from("/tmp/x")),
+    });
+    assert!(s.warden.dry_run);
+    assert_eq!(s.oom.sample_interval, Duration::from_millis(100));
+    assert_eq!(s.warden.state_dir, PathBuf::from("/tmp/x"));
+}
+
+#[test]
+fn effective_settings_round_trip() {
+    let text = format!(
+        "{HEADER}triggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 1m30s\nstrictCgroupClassOrdering: false\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\n"
+    );
+    let first = load(&text).unwrap().to_yaml();
+    let second = load(&first).unwrap().to_yaml();
+    assert_eq!(first, second);
+    assert!(first.contains("sampleInterval: 1m30s"));
+    let defaults = Settings::defaults().unwrap().to_yaml();
+    assert_eq!(load(&defaults).unwrap().to_yaml(), defaults);
+}
+
+#[test]
+fn hostile_expressions_in_a_config_are_errors() {
+    let deep = format!(
+        "{HEADER}triggerExpression: '{}true{}'\n",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    assert!(messages(&deep)[0].contains("expression recursion limit exceeded"));
+    let big = format!(
+        "{HEADER}cgroupRankingExpression: '{}'\n",
+        "1.0 + ".repeat(200_000) + "1.0"
+    );
+    assert!(messages(&big)[0].contains("expression code point size exceeds limit"));
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_text_loads_or_errors(text in "\\PC{0,300}") {
+            let _ = Settings::from_yaml(&text, "fuzz.yaml");
+        }
+
+        #[test]
+        fn yaml_shaped_text_loads_or_errors(lines in prop::collection::vec(prop::sample::select(vec![
+            "apiVersion: v1alpha1", "apiVersion: oomwarden/v1alpha1", "kind: OOMConfig", "kind: OOMWardenConfig",
+            "triggerExpression: true", "triggerExpression: \"memory_full_avg10 > 1.0\"", "cgroupRankingExpression: 1.0",
+            "sampleInterval: 1s", "sampleInterval: -3h", "sampleInterval: [", "strictCgroupClassOrdering: no",
+            "dryRun: yes", "stateDir: /x", "---", "  - a", "x: &a [*a]", "? complex", "'", "{", "",
+        ]), 0..12)) {
+            let _ = Settings::from_yaml(&lines.join("\n"), "fuzz.yaml");
+        }
+    }
+}

@@ -128,10 +128,12 @@ pub fn format_go_duration(nanos: i64) -> String {
     let mut out = if u == 0 {
         return "0s".to_owned();
     } else if u < 1_000_000_000 {
-        let (unit, prec) = match u {
-            ..1_000 => ("ns", 0),
-            ..1_000_000 => ("\u{00b5}s", 3),
-            _ => ("ms", 6),
+        let (unit, prec) = if u < 1_000 {
+            ("ns", 0)
+        } else if u < 1_000_000 {
+            ("\u{00b5}s", 3)
+        } else {
+            ("ms", 6)
         };
         format!("{}{unit}", frac(u, prec))
     } else {

@@ -1,0 +1,81 @@
+//! `oomwarden check [FILE]`: validate a configuration and print the effective settings.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use oomwarden_config::{Overrides, Settings};
+
+use crate::commands::read_input;
+use crate::exit::Exit;
+
+/// Arguments of `oomwarden check`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Configuration file (`-` for standard input). Without it, the embedded defaults are checked.
+    file: Option<PathBuf>,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+/// Flags that override the configuration file.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OverrideArgs {
+    /// Sample interval, as a Go duration (`250ms`); overrides `sampleInterval`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    sample_interval: Option<std::time::Duration>,
+    /// Decide and record, but never kill; overrides `dryRun`.
+    #[arg(long)]
+    dry_run: bool,
+    /// State directory; overrides `stateDir`.
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
+
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    match oomwarden_config::parse_sample_interval(text)? {
+        d if d.is_zero() => Err("OOM sample interval must be longer than 0".to_owned()),
+        d => Ok(d),
+    }
+}
+
+impl OverrideArgs {
+    pub(crate) fn to_overrides(&self) -> Overrides {
+        Overrides {
+            sample_interval: self.sample_interval,
+            dry_run: self.dry_run.then_some(true),
+            state_dir: self.state_dir.clone(),
+        }
+    }
+}
+
+/// Loads the file (or the defaults), applies overrides, prints the result or every error.
+pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+    let (text, name) = match &args.file {
+        Some(path) => (read_input(path)?, path.display().to_string()),
+        None => (String::new(), "<defaults>".to_owned()),
+    };
+    match Settings::from_yaml(&text, &name) {
+        Ok(mut settings) => {
+            if let Some(dir) = &args.overrides.state_dir
+                && !dir.is_absolute()
+            {
+                writeln!(
+                    err,
+                    "--state-dir: must be an absolute path, found {}",
+                    dir.display()
+                )?;
+                return Ok(Exit::Failure);
+            }
+            settings.apply(&args.overrides.to_overrides());
+            out.write_all(settings.to_yaml().as_bytes())?;
+            Ok(Exit::Ok)
+        }
+        Err(errors) => {
+            for e in &errors.0 {
+                writeln!(err, "{e}")?;
+            }
+            writeln!(err, "{}: {} error(s)", name, errors.0.len())?;
+            Ok(Exit::Failure)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! `oomwarden eval`: evaluate an expression against variables, to try it before deploying.
+//!
+//! ```text
+//! oomwarden eval trigger 'memory_full_avg10 > 10.0' --context ctx.json
+//! oomwarden eval ranking --memory-current 1073741824 --class Burstable
+//! oomwarden eval trigger --config oom.yaml --context -      # the configured expression
+//! ```
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use oomwarden_config::Settings;
+use oomwarden_expr::{AnyExpr, ExprKind, RankingExpr, RankingInput, TriggerExpr};
+use oomwarden_model::{QosClass, TriggerContext, format_go_float};
+use serde_json::json;
+
+use crate::commands::read_input;
+use crate::exit::Exit;
+
+/// Which expression to evaluate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Kind {
+    /// A `triggerExpression` (trigger environment, result `bool`).
+    Trigger,
+    /// A `cgroupRankingExpression` (ranking environment, result `double`).
+    Ranking,
+}
+
+/// Arguments of `oomwarden eval`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The environment: `trigger` or `ranking`.
+    kind: Kind,
+    /// The expression. Without it, the expression of `--config` (or the default) is used.
+    expression: Option<String>,
+    /// Take the expression from this configuration file when none is given.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Trigger variables as JSON (`-` for standard input): a Talos `triggerContext` dump or a
+    /// subset of it. Missing variables are 0 and `time_since_trigger` "never".
+    #[arg(long, value_name = "FILE")]
+    context: Option<PathBuf>,
+    /// Ranking: `memory.max` in bytes; omit or `max` for no limit.
+    #[arg(long, value_name = "BYTES|max")]
+    memory_max: Option<String>,
+    /// Ranking: `memory.current` in bytes; omit for unknown.
+    #[arg(long, value_name = "BYTES")]
+    memory_current: Option<u64>,
+    /// Ranking: `memory.peak` in bytes; omit for unknown.
+    #[arg(long, value_name = "BYTES")]
+    memory_peak: Option<u64>,
+    /// Ranking: the cgroup path.
+    #[arg(
+        long,
+        default_value = "/sys/fs/cgroup/kubepods/besteffort/pod00000000-0000-0000-0000-000000000000"
+    )]
+    path: String,
+    /// Ranking: the class (`Besteffort` … `System`, or 0 … 4).
+    #[arg(long, default_value = "Besteffort", value_parser = parse_class)]
+    class: QosClass,
+    /// Accept any result type (explore sub-expressions) instead of requiring bool/double.
+    #[arg(long)]
+    any: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_class(text: &str) -> Result<QosClass, String> {
+    text.parse::<i64>()
+        .ok()
+        .and_then(QosClass::from_i64)
+        .or_else(|| QosClass::ALL.into_iter().find(|c| c.name().eq_ignore_ascii_case(text)))
+        .ok_or_else(|| format!("unknown class {text:?}; use Besteffort, Burstable, Guaranteed, Podruntime, System or 0-4"))
+}
+
+/// The outcome of one evaluation, for printing.
+struct Outcome {
+    expression: String,
+    result: Result<(String, String), String>, // (type, value) or error
+}
+
+pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+    if args.kind == Kind::Trigger
+        && (args.memory_max.is_some()
+            || args.memory_current.is_some()
+            || args.memory_peak.is_some())
+    {
+        writeln!(
+            err,
+            "--memory-* flags describe a ranking candidate; a trigger reads --context"
+        )?;
+        return Ok(Exit::Usage);
+    }
+    if args.kind == Kind::Ranking && args.context.is_some() {
+        writeln!(
+            err,
+            "--context describes trigger variables; a ranking reads --memory-*, --path and --class"
+        )?;
+        return Ok(Exit::Usage);
+    }
+    let expression = match (&args.expression, &args.config) {
+        (Some(e), None) => e.clone(),
+        (Some(_), Some(_)) => {
+            writeln!(err, "give either an EXPRESSION or --config, not both")?;
+            return Ok(Exit::Usage);
+        }
+        (None, config) => {
+            let (text, name) = match config {
+                Some(path) => (read_input(path)?, path.display().to_string()),
+                None => (String::new(), "<defaults>".to_owned()),
+            };
+            match Settings::from_yaml(&text, &name) {
+                Ok(s) => match args.kind {
+                    Kind::Trigger => s.oom.trigger.source().to_owned(),
+                    Kind::Ranking => s.oom.ranking.source().to_owned(),
+                },
+                Err(errors) => {
+                    writeln!(err, "{errors}")?;
+                    return Ok(Exit::Failure);
+                }
+            }
+        }
+    };
+    let outcome = match args.kind {
+        Kind::Trigger => {
+            let ctx = match &args.context {
+                Some(path) => TriggerContext::from_json(&read_input(path)?)
+                    .with_context(|| format!("{}: not a trigger context", path.display()))?,
+                None => TriggerContext::new(),
+            };
+            evaluate_trigger(&expression, &ctx, args.any)
+        }
+        Kind::Ranking => {
+            let memory_max = match args.memory_max.as_deref() {
+                None | Some("max") => None,
+                Some(v) => Some(v.parse::<u64>().with_context(|| {
+                    format!("--memory-max: {v:?} is not a number of bytes or `max`")
+                })?),
+            };
+            let input = RankingInput {
+                memory_max,
+                memory_current: args.memory_current,
+                memory_peak: args.memory_peak,
+                path: &args.path,
+                class: args.class,
+            };
+            evaluate_ranking(&expression, &input, args.any)
+        }
+    };
+    print(args, &outcome, out, err)
+}
+
+fn evaluate_trigger(expression: &str, ctx: &TriggerContext, any: bool) -> Outcome {
+    let result = if any {
+        AnyExpr::compile(ExprKind::Trigger, expression)
+            .map_err(|e| e.to_string())
+            .and_then(|e| {
+                e.eval_trigger(ctx)
+                    .map(|v| (v.type_name, v.text))
+                    .map_err(|e| format!("evaluation failed: {e}"))
+            })
+    } else {
+        TriggerExpr::compile(expression)
+            .map_err(|e| e.to_string())
+            .and_then(|e| {
+                e.eval(ctx)
+                    .map(|b| ("bool".to_owned(), b.to_string()))
+                    .map_err(|e| format!("evaluation failed: {e}"))
+            })
+    };
+    Outcome {
+        expression: expression.to_owned(),
+        result,
+    }
+}
+
+fn evaluate_ranking(expression: &str, input: &RankingInput<'_>, any: bool) -> Outcome {
+    let result = if any {
+        AnyExpr::compile(ExprKind::Ranking, expression)
+            .map_err(|e| e.to_string())
+            .and_then(|e| {
+                e.eval_ranking(input)
+                    .map(|v| (v.type_name, v.text))
+                    .map_err(|e| format!("evaluation failed: {e}"))
+            })
+    } else {
+        RankingExpr::compile(expression)
+            .map_err(|e| e.to_string())
+            .and_then(|e| {
+                e.eval(input)
+                    .map(|d| ("double".to_owned(), format_go_float(d)))
+                    .map_err(|e| format!("evaluation failed: {e}"))
+            })
+    };
+    Outcome {
+        expression: expression.to_owned(),
+        result,
+    }
+}
+
+fn print(
+    args: &Args,
+    outcome: &Outcome,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<Exit> {
+    let kind = match args.kind {
+        Kind::Trigger => "trigger",
+        Kind::Ranking => "ranking",
+    };
+    if args.json {
+        let value = match &outcome.result {
+            Ok((type_name, text)) => {
+                json!({"kind": kind, "expression": outcome.expression, "type": type_name, "result": text})
+            }
+            Err(e) => json!({"kind": kind, "expression": outcome.expression, "error": e}),
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+    } else {
+        match &outcome.result {
+            Ok((type_name, text)) if args.any => writeln!(out, "{text} ({type_name})")?,
+            Ok((_, text)) => writeln!(out, "{text}")?,
+            Err(e) => writeln!(err, "{e}")?,
+        }
+    }
+    Ok(if outcome.result.is_ok() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    })
+}

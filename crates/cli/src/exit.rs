@@ -1,0 +1,25 @@
+//! Exit codes, a contract with scripts (documented in `docs/cli.md`).
+
+use std::process::ExitCode;
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// 0: success.
+    Ok,
+    /// 1: the input was examined and found wrong (invalid configuration or expression, an
+    /// evaluation error), or could not be read.
+    Failure,
+    /// 2: the command line itself is wrong.
+    Usage,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        match e {
+            Exit::Ok => ExitCode::SUCCESS,
+            Exit::Failure => ExitCode::from(1),
+            Exit::Usage => ExitCode::from(2),
+        }
+    }
+}

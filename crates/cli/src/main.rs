@@ -1,0 +1,60 @@
+//! `oomwarden`: the command-line entry point. `main` only parses arguments and dispatches;
+//! each subcommand lives in `commands/<name>.rs` as `run(args, stdout, stderr) -> Exit`.
+
+mod commands;
+mod exit;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::Exit;
+
+/// Userspace OOM handler and memory forensics for Kubernetes nodes, compatible with the Talos
+/// Linux OOM controller's configuration.
+#[derive(Debug, Parser)]
+#[command(name = "oomwarden", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate a configuration file and print the effective settings.
+    Check(commands::check::Args),
+    /// Evaluate a trigger or ranking expression against given variables.
+    Eval(commands::eval::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (success) and usage errors to stderr.
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::Usage.into()
+            } else {
+                Exit::Ok.into()
+            };
+        }
+    };
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    let exit = match cli.command {
+        Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
+        Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),
+    };
+    let code = match exit {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "oomwarden: {e:#}");
+            Exit::Failure
+        }
+    };
+    let _ = out.flush();
+    code.into()
+}

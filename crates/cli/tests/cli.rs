@@ -1,0 +1,269 @@
+//! Golden tests of the `oomwarden` binary: exit code, stdout and stderr of each case are
+//! compared with `tests/golden/<case>.txt`. Run with `UPDATE_GOLDEN=1` to rewrite them, then
+//! review the diff.
+
+// Test code: failing to run the binary or read a golden file is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Runs the binary from the workspace root, so paths in messages are stable and relative.
+fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run oomwarden");
+    {
+        let mut pipe = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes()).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn golden(case: &str, args: &[&str], stdin: Option<&str>) {
+    let (code, stdout, stderr) = run(args, stdin);
+    let actual = format!(
+        "$ oomwarden {}\nexit: {code}\n--- stdout\n{stdout}--- stderr\n{stderr}",
+        args.join(" ")
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{case}.txt"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{case}: output differs from {}\n--- expected\n{expected}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+#[test]
+fn check_defaults() {
+    golden("check-defaults", &["check"], None);
+}
+
+#[test]
+fn check_talos_examples() {
+    for name in [
+        "talos-default",
+        "act-sooner",
+        "rank-by-peak",
+        "score-only",
+        "disabled",
+        "oomwarden",
+    ] {
+        let file = format!("examples/config/{name}.yaml");
+        golden(&format!("check-{name}"), &["check", &file], None);
+    }
+}
+
+#[test]
+fn check_reports_every_error() {
+    golden(
+        "check-invalid",
+        &["check", "examples/config/invalid.yaml"],
+        None,
+    );
+}
+
+#[test]
+fn check_flags_override_the_file() {
+    golden(
+        "check-overrides",
+        &[
+            "check",
+            "examples/config/oomwarden.yaml",
+            "--sample-interval",
+            "1s",
+            "--state-dir",
+            "/run/oomwarden",
+        ],
+        None,
+    );
+    golden(
+        "check-stdin",
+        &["check", "-"],
+        Some("apiVersion: v1alpha1\nkind: OOMConfig\nstrictCgroupClassOrdering: false\n"),
+    );
+}
+
+#[test]
+fn check_usage_and_io_errors() {
+    golden("check-usage", &["check", "--no-such-flag"], None);
+    golden(
+        "check-bad-interval-flag",
+        &["check", "--sample-interval", "0"],
+        None,
+    );
+    golden(
+        "check-missing-file",
+        &["check", "examples/config/does-not-exist.yaml"],
+        None,
+    );
+    golden(
+        "check-relative-state-dir",
+        &["check", "--state-dir", "relative"],
+        None,
+    );
+}
+
+#[test]
+fn check_survives_hostile_expressions() {
+    let deep = format!(
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: '{}true{}'\n",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let (code, stdout, stderr) = run(&["check", "-"], Some(&deep));
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    assert!(stderr.contains("OOM trigger expression is invalid: ERROR: <input>:1:251: expression recursion limit exceeded: 250"), "{stderr}");
+
+    let big = format!(
+        "apiVersion: v1alpha1\nkind: OOMConfig\ncgroupRankingExpression: \"{}\"\n",
+        "1.0 + ".repeat(170_000) + "1.0"
+    );
+    assert!(big.len() > 1_000_000);
+    let (code, _, stderr) = run(&["check", "-"], Some(&big));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("expression code point size exceeds limit: size: 1020003, limit 100000"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn eval_trigger() {
+    golden(
+        "eval-trigger-context",
+        &[
+            "eval",
+            "trigger",
+            "--context",
+            "examples/trigger-context.json",
+        ],
+        None,
+    );
+    golden(
+        "eval-trigger-expression",
+        &[
+            "eval",
+            "trigger",
+            "memory_full_avg10 > 12.0 && qos_memory_current[Besteffort] > 2.0 * 1024.0 * 1024.0 * 1024.0",
+            "--context",
+            "-",
+        ],
+        Some(r#"{"memory_full_avg10": 14.5, "qos_memory_current": {"Besteffort": 3221225472}}"#),
+    );
+    golden(
+        "eval-trigger-any",
+        &[
+            "eval",
+            "trigger",
+            "--any",
+            "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0})",
+            "--context",
+            "examples/trigger-context.json",
+        ],
+        None,
+    );
+    golden(
+        "eval-trigger-config",
+        &[
+            "eval",
+            "trigger",
+            "--config",
+            "examples/config/disabled.yaml",
+        ],
+        None,
+    );
+    golden(
+        "eval-trigger-type-error",
+        &["eval", "trigger", "memory_full_avg10 > 12"],
+        None,
+    );
+    golden(
+        "eval-trigger-bad-context",
+        &["eval", "trigger", "true", "--context", "-"],
+        Some(r#"{"memory_ful_avg10": 1}"#),
+    );
+}
+
+#[test]
+fn eval_ranking() {
+    golden(
+        "eval-ranking-default",
+        &[
+            "eval",
+            "ranking",
+            "--memory-current",
+            "1073741824",
+            "--class",
+            "Burstable",
+        ],
+        None,
+    );
+    golden(
+        "eval-ranking-limited",
+        &[
+            "eval",
+            "ranking",
+            "--memory-current",
+            "1073741824",
+            "--memory-max",
+            "2147483648",
+        ],
+        None,
+    );
+    golden(
+        "eval-ranking-json",
+        &["eval", "ranking", "{Burstable: 1.0}[class]", "--json"],
+        None,
+    );
+    golden(
+        "eval-ranking-peak",
+        &[
+            "eval",
+            "ranking",
+            "--config",
+            "examples/config/rank-by-peak.yaml",
+            "--memory-peak",
+            "5000",
+            "--json",
+        ],
+        None,
+    );
+    golden(
+        "eval-ranking-usage",
+        &["eval", "ranking", "true", "--context", "x.json"],
+        None,
+    );
+}

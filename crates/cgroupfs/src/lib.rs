@@ -1,0 +1,236 @@
+//! Read cgroup v2 files under an injectable root (`/sys/fs/cgroup` in production, a fixture
+//! tree in a tempdir in tests).
+//!
+//! Methods are named after the kernel files they read (`memory_pressure` reads
+//! `memory.pressure`). Parsing is split from reading: [`parse`] holds pure functions from
+//! text to values, which are property-tested; [`CgroupFs`] adds the path to every error.
+//!
+//! Races are normal: a cgroup can vanish between listing and reading. A missing file or cgroup
+//! (`ENOENT`, `ENODEV`) is [`Error::NotFound`], which callers treat as an ordinary outcome;
+//! malformed content is [`Error::Parse`], naming the file. This crate never writes.
+
+pub mod parse;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
+
+/// Where cgroup2 is mounted on a normal host.
+pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// A failed read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file, or its cgroup, does not exist (any more).
+    #[error("{path}: not found")]
+    NotFound {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Any other I/O error.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The content is not what the kernel writes there.
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: ParseError,
+    },
+}
+
+impl Error {
+    /// Whether the file or cgroup simply does not exist (a race or an old kernel).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NotFound { .. })
+    }
+
+    /// The file concerned.
+    pub fn path(&self) -> &Path {
+        match self {
+            Error::NotFound { path } | Error::Io { path, .. } | Error::Parse { path, .. } => path,
+        }
+    }
+}
+
+/// `ENODEV` is what reading a file of a cgroup removed after `open` gives.
+const ENODEV: i32 = 19;
+
+fn classify(path: PathBuf, source: io::Error) -> Error {
+    if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(ENODEV) {
+        Error::NotFound { path }
+    } else {
+        Error::Io { path, source }
+    }
+}
+
+/// A cgroup v2 hierarchy rooted at a directory. Cgroups are named by their path relative to
+/// the root (`""` is the root cgroup, `kubepods/besteffort` a child).
+#[derive(Debug, Clone)]
+pub struct CgroupFs {
+    root: PathBuf,
+}
+
+impl CgroupFs {
+    /// A hierarchy at `root` (no check that it is a cgroup2 mount, so fixtures work).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        CgroupFs { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Absolute directory of a cgroup.
+    pub fn dir(&self, cgroup: &str) -> PathBuf {
+        if cgroup.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(cgroup)
+        }
+    }
+
+    fn file(&self, cgroup: &str, name: &str) -> PathBuf {
+        self.dir(cgroup).join(name)
+    }
+
+    /// Reads a file of a cgroup as text.
+    pub fn read(&self, cgroup: &str, name: &str) -> Result<String, Error> {
+        let path = self.file(cgroup, name);
+        std::fs::read_to_string(&path).map_err(|e| classify(path, e))
+    }
+
+    fn read_parsed<T>(
+        &self,
+        cgroup: &str,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
+    ) -> Result<T, Error> {
+        let text = self.read(cgroup, name)?;
+        parse(&text).map_err(|source| Error::Parse {
+            path: self.file(cgroup, name),
+            source,
+        })
+    }
+
+    /// `memory.pressure`: PSI `some` and `full` lines.
+    pub fn memory_pressure(&self, cgroup: &str) -> Result<Pressure, Error> {
+        self.read_parsed(cgroup, "memory.pressure", parse::pressure)
+    }
+
+    /// `memory.current`, bytes.
+    pub fn memory_current(&self, cgroup: &str) -> Result<u64, Error> {
+        self.read_parsed(cgroup, "memory.current", parse::unsigned)
+    }
+
+    /// `memory.peak`, bytes (kernel 5.19+).
+    pub fn memory_peak(&self, cgroup: &str) -> Result<u64, Error> {
+        self.read_parsed(cgroup, "memory.peak", parse::unsigned)
+    }
+
+    /// `memory.max`: a byte limit or `max`.
+    pub fn memory_max(&self, cgroup: &str) -> Result<Limit, Error> {
+        self.read_parsed(cgroup, "memory.max", parse::limit)
+    }
+
+    /// `memory.stat`: flat keyed counters.
+    pub fn memory_stat(&self, cgroup: &str) -> Result<Vec<(String, u64)>, Error> {
+        self.read_parsed(cgroup, "memory.stat", parse::flat_keyed)
+    }
+
+    /// `memory.events`: flat keyed counters (`low`, `high`, `max`, `oom`, `oom_kill`, …).
+    pub fn memory_events(&self, cgroup: &str) -> Result<Vec<(String, u64)>, Error> {
+        self.read_parsed(cgroup, "memory.events", parse::flat_keyed)
+    }
+
+    /// `cgroup.procs`: the PIDs directly in this cgroup.
+    pub fn cgroup_procs(&self, cgroup: &str) -> Result<Vec<u32>, Error> {
+        self.read_parsed(cgroup, "cgroup.procs", parse::pids)
+    }
+
+    /// `cgroup.events`: `populated` and `frozen`.
+    pub fn cgroup_events(&self, cgroup: &str) -> Result<CgroupEvents, Error> {
+        self.read_parsed(cgroup, "cgroup.events", parse::cgroup_events)
+    }
+
+    /// `cgroup.controllers`: the controllers available to this cgroup's children.
+    pub fn cgroup_controllers(&self, cgroup: &str) -> Result<Vec<String>, Error> {
+        Ok(self
+            .read(cgroup, "cgroup.controllers")?
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Names of the child cgroups (directories), sorted by name as Go's `os.ReadDir` returns
+    /// them. Entries that vanish while listing are skipped.
+    pub fn children(&self, cgroup: &str) -> Result<Vec<String>, Error> {
+        let dir = self.dir(cgroup);
+        let entries = std::fs::read_dir(&dir).map_err(|e| classify(dir.clone(), e))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(classify(dir, e)),
+            };
+            // `file_type` does not follow symlinks: a symlink is not a cgroup.
+            if entry.file_type().is_ok_and(|t| t.is_dir())
+                && let Ok(name) = entry.file_name().into_string()
+            {
+                names.push(name);
+            }
+        }
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    /// Whether a cgroup has any live process in it or below it: `cgroup.events` says
+    /// `populated 1`; where that file is missing (fixtures, very old kernels), any PID in a
+    /// `cgroup.procs` of the subtree. `Ok(false)` when the cgroup is gone.
+    pub fn is_populated(&self, cgroup: &str) -> Result<bool, Error> {
+        match self.cgroup_events(cgroup) {
+            Ok(events) => Ok(events.populated),
+            Err(Error::NotFound { .. }) if !self.dir(cgroup).is_dir() => Ok(false),
+            Err(Error::NotFound { .. }) => self.subtree_has_pids(cgroup),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn subtree_has_pids(&self, cgroup: &str) -> Result<bool, Error> {
+        let mut stack = vec![cgroup.to_owned()];
+        while let Some(current) = stack.pop() {
+            match self.cgroup_procs(&current) {
+                Ok(pids) if !pids.is_empty() => return Ok(true),
+                Ok(_) | Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            match self.children(&current) {
+                Ok(children) => stack.extend(children.into_iter().map(|c| join(&current, &c))),
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Joins a relative cgroup path and a child name.
+pub fn join(parent: &str, child: &str) -> String {
+    if parent.is_empty() {
+        child.to_owned()
+    } else {
+        format!("{parent}/{child}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,243 @@
+//! Pure parsers for the cgroup v2 file formats (see the kernel's `cgroup-v2.rst`, "Interface
+//! Files: Conventions"). Total functions: any input gives a value or a [`ParseError`].
+
+use std::fmt;
+
+use oomwarden_model::{PsiKind, PsiSpan};
+
+/// Why a file's content was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ParseError {
+    /// 1-based line number (0 for the whole file).
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.reason)
+        } else {
+            write!(f, "line {}: {}", self.line, self.reason)
+        }
+    }
+}
+
+fn error(line: usize, reason: impl Into<String>) -> ParseError {
+    ParseError {
+        line,
+        reason: reason.into(),
+    }
+}
+
+/// A memory limit: a number of bytes, or `max` (no limit). Never a sentinel number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// No limit.
+    Max,
+    /// A limit in bytes.
+    Bytes(u64),
+}
+
+impl Limit {
+    /// The limit in bytes, `None` for no limit.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            Limit::Max => None,
+            Limit::Bytes(b) => Some(b),
+        }
+    }
+}
+
+/// A single unsigned value (`memory.current`, `memory.peak`).
+pub fn unsigned(text: &str) -> Result<u64, ParseError> {
+    let t = text.trim();
+    t.parse()
+        .map_err(|_| error(0, format!("expected an unsigned integer, found {t:?}")))
+}
+
+/// A limit file (`memory.max`, `memory.high`, …): `max` or bytes.
+pub fn limit(text: &str) -> Result<Limit, ParseError> {
+    match text.trim() {
+        "max" => Ok(Limit::Max),
+        t => t
+            .parse()
+            .map(Limit::Bytes)
+            .map_err(|_| error(0, format!("expected bytes or \"max\", found {t:?}"))),
+    }
+}
+
+/// A flat keyed file (`memory.stat`, `memory.events`): one `key value` pair per line.
+pub fn flat_keyed(text: &str) -> Result<Vec<(String, u64)>, ParseError> {
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some(key), Some(value), None) => {
+                let value = value.parse().map_err(|_| {
+                    error(
+                        i + 1,
+                        format!("{key}: expected an unsigned integer, found {value:?}"),
+                    )
+                })?;
+                out.push((key.to_owned(), value));
+            }
+            _ => {
+                return Err(error(
+                    i + 1,
+                    format!("expected \"key value\", found {line:?}"),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `cgroup.procs` / `cgroup.threads`: one PID per line.
+pub fn pids(text: &str) -> Result<Vec<u32>, ParseError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            l.trim()
+                .parse()
+                .map_err(|_| error(i + 1, format!("expected a PID, found {l:?}")))
+        })
+        .collect()
+}
+
+/// `cgroup.events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CgroupEvents {
+    /// Any live process in the cgroup or below it.
+    pub populated: bool,
+    /// The cgroup is frozen.
+    pub frozen: bool,
+}
+
+/// `cgroup.events`: `populated 0|1` and `frozen 0|1`; unknown keys are ignored.
+pub fn cgroup_events(text: &str) -> Result<CgroupEvents, ParseError> {
+    let mut events = CgroupEvents::default();
+    let mut seen_populated = false;
+    for (key, value) in flat_keyed(text)? {
+        match key.as_str() {
+            "populated" => {
+                events.populated = value != 0;
+                seen_populated = true;
+            }
+            "frozen" => events.frozen = value != 0,
+            _ => {}
+        }
+    }
+    if seen_populated {
+        Ok(events)
+    } else {
+        Err(error(0, "no \"populated\" line"))
+    }
+}
+
+/// A PSI value as written by the kernel: a decimal, or `max` (which Talos rejects for PSI).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PsiValue {
+    /// A number (averages in percent, totals in microseconds).
+    Number(f64),
+    /// The literal `max`.
+    Max,
+}
+
+/// A `*.pressure` file: lines like `some avg10=2.82 avg60=5.95 avg300=1.97 total=12172340`.
+/// Lines and fields are kept as found; [`Pressure::value`] applies Talos's completeness rules.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Pressure {
+    lines: Vec<(String, Vec<(String, PsiValue)>)>,
+}
+
+/// A well-formed pressure file lacking what the trigger needs (Talos's error texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PressureError {
+    /// No `some` or `full` line.
+    #[error("cannot find memory pressure type: type: {0}")]
+    MissingType(&'static str),
+    /// A line lacks one of the four fields.
+    #[error("cannot find memory pressure span: span: {0}")]
+    MissingSpan(&'static str),
+    /// A field reads `max`.
+    #[error("PSI is not defined")]
+    Undefined,
+}
+
+fn kind_name(kind: PsiKind) -> &'static str {
+    match kind {
+        PsiKind::Some => "some",
+        PsiKind::Full => "full",
+    }
+}
+
+fn span_name(span: PsiSpan) -> &'static str {
+    match span {
+        PsiSpan::Avg10 => "avg10",
+        PsiSpan::Avg60 => "avg60",
+        PsiSpan::Avg300 => "avg300",
+        PsiSpan::Total => "total",
+    }
+}
+
+impl Pressure {
+    /// One value, or why it is missing.
+    pub fn value(&self, kind: PsiKind, span: PsiSpan) -> Result<f64, PressureError> {
+        let (k, s) = (kind_name(kind), span_name(span));
+        let (_, fields) = self
+            .lines
+            .iter()
+            .find(|(name, _)| name == k)
+            .ok_or(PressureError::MissingType(k))?;
+        match fields.iter().find(|(name, _)| name == s) {
+            None => Err(PressureError::MissingSpan(s)),
+            Some((_, PsiValue::Max)) => Err(PressureError::Undefined),
+            Some((_, PsiValue::Number(v))) => Ok(*v),
+        }
+    }
+}
+
+fn psi_value(text: &str) -> Option<PsiValue> {
+    if text == "max" {
+        return Some(PsiValue::Max);
+    }
+    // The kernel writes integers and fixed-point decimals; nothing else is accepted.
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) || (text.contains('.') && frac.is_empty()) {
+        return None;
+    }
+    text.parse().ok().map(PsiValue::Number)
+}
+
+/// Parses a pressure file (nested keyed format).
+pub fn pressure(text: &str) -> Result<Pressure, ParseError> {
+    let mut lines = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let mut words = line.split_whitespace();
+        let Some(name) = words.next() else { continue };
+        let mut fields = Vec::new();
+        for word in words {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| error(i + 1, format!("expected key=value, found {word:?}")))?;
+            let value = psi_value(value).ok_or_else(|| {
+                error(i + 1, format!("{key}: expected a number, found {value:?}"))
+            })?;
+            fields.push((key.to_owned(), value));
+        }
+        lines.push((name.to_owned(), fields));
+    }
+    Ok(Pressure { lines })
+}

@@ -1,0 +1,206 @@
+//! Reader tests on fixture trees (the Talos T1 and T7 vectors among them).
+
+use std::fs;
+
+use oomwarden_model::{PsiKind, PsiSpan};
+
+use super::*;
+
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, content) in files {
+        let p = dir.path().join(path);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, content).unwrap();
+    }
+    dir
+}
+
+const HOT: &str = "some avg10=17.06 avg60=8.04 avg300=2.10 total=12172340\nfull avg10=14.54 avg60=6.97 avg300=1.82 total=10654831\n";
+
+#[test]
+fn pressure_values() {
+    let t = tree(&[("memory.pressure", HOT)]);
+    let fs = CgroupFs::new(t.path());
+    let p = fs.memory_pressure("").unwrap();
+    assert_eq!(p.value(PsiKind::Some, PsiSpan::Avg10), Ok(17.06));
+    assert_eq!(p.value(PsiKind::Full, PsiSpan::Total), Ok(10654831.0));
+    assert_eq!(p.value(PsiKind::Some, PsiSpan::Avg300), Ok(2.1));
+}
+
+#[test]
+fn pressure_completeness_errors_are_talos_texts() {
+    let only_some = parse::pressure("some avg10=1.00 avg60=1.00 avg300=1.00 total=5\n").unwrap();
+    assert_eq!(
+        only_some
+            .value(PsiKind::Full, PsiSpan::Avg10)
+            .unwrap_err()
+            .to_string(),
+        "cannot find memory pressure type: type: full"
+    );
+    let no_span = parse::pressure("some avg10=1.00 total=5\nfull avg10=1.00 total=5\n").unwrap();
+    assert_eq!(
+        no_span
+            .value(PsiKind::Some, PsiSpan::Avg60)
+            .unwrap_err()
+            .to_string(),
+        "cannot find memory pressure span: span: avg60"
+    );
+    let max = parse::pressure("some avg10=max avg60=1 avg300=1 total=1\n").unwrap();
+    assert_eq!(
+        max.value(PsiKind::Some, PsiSpan::Avg10)
+            .unwrap_err()
+            .to_string(),
+        "PSI is not defined"
+    );
+}
+
+#[test]
+fn malformed_pressure_names_the_file() {
+    let t = tree(&[
+        ("x/memory.pressure", "garbage\n"),
+        ("y/memory.pressure", "some avg10=abc\n"),
+    ]);
+    let fs = CgroupFs::new(t.path());
+    // A line with only a name parses (no fields); a bad value is an error naming the file.
+    assert!(fs.memory_pressure("x").is_ok());
+    let err = fs.memory_pressure("y").unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("y/memory.pressure: line 1: avg10: expected a number, found \"abc\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn single_values_and_limits() {
+    // Talos T1: `42`, `max`, newline-terminated.
+    let t = tree(&[
+        ("a/memory.current", "42\n"),
+        ("a/memory.max", "max\n"),
+        ("a/memory.peak", "371011584\n"),
+        ("b/memory.max", "536870912\n"),
+        ("c/memory.current", "42.5\n"),
+        ("c/memory.max", "-1\n"),
+    ]);
+    let fs = CgroupFs::new(t.path());
+    assert_eq!(fs.memory_current("a").unwrap(), 42);
+    assert_eq!(fs.memory_max("a").unwrap(), Limit::Max);
+    assert_eq!(
+        fs.memory_max("a").unwrap().bytes(),
+        None,
+        "max is no limit, never -1 or 0"
+    );
+    assert_eq!(fs.memory_peak("a").unwrap(), 371011584);
+    assert_eq!(fs.memory_max("b").unwrap(), Limit::Bytes(536870912));
+    assert!(matches!(fs.memory_current("c"), Err(Error::Parse { .. })));
+    assert!(matches!(fs.memory_max("c"), Err(Error::Parse { .. })));
+}
+
+#[test]
+fn missing_file_and_vanished_cgroup_are_not_found() {
+    let t = tree(&[("a/memory.current", "1\n")]);
+    let fs = CgroupFs::new(t.path());
+    assert!(fs.memory_peak("a").unwrap_err().is_not_found());
+    assert!(fs.memory_current("gone").unwrap_err().is_not_found());
+    assert!(fs.children("gone").unwrap_err().is_not_found());
+}
+
+#[test]
+fn procs_events_and_keyed_files() {
+    // Talos T7.
+    let t = tree(&[
+        ("kubepods/besteffort/pod123/cgroup.procs", "1\n"),
+        ("kubepods/burstable/podABC/cgroup.procs", "132\n142536\n"),
+        (
+            "kubepods/burstable/podABC/cgroup.events",
+            "populated 1\nfrozen 0\n",
+        ),
+        ("empty/cgroup.events", "populated 0\nfrozen 0\n"),
+        ("s/memory.stat", "anon 3000\nfile 6000\n"),
+        (
+            "s/memory.events",
+            "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n",
+        ),
+    ]);
+    let fs = CgroupFs::new(t.path());
+    assert_eq!(fs.cgroup_procs("kubepods/besteffort/pod123").unwrap(), [1]);
+    assert_eq!(
+        fs.cgroup_procs("kubepods/burstable/podABC").unwrap(),
+        [132, 142536]
+    );
+    assert!(
+        fs.cgroup_events("kubepods/burstable/podABC")
+            .unwrap()
+            .populated
+    );
+    assert!(!fs.is_populated("empty").unwrap());
+    assert!(fs.is_populated("kubepods/burstable/podABC").unwrap());
+    // No cgroup.events: fall back to any PID in the subtree.
+    assert!(fs.is_populated("kubepods/besteffort/pod123").unwrap());
+    assert!(fs.is_populated("kubepods").unwrap());
+    assert!(!fs.is_populated("s").unwrap());
+    assert!(!fs.is_populated("gone").unwrap());
+    assert_eq!(
+        fs.memory_stat("s").unwrap(),
+        [("anon".to_owned(), 3000), ("file".to_owned(), 6000)]
+    );
+    assert_eq!(
+        fs.memory_events("s")
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k == "oom_kill")
+            .map(|(_, v)| *v),
+        Some(1)
+    );
+}
+
+#[test]
+fn children_are_sorted_directories_only() {
+    let t = tree(&[
+        ("kubepods/podb/x", ""),
+        ("kubepods/poda/x", ""),
+        ("kubepods/memory.max", "max\n"),
+    ]);
+    std::os::unix::fs::symlink(
+        t.path().join("kubepods/poda"),
+        t.path().join("kubepods/podlink"),
+    )
+    .unwrap();
+    let fs = CgroupFs::new(t.path());
+    assert_eq!(fs.children("kubepods").unwrap(), ["poda", "podb"]);
+    assert_eq!(join("", "a"), "a");
+    assert_eq!(join("a", "b"), "a/b");
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parsers_are_total(text in "\\PC{0,200}") {
+            let _ = parse::pressure(&text);
+            let _ = parse::flat_keyed(&text);
+            let _ = parse::pids(&text);
+            let _ = parse::limit(&text);
+            let _ = parse::unsigned(&text);
+            let _ = parse::cgroup_events(&text);
+        }
+
+        #[test]
+        fn pressure_round_trips(v in prop::array::uniform8(0u32..100_000), total in any::<u32>()) {
+            let line = |k: &str, o: usize| format!("{k} avg10={}.{:02} avg60={}.{:02} avg300={}.{:02} total={}",
+                v[o] / 100, v[o] % 100, v[o + 1] / 100, v[o + 1] % 100, v[o + 2] / 100, v[o + 2] % 100, total);
+            let p = parse::pressure(&format!("{}\n{}\n", line("some", 0), line("full", 4))).unwrap();
+            prop_assert_eq!(p.value(PsiKind::Some, PsiSpan::Avg10).unwrap(), f64::from(v[0]) / 100.0);
+            prop_assert_eq!(p.value(PsiKind::Full, PsiSpan::Avg300).unwrap(), f64::from(v[6]) / 100.0);
+            prop_assert_eq!(p.value(PsiKind::Full, PsiSpan::Total).unwrap(), f64::from(total));
+        }
+
+        #[test]
+        fn limits_round_trip(b in any::<u64>()) {
+            prop_assert_eq!(parse::limit(&format!("{b}\n")), Ok(Limit::Bytes(b)));
+        }
+    }
+}

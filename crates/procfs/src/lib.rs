@@ -1,0 +1,162 @@
+//! Read `/proc` (or a fixture tree standing in for it): `pressure/memory`,
+//! `<pid>/cmdline`, `<pid>/cgroup`. A process that has exited is [`Error::Gone`], an ordinary
+//! outcome. This crate never writes.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use oomwarden_cgroupfs::{Pressure, parse};
+
+/// Where procfs is mounted on a normal host.
+pub const DEFAULT_PROC_ROOT: &str = "/proc";
+
+/// A failed read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The process (or file) does not exist (any more): `ENOENT` or `ESRCH`.
+    #[error("{path}: not found")]
+    Gone {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Any other I/O error.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// Unexpected content.
+    #[error("{path}: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+const ESRCH: i32 = 3;
+
+/// procfs rooted at a directory.
+#[derive(Debug, Clone)]
+pub struct ProcFs {
+    root: PathBuf,
+}
+
+impl ProcFs {
+    /// procfs at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ProcFs { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, Error> {
+        let path = self.root.join(rel);
+        std::fs::read(&path).map_err(|source| {
+            if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(ESRCH) {
+                Error::Gone { path }
+            } else {
+                Error::Io { path, source }
+            }
+        })
+    }
+
+    /// `pressure/memory`: the node-wide memory PSI.
+    pub fn pressure_memory(&self) -> Result<Pressure, Error> {
+        let bytes = self.read_bytes("pressure/memory")?;
+        parse::pressure(&String::from_utf8_lossy(&bytes)).map_err(|e| Error::Parse {
+            path: self.root.join("pressure/memory"),
+            reason: e.to_string(),
+        })
+    }
+
+    /// `<pid>/cmdline`, formatted as Talos records it: trailing NULs stripped, the remaining
+    /// NULs turned into spaces. Kernel threads and zombies give `""`.
+    pub fn cmdline(&self, pid: u32) -> Result<String, Error> {
+        let bytes = self.read_bytes(&format!("{pid}/cmdline"))?;
+        Ok(format_cmdline(&bytes))
+    }
+
+    /// The cgroup v2 path of a process (`<pid>/cgroup`, the `0::/path` line), without the
+    /// leading `/` (`""` for the root cgroup).
+    pub fn cgroup_of(&self, pid: &str) -> Result<String, Error> {
+        let rel = format!("{pid}/cgroup");
+        let bytes = self.read_bytes(&rel)?;
+        let text = String::from_utf8_lossy(&bytes);
+        text.lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .map(|p| p.trim_start_matches('/').trim_end().to_owned())
+            .ok_or_else(|| Error::Parse {
+                path: self.root.join(rel),
+                reason: "no cgroup v2 (\"0::\") line".into(),
+            })
+    }
+}
+
+/// Talos's command-line formatting (see [`ProcFs::cmdline`]).
+pub fn format_cmdline(bytes: &[u8]) -> String {
+    let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+    let trimmed = bytes.get(..end).unwrap_or_default();
+    String::from_utf8_lossy(trimmed).replace('\0', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdline_is_formatted_like_talos() {
+        // Talos D23: `a\0b\0` → "a b"; a kernel thread → "".
+        assert_eq!(format_cmdline(b"a\0b\0"), "a b");
+        assert_eq!(format_cmdline(b""), "");
+        assert_eq!(format_cmdline(b"\0\0"), "");
+        assert_eq!(
+            format_cmdline(b"/bin/sh\0-c\0sleep 10\0"),
+            "/bin/sh -c sleep 10"
+        );
+        assert_eq!(format_cmdline(b"x\xff\0"), "x\u{fffd}");
+    }
+
+    #[test]
+    fn reads_fixture_proc() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("10")).unwrap();
+        std::fs::create_dir_all(dir.path().join("pressure")).unwrap();
+        std::fs::write(dir.path().join("10/cmdline"), b"stress-ng\0--vm\01\0").unwrap();
+        std::fs::write(
+            dir.path().join("10/cgroup"),
+            "0::/system.slice/oomwarden.service\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("pressure/memory"), "some avg10=1.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.50 avg60=0.00 avg300=0.00 total=2\n").unwrap();
+        let proc = ProcFs::new(dir.path());
+        assert_eq!(proc.cmdline(10).unwrap(), "stress-ng --vm 1");
+        assert!(matches!(proc.cmdline(11), Err(Error::Gone { .. })));
+        assert_eq!(
+            proc.cgroup_of("10").unwrap(),
+            "system.slice/oomwarden.service"
+        );
+        assert!(proc.pressure_memory().is_ok());
+    }
+
+    #[test]
+    fn reads_the_real_proc_self() {
+        // Every Linux host has these; the cgroup line may be v1-only on old hosts.
+        let proc = ProcFs::new(DEFAULT_PROC_ROOT);
+        assert!(!proc.cmdline(std::process::id()).unwrap().is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cmdline_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let s = format_cmdline(&bytes);
+            proptest::prop_assert!(!s.ends_with(' ') || bytes.iter().rev().find(|b| **b != 0) == Some(&b' '));
+        }
+    }
+}

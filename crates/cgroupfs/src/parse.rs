@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+pub use oomwarden_model::Limit;
 use oomwarden_model::{PsiKind, PsiSpan};
 
 /// Why a file's content was rejected.
@@ -28,25 +29,6 @@ fn error(line: usize, reason: impl Into<String>) -> ParseError {
     ParseError {
         line,
         reason: reason.into(),
-    }
-}
-
-/// A memory limit: a number of bytes, or `max` (no limit). Never a sentinel number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
-    /// No limit.
-    Max,
-    /// A limit in bytes.
-    Bytes(u64),
-}
-
-impl Limit {
-    /// The limit in bytes, `None` for no limit.
-    pub fn bytes(self) -> Option<u64> {
-        match self {
-            Limit::Max => None,
-            Limit::Bytes(b) => Some(b),
-        }
     }
 }
 

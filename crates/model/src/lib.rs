@@ -5,12 +5,20 @@
 //! - [`TriggerContext`]: the 39 variables the trigger expression sees, with the exact JSON
 //!   encoding Talos stores in its action records (`triggerContext`).
 //!
+//! - [`Layout`]: which cgroup directories make up each class (data, not code).
+//! - [`MetricsSample`], [`CandidateSample`]: what one cycle read, as plain data.
+//! - [`ActionRecord`]: what one triggered cycle did.
+//!
 //! Invariants: this crate does no I/O and reads no clock; every value comes in as a parameter.
 
 mod class;
 mod context;
 mod duration;
 mod gofloat;
+mod layout;
+mod limit;
+mod record;
+mod sample;
 
 pub use class::QosClass;
 pub use context::{
@@ -19,3 +27,7 @@ pub use context::{
 };
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::format_go_float;
+pub use layout::{CandidateSource, Layout, MetricSource};
+pub use limit::Limit;
+pub use record::{ActionRecord, Outcome};
+pub use sample::{CandidateSample, MemoryReading, MetricsSample, PsiReading, SubtreeSample};

@@ -1,0 +1,59 @@
+//! Action records: one per triggered cycle, kept in memory and appended to `actions.jsonl`.
+
+use serde::{Deserialize, Serialize};
+
+/// What a triggered cycle did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The victim was killed and its cgroup emptied within the verification timeout.
+    Killed,
+    /// Writing `cgroup.kill` failed (see `error`).
+    KillFailed,
+    /// `cgroup.kill` was written but the cgroup still had processes at the timeout.
+    NotVerified,
+    /// The trigger fired but no candidate was eligible.
+    NoEligibleCgroup,
+    /// Dry run: the victim that would have been killed.
+    DryRun,
+}
+
+/// One action record. Field names are a stable contract (`docs/operations.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionRecord {
+    /// Sequence number, from 0, continuing across restarts (loaded from the history).
+    pub id: u64,
+    /// Wall-clock time of the trigger, RFC 3339 in UTC.
+    pub time: String,
+    /// Monotonic clock reading of the trigger, nanoseconds since boot (`CLOCK_MONOTONIC`).
+    pub monotonic_ns: u64,
+    /// What happened.
+    pub outcome: Outcome,
+    /// Absolute cgroup path of the victim; absent when there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim: Option<String>,
+    /// Class of the victim (`Besteffort` …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The victim's score (0 when there was none).
+    #[serde(default)]
+    pub score: f64,
+    /// PIDs found in the victim's subtree before the kill.
+    #[serde(default)]
+    pub pids: Vec<u32>,
+    /// Their command lines, formatted as Talos does (a process that exited first is absent).
+    #[serde(default)]
+    pub processes: Vec<String>,
+    /// The victim's `memory.current` before the kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_current_bytes: Option<u64>,
+    /// From writing `cgroup.kill` to the cgroup being empty (or the timeout), milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_duration_ms: Option<f64>,
+    /// Why the kill failed or was not verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The whole trigger context, byte-for-byte in Talos's `triggerContext` JSON format.
+    pub trigger_context: String,
+}

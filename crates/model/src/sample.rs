@@ -1,0 +1,82 @@
+//! What the collector reads in one cycle, as plain data (recorded and replayed as is).
+
+use crate::{Limit, PsiKind, PsiSpan, QosClass};
+
+/// PSI of one subtree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PsiReading {
+    /// All eight values, indexed `[kind][span]`.
+    Values([[f64; 4]; 2]),
+    /// The file is missing or unreadable or malformed: counts as zeros (Talos: "e.g. during
+    /// system boot").
+    Missing,
+    /// The file parses but lacks a line or field the trigger needs: the cycle must fail with
+    /// this message (Talos: `cannot find memory pressure type: type: full`).
+    Incomplete(String),
+}
+
+impl PsiReading {
+    /// One value (0 when missing).
+    pub fn get(&self, kind: PsiKind, span: PsiSpan) -> f64 {
+        match self {
+            PsiReading::Values(v) => v
+                .get(kind as usize)
+                .and_then(|k| k.get(span as usize))
+                .copied()
+                .unwrap_or(0.0),
+            _ => 0.0,
+        }
+    }
+}
+
+/// Memory files of one subtree; `None` when unreadable.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct MemoryReading {
+    /// `memory.current`.
+    pub current: Option<u64>,
+    /// `memory.peak`.
+    pub peak: Option<u64>,
+    /// `memory.max`.
+    pub max: Option<Limit>,
+}
+
+/// One metrics subtree of the layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubtreeSample {
+    /// Relative path (`""` for the root).
+    pub dir: String,
+    /// The class it is summed into; `None` for the root.
+    pub class: Option<QosClass>,
+    /// Its PSI.
+    pub psi: PsiReading,
+    /// Its memory.
+    pub memory: MemoryReading,
+}
+
+/// Everything the trigger reads in one cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsSample {
+    /// Monotonic time of the sample, nanoseconds (any fixed origin).
+    pub at_ns: u64,
+    /// In the layout's order; Guaranteed pods name-sorted.
+    pub subtrees: Vec<SubtreeSample>,
+}
+
+/// One kill candidate, read when the trigger fires.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateSample {
+    /// Absolute cgroup directory (the ranking's `path`).
+    pub path: String,
+    /// Relative path.
+    pub dir: String,
+    /// Its class.
+    pub class: QosClass,
+    /// Its memory files.
+    pub memory: MemoryReading,
+    /// Any live process in it (`cgroup.events` `populated`, or a PID below it).
+    pub populated: bool,
+    /// It is, or contains, oomwarden's own cgroup.
+    pub contains_self: bool,
+    /// Files that could not be read: (file, error), logged as `cannot read property for cgroup`.
+    pub read_errors: Vec<(String, String)>,
+}

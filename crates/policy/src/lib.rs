@@ -1,0 +1,17 @@
+//! The decision core: pure functions of (configuration, samples, state, time).
+//!
+//! ```text
+//!  MetricsSample ──build_context──▶ TriggerContext ──TriggerExpr::eval──▶ fired?
+//!        (state: previous values, last trigger)                             │ yes
+//!  [CandidateSample] ──rank──▶ Ranking ──select──▶ Option<victim index> ◀───┘
+//! ```
+//!
+//! The daemon and the replay tool call the same functions with the same inputs, so a replay is
+//! the daemon minus I/O. Nothing here reads a clock or a file: time arrives as the sample's
+//! monotonic timestamp.
+
+mod context;
+mod rank;
+
+pub use context::{State, build_context};
+pub use rank::{Exclusion, Ranking, Scored, rank, select};

@@ -1,0 +1,103 @@
+//! Ranking and victim selection (Talos §7), with oomwarden's exclusions and deterministic ties.
+
+use std::cmp::Ordering;
+
+use oomwarden_expr::{RankingExpr, RankingInput};
+use oomwarden_model::{CandidateSample, Limit};
+
+/// A candidate that may be killed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    /// Index into the candidate list.
+    pub index: usize,
+    /// Its score, > 0.
+    pub score: f64,
+}
+
+/// Why a candidate can never be the victim this cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exclusion {
+    /// No live process in it (a deleted pod's leftover cgroup): killing it frees nothing.
+    Empty,
+    /// It is, or contains, oomwarden itself.
+    OwnCgroup,
+    /// The ranking gave 0, a negative number or NaN ("never kill").
+    NotPositive(f64),
+    /// The ranking failed for it (Talos: `cannot calculate score for cgroup`).
+    EvalError(String),
+}
+
+/// The scored candidates of one trigger.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranking {
+    /// Candidates with a score > 0, in candidate order.
+    pub eligible: Vec<Scored>,
+    /// The others, with the reason.
+    pub excluded: Vec<(usize, Exclusion)>,
+}
+
+/// Scores every candidate. Empty cgroups and oomwarden's own are excluded before scoring.
+pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
+    let mut ranking = Ranking::default();
+    for (index, c) in candidates.iter().enumerate() {
+        if c.contains_self {
+            ranking.excluded.push((index, Exclusion::OwnCgroup));
+            continue;
+        }
+        if !c.populated {
+            ranking.excluded.push((index, Exclusion::Empty));
+            continue;
+        }
+        let input = RankingInput {
+            memory_max: c.memory.max.and_then(Limit::bytes),
+            memory_current: c.memory.current,
+            memory_peak: c.memory.peak,
+            path: &c.path,
+            class: c.class,
+        };
+        match expr.eval(&input) {
+            Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),
+            Ok(score) => ranking
+                .excluded
+                .push((index, Exclusion::NotPositive(score))),
+            Err(e) => ranking
+                .excluded
+                .push((index, Exclusion::EvalError(e.to_string()))),
+        }
+    }
+    ranking
+}
+
+/// Picks at most one victim. Strict: the least important class with an eligible candidate,
+/// then the highest score in it; otherwise the highest score overall. Ties (random in Talos)
+/// go to the larger `memory.current`, then to the smaller path, so the choice is
+/// reproducible.
+pub fn select(ranking: &Ranking, candidates: &[CandidateSample], strict: bool) -> Option<Scored> {
+    let class_of = |s: &Scored| candidates.get(s.index).map(|c| c.class);
+    let pool: Vec<&Scored> = if strict {
+        let least = ranking.eligible.iter().filter_map(class_of).min()?;
+        ranking
+            .eligible
+            .iter()
+            .filter(|s| class_of(s) == Some(least))
+            .collect()
+    } else {
+        ranking.eligible.iter().collect()
+    };
+    pool.into_iter()
+        .max_by(|a, b| {
+            let (ca, cb) = (candidates.get(a.index), candidates.get(b.index));
+            a.score
+                .total_cmp(&b.score)
+                .then_with(|| {
+                    let cur = |c: Option<&CandidateSample>| c.and_then(|c| c.memory.current).unwrap_or(0);
+                    cur(ca).cmp(&cur(cb))
+                })
+                // Smaller path wins, so compare reversed.
+                .then_with(|| match (ca, cb) {
+                    (Some(x), Some(y)) => y.path.cmp(&x.path),
+                    _ => Ordering::Equal,
+                })
+        })
+        .copied()
+}

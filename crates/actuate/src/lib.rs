@@ -1,0 +1,159 @@
+//! The one crate that changes system state.
+//!
+//! [`kill_cgroup`] runs the kill sequence of the Talos controller, then verifies it:
+//!
+//! ```text
+//! list PIDs of the subtree ─▶ read their cmdlines ─▶ pidfd_open each
+//!    ─▶ write "1" to cgroup.kill ─▶ process_mrelease each pidfd (ESRCH is silent)
+//!    ─▶ wait (bounded) until cgroup.events says populated 0, or the cgroup is gone
+//! ```
+//!
+//! The three system calls that act go through the [`Actuator`] trait: [`LinuxActuator`] makes
+//! them, [`RecordingActuator`] records them (tests, and proofs of the exact sequence).
+//! Reading PIDs, command lines and `cgroup.events` uses the ordinary readers, so the same
+//! sequence runs against a fixture tree. [`protect_self`] sets this process's
+//! `oom_score_adj` to -1000 and locks its memory.
+
+mod linux;
+mod recording;
+
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use oomwarden_cgroupfs::{CgroupFs, join};
+use oomwarden_procfs::ProcFs;
+
+pub use linux::{LinuxActuator, SelfProtection, protect_self};
+pub use recording::{Call, KillEffect, RecordingActuator};
+
+/// The system calls that act on processes and cgroups.
+pub trait Actuator {
+    /// `pidfd_open(pid)`; the actuator keeps the descriptor until [`Actuator::close_all`].
+    fn open_pidfd(&mut self, pid: u32) -> io::Result<()>;
+    /// Writes `1` to `<dir>/cgroup.kill`: SIGKILL to every process of the subtree.
+    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()>;
+    /// `process_mrelease` on the pidfd opened for `pid`: reclaim its memory now.
+    fn release_memory(&mut self, pid: u32) -> io::Result<()>;
+    /// Closes every pidfd.
+    fn close_all(&mut self);
+}
+
+/// How a kill ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillResult {
+    /// The cgroup was empty (or gone) within the timeout.
+    Verified,
+    /// `cgroup.kill` was written but processes remained at the timeout.
+    NotVerified,
+    /// Writing `cgroup.kill` failed.
+    Failed(String),
+}
+
+/// What a kill did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KillReport {
+    /// PIDs found in the subtree before the kill.
+    pub pids: Vec<u32>,
+    /// Their command lines (a process that exited before it was read is absent).
+    pub processes: Vec<String>,
+    /// The outcome.
+    pub result: KillResult,
+    /// From writing `cgroup.kill` to the verdict.
+    pub duration: Duration,
+}
+
+/// How often the verification polls `cgroup.events`.
+const VERIFY_POLL: Duration = Duration::from_millis(5);
+
+/// PIDs of a cgroup and its descendants: depth-first, pre-order, children sorted by name,
+/// each directory's `cgroup.procs` in file order (Talos's walk). Directories that vanish
+/// during the walk are skipped.
+pub fn subtree_pids(cgroups: &CgroupFs, dir: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(current) = stack.pop() {
+        match cgroups.cgroup_procs(&current) {
+            Ok(p) => pids.extend(p),
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                tracing::warn!(cgroup = %e.path().display(), error = %e, "cannot list cgroup processes")
+            }
+        }
+        if let Ok(children) = cgroups.children(&current) {
+            // Reverse so that the smallest name is popped first.
+            stack.extend(children.iter().rev().map(|c| join(&current, c)));
+        }
+    }
+    pids
+}
+
+/// Kills the whole cgroup `dir` (relative to `cgroups`) and verifies it, waiting at most
+/// `timeout`. Logs with Talos's messages.
+pub fn kill_cgroup(
+    actuator: &mut dyn Actuator,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    dir: &str,
+    timeout: Duration,
+) -> KillReport {
+    let path = cgroups.dir(dir);
+    tracing::warn!(cgroup = %path.display(), "Sending SIGKILL to cgroup");
+    let pids = subtree_pids(cgroups, dir);
+    tracing::info!(processes = ?pids, "victim processes:");
+    let mut processes = Vec::with_capacity(pids.len());
+    for &pid in &pids {
+        if let Ok(cmdline) = proc.cmdline(pid) {
+            processes.push(cmdline);
+        }
+        match actuator.open_pidfd(pid) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {} // already gone
+            Err(e) => tracing::error!(pid, error = %e, "failed to open pidfd"),
+        }
+    }
+    let started = Instant::now();
+    if let Err(e) = actuator.write_cgroup_kill(&path) {
+        tracing::error!(cgroup = %path.display(), error = %e, "failed to send SIGKILL");
+        actuator.close_all();
+        return KillReport {
+            pids,
+            processes,
+            result: KillResult::Failed(e.to_string()),
+            duration: started.elapsed(),
+        };
+    }
+    for &pid in &pids {
+        match actuator.release_memory(pid) {
+            Ok(()) => {}
+            Err(e)
+                if e.raw_os_error() == Some(libc::ESRCH) || e.kind() == io::ErrorKind::NotFound => {
+            }
+            Err(e) => tracing::error!(
+                errno = e.raw_os_error().unwrap_or(0),
+                pid,
+                "failed to call mrelease"
+            ),
+        }
+    }
+    actuator.close_all();
+    let result = loop {
+        match cgroups.is_populated(dir) {
+            Ok(false) => break KillResult::Verified,
+            Ok(true) => {}
+            Err(e) => {
+                tracing::warn!(cgroup = %path.display(), error = %e, "cannot read cgroup.events while verifying")
+            }
+        }
+        if started.elapsed() >= timeout {
+            break KillResult::NotVerified;
+        }
+        std::thread::sleep(VERIFY_POLL);
+    };
+    KillReport {
+        pids,
+        processes,
+        result,
+        duration: started.elapsed(),
+    }
+}

@@ -1,0 +1,92 @@
+//! The real actuator and self-protection.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+
+use rustix::process::{Pid, PidfdFlags, pidfd_open};
+
+use crate::Actuator;
+
+/// Makes the real system calls.
+#[derive(Debug, Default)]
+pub struct LinuxActuator {
+    pidfds: Vec<(u32, OwnedFd)>,
+}
+
+impl LinuxActuator {
+    /// A new actuator with no open pidfds.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Actuator for LinuxActuator {
+    fn open_pidfd(&mut self, pid: u32) -> io::Result<()> {
+        let raw = i32::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let pid = Pid::from_raw(raw).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let fd = pidfd_open(pid, PidfdFlags::empty())?;
+        self.pidfds
+            .push((pid.as_raw_nonzero().get().unsigned_abs(), fd));
+        Ok(())
+    }
+
+    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        // Talos writes the single byte "1" without a newline.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(cgroup_dir.join("cgroup.kill"))?;
+        file.write_all(b"1")
+    }
+
+    fn release_memory(&mut self, pid: u32) -> io::Result<()> {
+        let Some((_, fd)) = self.pidfds.iter().find(|(p, _)| *p == pid) else {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        };
+        process_mrelease(fd)
+    }
+
+    fn close_all(&mut self) {
+        self.pidfds.clear();
+    }
+}
+
+/// `process_mrelease(pidfd, 0)` (Linux 5.15+). rustix has no wrapper, hence the raw syscall.
+#[allow(unsafe_code)]
+fn process_mrelease(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: the syscall takes an int file descriptor and flags by value; `fd` is an open
+    // pidfd owned by the caller for the duration of the call; no memory is passed.
+    let ret = unsafe { libc::syscall(libc::SYS_process_mrelease, fd.as_raw_fd(), 0u32) };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// What [`protect_self`] achieved; each failure is a warning for the caller to log.
+#[derive(Debug)]
+pub struct SelfProtection {
+    /// Setting `oom_score_adj` to -1000.
+    pub oom_score_adj: io::Result<()>,
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`.
+    pub mlockall: io::Result<()>,
+}
+
+/// Makes this process the kernel OOM killer's last choice and keeps its pages in memory, so
+/// that it keeps running when the node is thrashing. `MCL_ONFAULT` locks pages only once they
+/// are touched, so reserved-but-unused memory (thread stacks) is not pinned. This always acts
+/// on the real `/proc/self`: `--proc-root` describes the node inspected, not this process.
+pub fn protect_self() -> SelfProtection {
+    let oom_score_adj = std::fs::write("/proc/self/oom_score_adj", "-1000");
+    let mlockall = rustix::mm::mlockall(
+        rustix::mm::MlockAllFlags::CURRENT
+            | rustix::mm::MlockAllFlags::FUTURE
+            | rustix::mm::MlockAllFlags::ONFAULT,
+    )
+    .map_err(io::Error::from);
+    SelfProtection {
+        oom_score_adj,
+        mlockall,
+    }
+}

@@ -1,0 +1,100 @@
+//! A recording actuator: no system call is made; every call is recorded in order.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::Actuator;
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// `pidfd_open(pid)`.
+    OpenPidfd(u32),
+    /// Write `1` to `<dir>/cgroup.kill`.
+    WriteCgroupKill(PathBuf),
+    /// `process_mrelease` for `pid`.
+    ReleaseMemory(u32),
+    /// All pidfds closed.
+    CloseAll,
+}
+
+/// What writing `cgroup.kill` does in the fake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillEffect {
+    /// The cgroup empties: `cgroup.events` is rewritten with `populated 0` and every
+    /// `cgroup.procs` below it emptied, as the kernel would.
+    Empty,
+    /// Processes remain (a kill that is not verified).
+    Nothing,
+    /// The write fails with this OS error.
+    Fail(i32),
+}
+
+/// Records calls instead of making them.
+#[derive(Debug)]
+pub struct RecordingActuator {
+    /// Every call, in order.
+    pub calls: Vec<Call>,
+    effect: KillEffect,
+    /// PIDs whose `pidfd_open` fails with ESRCH (exited meanwhile).
+    pub gone: Vec<u32>,
+}
+
+impl RecordingActuator {
+    /// A fake whose `cgroup.kill` has the given effect.
+    pub fn new(effect: KillEffect) -> Self {
+        RecordingActuator {
+            calls: Vec::new(),
+            effect,
+            gone: Vec::new(),
+        }
+    }
+}
+
+fn empty_subtree(dir: &Path) -> io::Result<()> {
+    std::fs::write(dir.join("cgroup.events"), "populated 0\nfrozen 0\n")?;
+    if dir.join("cgroup.procs").exists() {
+        std::fs::write(dir.join("cgroup.procs"), "")?;
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            empty_subtree(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+impl Actuator for RecordingActuator {
+    fn open_pidfd(&mut self, pid: u32) -> io::Result<()> {
+        self.calls.push(Call::OpenPidfd(pid));
+        if self.gone.contains(&pid) {
+            Err(io::Error::from_raw_os_error(libc::ESRCH))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        self.calls
+            .push(Call::WriteCgroupKill(cgroup_dir.to_owned()));
+        match self.effect {
+            KillEffect::Empty => empty_subtree(cgroup_dir),
+            KillEffect::Nothing => Ok(()),
+            KillEffect::Fail(errno) => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    fn release_memory(&mut self, pid: u32) -> io::Result<()> {
+        self.calls.push(Call::ReleaseMemory(pid));
+        if self.gone.contains(&pid) {
+            Err(io::Error::from_raw_os_error(libc::ESRCH))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn close_all(&mut self) {
+        self.calls.push(Call::CloseAll);
+    }
+}

@@ -1,0 +1,266 @@
+//! The kill sequence: exact calls with the recording fake on fixture trees, failures and
+//! races, and a real kill of real processes in a cgroup created under the host's cgroup2.
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oomwarden_actuate::{
+    Call, KillEffect, KillResult, LinuxActuator, RecordingActuator, kill_cgroup, subtree_pids,
+};
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_procfs::ProcFs;
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, content).unwrap();
+}
+
+/// A pod with two containers (one nested deeper) and a proc tree for their command lines.
+fn pod() -> (tempfile::TempDir, tempfile::TempDir) {
+    let cg = tempfile::tempdir().unwrap();
+    write(
+        cg.path(),
+        "kubepods/besteffort/pod1/cgroup.events",
+        "populated 1\nfrozen 0\n",
+    );
+    write(cg.path(), "kubepods/besteffort/pod1/cgroup.procs", "");
+    write(
+        cg.path(),
+        "kubepods/besteffort/pod1/b-app/cgroup.procs",
+        "30\n31\n",
+    );
+    write(
+        cg.path(),
+        "kubepods/besteffort/pod1/a-pause/cgroup.procs",
+        "10\n",
+    );
+    write(
+        cg.path(),
+        "kubepods/besteffort/pod1/a-pause/nested/cgroup.procs",
+        "20\n",
+    );
+    let proc = tempfile::tempdir().unwrap();
+    write(proc.path(), "10/cmdline", "/pause\0");
+    write(proc.path(), "20/cmdline", "");
+    write(proc.path(), "30/cmdline", "stress-ng\0--vm\01\0");
+    // 31 exits before its command line is read.
+    (cg, proc)
+}
+
+#[test]
+fn pids_are_walked_depth_first_in_name_order() {
+    let (cg, _) = pod();
+    assert_eq!(
+        subtree_pids(&CgroupFs::new(cg.path()), "kubepods/besteffort/pod1"),
+        [10, 20, 30, 31]
+    );
+}
+
+#[test]
+fn kill_sequence_is_exact() {
+    let (cg, proc) = pod();
+    let (cgroups, procfs) = (CgroupFs::new(cg.path()), ProcFs::new(proc.path()));
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    fake.gone = vec![31];
+    let report = kill_cgroup(
+        &mut fake,
+        &cgroups,
+        &procfs,
+        "kubepods/besteffort/pod1",
+        Duration::from_secs(2),
+    );
+    let dir = cg.path().join("kubepods/besteffort/pod1");
+    assert_eq!(
+        fake.calls,
+        [
+            Call::OpenPidfd(10),
+            Call::OpenPidfd(20),
+            Call::OpenPidfd(30),
+            Call::OpenPidfd(31),
+            Call::WriteCgroupKill(dir),
+            Call::ReleaseMemory(10),
+            Call::ReleaseMemory(20),
+            Call::ReleaseMemory(30),
+            Call::ReleaseMemory(31),
+            Call::CloseAll,
+        ]
+    );
+    assert_eq!(report.result, KillResult::Verified);
+    assert_eq!(report.pids, [10, 20, 30, 31]);
+    assert_eq!(
+        report.processes,
+        ["/pause", "", "stress-ng --vm 1"],
+        "Talos D23: an exited process is absent"
+    );
+    assert!(report.duration < Duration::from_secs(1));
+}
+
+#[test]
+fn a_kill_that_leaves_processes_is_not_verified() {
+    let (cg, proc) = pod();
+    let mut fake = RecordingActuator::new(KillEffect::Nothing);
+    let timeout = Duration::from_millis(60);
+    let report = kill_cgroup(
+        &mut fake,
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        timeout,
+    );
+    assert_eq!(report.result, KillResult::NotVerified);
+    assert!(report.duration >= timeout);
+}
+
+#[test]
+fn a_failed_write_is_reported_and_nothing_is_released() {
+    let (cg, proc) = pod();
+    let mut fake = RecordingActuator::new(KillEffect::Fail(libc_eacces()));
+    let report = kill_cgroup(
+        &mut fake,
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        Duration::from_secs(1),
+    );
+    assert!(
+        matches!(report.result, KillResult::Failed(ref e) if e.contains("Permission denied")),
+        "{:?}",
+        report.result
+    );
+    assert!(
+        !fake
+            .calls
+            .iter()
+            .any(|c| matches!(c, Call::ReleaseMemory(_)))
+    );
+    assert_eq!(fake.calls.last(), Some(&Call::CloseAll));
+    assert_eq!(
+        report.processes.len(),
+        3,
+        "command lines gathered before the failure are kept (Talos D24)"
+    );
+}
+
+fn libc_eacces() -> i32 {
+    13
+}
+
+#[test]
+fn race_cgroup_vanishes_between_choosing_and_killing() {
+    let (cg, proc) = pod();
+    fs::remove_dir_all(cg.path().join("kubepods/besteffort/pod1")).unwrap();
+    let report = kill_cgroup(
+        &mut LinuxActuator::new(),
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        Duration::from_millis(50),
+    );
+    assert!(report.pids.is_empty());
+    assert!(
+        matches!(report.result, KillResult::Failed(ref e) if e.contains("No such file")),
+        "{:?}",
+        report.result
+    );
+}
+
+#[test]
+fn race_child_cgroup_vanishes_during_the_walk() {
+    let (cg, _) = pod();
+    fs::remove_dir_all(cg.path().join("kubepods/besteffort/pod1/a-pause/nested")).unwrap();
+    assert_eq!(
+        subtree_pids(&CgroupFs::new(cg.path()), "kubepods/besteffort/pod1"),
+        [10, 30, 31]
+    );
+}
+
+/// The host's cgroup2 mount point, from /proc/mounts.
+fn cgroup2_mount() -> Option<PathBuf> {
+    fs::read_to_string("/proc/mounts")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, point, fstype) = (f.next()?, f.next()?, f.next()?);
+            (fstype == "cgroup2").then(|| PathBuf::from(point))
+        })
+}
+
+#[test]
+fn real_kill_of_real_processes_in_a_host_cgroup() {
+    let Some(mount) = cgroup2_mount() else {
+        eprintln!(
+            "SKIPPED real_kill_of_real_processes_in_a_host_cgroup: no cgroup2 mount on this host"
+        );
+        return;
+    };
+    let name = format!("oomwarden-test-{}", std::process::id());
+    let dir = mount.join(&name);
+    if let Err(e) = fs::create_dir(&dir) {
+        eprintln!(
+            "SKIPPED real_kill_of_real_processes_in_a_host_cgroup: cannot create {}: {e} (needs root and a writable cgroup2)",
+            dir.display()
+        );
+        return;
+    }
+    if !dir.join("cgroup.kill").exists() {
+        let _ = fs::remove_dir(&dir);
+        eprintln!(
+            "SKIPPED real_kill_of_real_processes_in_a_host_cgroup: {} has no cgroup.kill (kernel < 5.14)",
+            dir.display()
+        );
+        return;
+    }
+    fs::create_dir(dir.join("inner")).unwrap();
+    let mut children: Vec<std::process::Child> = (0..3)
+        .map(|_| {
+            std::process::Command::new("sleep")
+                .arg("1000")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, child) in children.iter().enumerate() {
+        let target = if i == 2 {
+            dir.join("inner/cgroup.procs")
+        } else {
+            dir.join("cgroup.procs")
+        };
+        fs::write(target, child.id().to_string()).unwrap();
+    }
+    let cgroups = CgroupFs::new(&mount);
+    assert!(cgroups.is_populated(&name).unwrap());
+    let report = kill_cgroup(
+        &mut LinuxActuator::new(),
+        &cgroups,
+        &ProcFs::new("/proc"),
+        &name,
+        Duration::from_secs(10),
+    );
+    let statuses: Vec<_> = children.iter_mut().map(|c| c.wait().unwrap()).collect();
+    // Clean up before asserting, so a failure leaves nothing behind.
+    let _ = fs::remove_dir(dir.join("inner"));
+    let removed = fs::remove_dir(&dir);
+    assert_eq!(report.result, KillResult::Verified, "{report:?}");
+    let mut expected: Vec<u32> = children.iter().map(std::process::Child::id).collect();
+    let mut got = report.pids.clone();
+    expected.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    assert!(
+        report.processes.iter().all(|p| p == "sleep 1000"),
+        "{:?}",
+        report.processes
+    );
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        statuses.iter().all(|s| s.signal() == Some(9)),
+        "{statuses:?}"
+    );
+    removed.unwrap();
+}

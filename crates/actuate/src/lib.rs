@@ -75,7 +75,8 @@ pub fn subtree_pids(cgroups: &CgroupFs, dir: &str) -> Vec<u32> {
     while let Some(current) = stack.pop() {
         match cgroups.cgroup_procs(&current) {
             Ok(p) => pids.extend(p),
-            Err(e) if e.is_not_found() => continue,
+            // The children are still walked: only a vanished directory ends this branch.
+            Err(e) if e.is_not_found() => {}
             Err(e) => {
                 tracing::warn!(cgroup = %e.path().display(), error = %e, "cannot list cgroup processes")
             }

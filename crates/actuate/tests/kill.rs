@@ -264,3 +264,18 @@ fn real_kill_of_real_processes_in_a_host_cgroup() {
     );
     removed.unwrap();
 }
+
+#[test]
+fn a_directory_without_cgroup_procs_still_has_its_children_walked() {
+    let (cg, _) = pod();
+    fs::remove_file(cg.path().join("kubepods/besteffort/pod1/cgroup.procs")).unwrap();
+    fs::remove_file(
+        cg.path()
+            .join("kubepods/besteffort/pod1/a-pause/cgroup.procs"),
+    )
+    .unwrap();
+    assert_eq!(
+        subtree_pids(&CgroupFs::new(cg.path()), "kubepods/besteffort/pod1"),
+        [20, 30, 31]
+    );
+}

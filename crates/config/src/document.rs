@@ -29,7 +29,7 @@ const OOM_FIELDS: &[&str] = &[
     "sampleInterval",
     "strictCgroupClassOrdering",
 ];
-const WARDEN_FIELDS: &[&str] = &["apiVersion", "kind", "dryRun", "stateDir"];
+const WARDEN_FIELDS: &[&str] = &["apiVersion", "kind", "dryRun", "stateDir", "killTimeout"];
 
 /// Errors of one load, with the file name filled in.
 struct Errors<'a> {
@@ -64,6 +64,7 @@ struct Raw {
     strict: Option<bool>,
     dry_run: Option<bool>,
     state_dir: Option<PathBuf>,
+    kill_timeout: Option<Duration>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -160,6 +161,7 @@ fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
         warden: WardenSettings {
             dry_run: raw.dry_run.unwrap_or(defaults.dry_run),
             state_dir: raw.state_dir.unwrap_or(defaults.state_dir),
+            kill_timeout: raw.kill_timeout.unwrap_or(defaults.kill_timeout),
         },
     })
 }
@@ -316,6 +318,18 @@ pub(crate) fn sample_interval_from_text(text: &str) -> Result<Duration, String> 
     Ok(interval)
 }
 
+/// Validates a kill timeout: a positive Go duration of at most 60 s.
+pub(crate) fn kill_timeout_from_text(text: &str) -> Result<Duration, String> {
+    let nanos = parse_go_duration(text).map_err(|e| format!("invalid duration {text:?}: {e}"))?;
+    let timeout = Duration::from_nanos(nanos.max(0).unsigned_abs());
+    if nanos <= 0 || timeout > Duration::from_secs(60) {
+        return Err(format!(
+            "kill timeout must be longer than 0 and at most 60s, found {text}"
+        ));
+    }
+    Ok(timeout)
+}
+
 fn warden_document(
     map: &Map<String, Value>,
     n: Option<usize>,
@@ -325,6 +339,12 @@ fn warden_document(
     let kind = WARDEN_KIND;
     unknown_keys(map, WARDEN_FIELDS, n, kind, errors);
     raw.dry_run = bool_field(map, "dryRun", n, kind, errors);
+    if let Some(text) = string_field(map, "killTimeout", n, kind, errors) {
+        match kill_timeout_from_text(text) {
+            Ok(t) => raw.kill_timeout = Some(t),
+            Err(message) => errors.push(n, Some(kind), Some("killTimeout"), message),
+        }
+    }
     if let Some(dir) = string_field(map, "stateDir", n, kind, errors) {
         if dir.starts_with('/') {
             raw.state_dir = Some(PathBuf::from(dir));

@@ -50,6 +50,9 @@ pub const MIN_SAMPLE_INTERVAL: Duration = Duration::from_millis(10);
 /// Default state directory (action history, socket).
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/oomwarden";
 
+/// Default bound on the wait for a killed cgroup to empty.
+pub const DEFAULT_KILL_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The Talos-compatible settings (`OOMConfig`).
 #[derive(Debug, Clone)]
 pub struct OomSettings {
@@ -70,6 +73,8 @@ pub struct WardenSettings {
     pub dry_run: bool,
     /// Where the action history and socket live.
     pub state_dir: PathBuf,
+    /// How long to wait for a killed cgroup to empty before recording `not-verified`.
+    pub kill_timeout: Duration,
 }
 
 impl Default for WardenSettings {
@@ -77,6 +82,7 @@ impl Default for WardenSettings {
         WardenSettings {
             dry_run: false,
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
+            kill_timeout: DEFAULT_KILL_TIMEOUT,
         }
     }
 }
@@ -99,6 +105,8 @@ pub struct Overrides {
     pub dry_run: Option<bool>,
     /// `--state-dir`.
     pub state_dir: Option<PathBuf>,
+    /// `--kill-timeout`.
+    pub kill_timeout: Option<Duration>,
 }
 
 /// One problem found while loading a configuration.
@@ -171,6 +179,9 @@ impl Settings {
         if let Some(dir) = &overrides.state_dir {
             self.warden.state_dir.clone_from(dir);
         }
+        if let Some(timeout) = overrides.kill_timeout {
+            self.warden.kill_timeout = timeout;
+        }
     }
 
     /// The effective settings as a configuration file (both documents, defaults filled in).
@@ -178,6 +189,11 @@ impl Settings {
     pub fn to_yaml(&self) -> String {
         render::to_yaml(self)
     }
+}
+
+/// Parses a `--kill-timeout` value with the same rules as the file's `killTimeout`.
+pub fn parse_kill_timeout(text: &str) -> Result<Duration, String> {
+    document::kill_timeout_from_text(text)
 }
 
 /// Parses a `--sample-interval` value with the same rules as the file's `sampleInterval`.

@@ -40,6 +40,11 @@ struct WardenDoc<'a> {
     kind: &'a str,
     dry_run: bool,
     state_dir: String,
+    kill_timeout: String,
+}
+
+fn go_duration(d: std::time::Duration) -> String {
+    format_go_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 pub(crate) fn to_yaml(s: &Settings) -> String {
@@ -58,6 +63,7 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         kind: WARDEN_KIND,
         dry_run: s.warden.dry_run,
         state_dir: s.warden.state_dir.display().to_string(),
+        kill_timeout: go_duration(s.warden.kill_timeout),
     };
     // Serializing these plain structs cannot fail; should it ever, say so in the output.
     let part = |r: Result<String, serde_saphyr::SerializeError>| {

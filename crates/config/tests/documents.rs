@@ -195,8 +195,19 @@ fn malformed_documents() {
 
 #[test]
 fn warden_document() {
-    let s = load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\nstateDir: /run/oomwarden\n").unwrap();
+    let s = load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\nstateDir: /run/oomwarden\nkillTimeout: 5s\n").unwrap();
     assert!(s.warden.dry_run);
+    assert_eq!(s.warden.kill_timeout, Duration::from_secs(5));
+    assert_eq!(
+        load("").unwrap().warden.kill_timeout,
+        Duration::from_secs(2)
+    );
+    for bad in ["0s", "-1s", "61s", "soon"] {
+        let m = messages(&format!(
+            "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nkillTimeout: {bad}\n"
+        ));
+        assert_eq!(m.len(), 1, "{bad}: {m:?}");
+    }
     assert_eq!(s.warden.state_dir, PathBuf::from("/run/oomwarden"));
     let m = messages(
         "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: relative/dir\ndryrun: true\n",
@@ -220,7 +231,9 @@ fn overrides_win_over_the_file() {
         sample_interval: Some(Duration::from_millis(100)),
         dry_run: Some(true),
         state_dir: Some(PathBuf::from("/tmp/x")),
+        kill_timeout: Some(Duration::from_millis(500)),
     });
+    assert_eq!(s.warden.kill_timeout, Duration::from_millis(500));
     assert!(s.warden.dry_run);
     assert_eq!(s.oom.sample_interval, Duration::from_millis(100));
     assert_eq!(s.warden.state_dir, PathBuf::from("/tmp/x"));

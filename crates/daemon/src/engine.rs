@@ -1,0 +1,258 @@
+//! One cycle of the OOM handler, with everything it needs, and no clock or sleep of its own
+//! except the bounded wait that verifies a kill.
+//!
+//! ```text
+//! metrics ──▶ context ──▶ trigger? ──no──▶ done
+//!                            │ yes: "OOM controller triggered"
+//!             candidates ──▶ rank ──▶ select ──none──▶ "no eligible cgroup to kill"
+//!                                        │ victim
+//!                       dry run? ──yes──▶ record dry-run
+//!                                        │ no
+//!                       kill + verify (blocks ≤ killTimeout: no second victim meanwhile)
+//!                                        ▼
+//!                              record (memory + actions.jsonl)
+//! ```
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use oomwarden_actuate::{Actuator, KillResult, kill_cgroup, subtree_pids};
+use oomwarden_collect::{Collector, Problem};
+use oomwarden_config::Settings;
+use oomwarden_model::{ActionRecord, CandidateSample, Outcome};
+use oomwarden_policy::{Exclusion, State, build_context, rank, select};
+use oomwarden_procfs::ProcFs;
+
+use crate::history::History;
+
+/// How often the same read problem may be logged.
+const PROBLEM_LOG_EVERY_NS: u64 = 60_000_000_000;
+
+/// What a cycle did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CycleOutcome {
+    /// The metrics could not be turned into a context, or the trigger failed to evaluate.
+    Skipped(String),
+    /// The trigger was false.
+    Quiet,
+    /// The trigger fired; this record was written.
+    Acted(Box<ActionRecord>),
+}
+
+/// Long-lived daemon state for running cycles.
+pub struct Engine {
+    settings: Settings,
+    collector: Collector,
+    proc: ProcFs,
+    state: State,
+    history: History,
+    actuator: Box<dyn Actuator + Send>,
+    problem_logged_at: HashMap<String, u64>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("collector", &self.collector)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over a collector, the procfs used for command lines, a history and an actuator.
+    pub fn new(
+        settings: Settings,
+        collector: Collector,
+        proc: ProcFs,
+        history: History,
+        actuator: Box<dyn Actuator + Send>,
+    ) -> Self {
+        Engine {
+            settings,
+            collector,
+            proc,
+            state: State::new(),
+            history,
+            actuator,
+            problem_logged_at: HashMap::new(),
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Swaps in new settings (a reload). Derivative state and the last trigger time are kept,
+    /// as in Talos.
+    pub fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
+    }
+
+    /// The action history.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Runs one cycle. `now_ns` is the monotonic clock; `wall` the RFC 3339 time for records.
+    pub fn cycle(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
+        let (sample, problems) = self.collector.metrics(now_ns);
+        self.log_problems(problems, now_ns);
+        let ctx = match build_context(&sample, &mut self.state) {
+            Ok(ctx) => ctx,
+            Err(error) => {
+                tracing::error!(%error, "cannot populate PSI context");
+                return CycleOutcome::Skipped(error);
+            }
+        };
+        match self.settings.oom.trigger.eval(&ctx) {
+            Ok(false) => return CycleOutcome::Quiet,
+            Ok(true) => {}
+            Err(e) => {
+                let error = format!("cannot evaluate expression: {e}");
+                tracing::error!(%error, "cannot evaluate OOM trigger expression");
+                return CycleOutcome::Skipped(error);
+            }
+        }
+        tracing::info!("OOM controller triggered");
+        let (candidates, problems) = self.collector.candidates();
+        self.log_problems(problems, now_ns);
+        for c in &candidates {
+            for (property, error) in &c.read_errors {
+                tracing::error!(dir = %c.path, %property, %error, "cannot read property for cgroup");
+            }
+        }
+        let ranking = rank(&self.settings.oom.ranking, &candidates);
+        for (index, why) in &ranking.excluded {
+            let Some(c) = candidates.get(*index) else {
+                continue;
+            };
+            match why {
+                Exclusion::EvalError(error) => {
+                    tracing::error!(dir = %c.path, %error, "cannot calculate score for cgroup")
+                }
+                Exclusion::Empty => {
+                    tracing::info!(cgroup = %c.path, "skipping cgroup with no live process")
+                }
+                Exclusion::OwnCgroup => {
+                    tracing::debug!(cgroup = %c.path, "skipping oomwarden's own cgroup")
+                }
+                Exclusion::NotPositive(_) => {}
+            }
+        }
+        let victim = select(
+            &ranking,
+            &candidates,
+            self.settings.oom.strict_class_ordering,
+        );
+        self.state.triggered(now_ns);
+        let mut record = ActionRecord {
+            id: self.history.next_id(),
+            time: wall.to_owned(),
+            monotonic_ns: now_ns,
+            outcome: Outcome::NoEligibleCgroup,
+            victim: None,
+            class: None,
+            score: 0.0,
+            pids: Vec::new(),
+            processes: Vec::new(),
+            memory_current_bytes: None,
+            kill_duration_ms: None,
+            error: None,
+            trigger_context: ctx.to_talos_json(),
+        };
+        match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
+            None => tracing::warn!(
+                ranked = ranking.eligible.len(),
+                excluded = ranking.excluded.len(),
+                "no eligible cgroup to kill"
+            ),
+            Some((score, c)) => {
+                record.victim = Some(c.path.clone());
+                record.class = Some(c.class.name().to_owned());
+                record.score = score;
+                record.memory_current_bytes = c.memory.current;
+                if self.settings.warden.dry_run {
+                    self.dry_run(c, &mut record);
+                } else {
+                    self.kill(c, &mut record);
+                }
+            }
+        }
+        if let Err(e) = self.history.push(record.clone()) {
+            tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
+        }
+        CycleOutcome::Acted(Box::new(record))
+    }
+
+    fn dry_run(&self, c: &CandidateSample, record: &mut ActionRecord) {
+        tracing::warn!(cgroup = %c.path, score = record.score, "dry run: would send SIGKILL to cgroup");
+        record.outcome = Outcome::DryRun;
+        record.pids = subtree_pids(self.collector.cgroups(), &c.dir);
+        record.processes = record
+            .pids
+            .iter()
+            .filter_map(|p| self.proc.cmdline(*p).ok())
+            .collect();
+    }
+
+    fn kill(&mut self, c: &CandidateSample, record: &mut ActionRecord) {
+        let timeout = self.settings.warden.kill_timeout;
+        let report = kill_cgroup(
+            self.actuator.as_mut(),
+            self.collector.cgroups(),
+            &self.proc,
+            &c.dir,
+            timeout,
+        );
+        record.pids = report.pids;
+        record.processes = report.processes;
+        record.kill_duration_ms = Some(millis(report.duration));
+        match report.result {
+            KillResult::Verified => {
+                record.outcome = Outcome::Killed;
+                tracing::info!(cgroup = %c.path, duration_ms = millis(report.duration), "cgroup killed and verified empty");
+            }
+            KillResult::NotVerified => {
+                record.outcome = Outcome::NotVerified;
+                let error = format!("processes remain in the cgroup after {}", humanize(timeout));
+                tracing::error!(cgroup = %c.path, %error, "kill not verified");
+                record.error = Some(error);
+            }
+            KillResult::Failed(error) => {
+                record.outcome = Outcome::KillFailed;
+                tracing::error!(cgroup = %c.path, %error, "cannot reap cgroup");
+                record.error = Some(error);
+            }
+        }
+    }
+
+    /// Logs read problems, each distinct file at most once a minute (they can repeat every tick).
+    fn log_problems(&mut self, problems: Vec<Problem>, now_ns: u64) {
+        for p in problems {
+            let (key, message) = match &p {
+                Problem::Read(e) => (e.path().display().to_string(), p.to_string()),
+                Problem::List { dir, error } => {
+                    tracing::error!(%dir, %error, "cannot list cgroup members");
+                    continue;
+                }
+            };
+            let due = self
+                .problem_logged_at
+                .get(&key)
+                .is_none_or(|t| now_ns.saturating_sub(*t) >= PROBLEM_LOG_EVERY_NS);
+            if due {
+                self.problem_logged_at.insert(key, now_ns);
+                tracing::warn!(error = %message, "cannot read cgroup file; counting it as missing");
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn humanize(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}

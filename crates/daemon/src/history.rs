@@ -1,0 +1,292 @@
+//! The action history: the last 50 records in memory, every record appended to
+//! `<state-dir>/actions.jsonl` (one JSON object per line, mode 0600 because command lines are
+//! sensitive), loaded back at start.
+//!
+//! Crash safety: each record is written with a single `write` and `fsync`ed. A torn last line
+//! (a crash mid-write) is skipped with a warning and cut off, so the next record starts on a
+//! line of its own; a malformed line elsewhere is skipped with a warning. Neither is fatal.
+//! The file is bounded: past [`MAX_LINES`] lines it is rewritten (atomically, by rename) with
+//! the newest [`KEEP_LINES`].
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use oomwarden_model::ActionRecord;
+
+/// Records kept in memory (Talos's `OOMActionLogKeep`).
+pub const KEEP_IN_MEMORY: usize = 50;
+/// Lines in `actions.jsonl` that trigger a compaction.
+pub const MAX_LINES: usize = 10_000;
+/// Lines kept by a compaction.
+pub const KEEP_LINES: usize = 5_000;
+/// The history file's name in the state directory.
+pub const FILE_NAME: &str = "actions.jsonl";
+
+/// A failure to open or write the history.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct HistoryError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The error.
+    pub source: io::Error,
+}
+
+fn wrap(path: &Path) -> impl FnOnce(io::Error) -> HistoryError + '_ {
+    move |source| HistoryError {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The history of actions.
+#[derive(Debug)]
+pub struct History {
+    path: PathBuf,
+    recent: VecDeque<ActionRecord>,
+    lines: usize,
+    next_id: u64,
+    max_lines: usize,
+    keep_lines: usize,
+}
+
+impl History {
+    /// Opens (creating if needed) `<state_dir>/actions.jsonl` and loads it. Returns the
+    /// history and a warning for every line that had to be skipped.
+    pub fn open(state_dir: &Path) -> Result<(History, Vec<String>), HistoryError> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(state_dir)
+            .map_err(wrap(state_dir))?;
+        let path = state_dir.join(FILE_NAME);
+        let mut warnings = Vec::new();
+        let mut recent = VecDeque::with_capacity(KEEP_IN_MEMORY);
+        let (mut lines, mut next_id) = (0, 0);
+        match fs::read(&path) {
+            Ok(bytes) => {
+                let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                if complete < bytes.len() {
+                    warnings.push(format!(
+                        "{}: skipping a torn last line ({} bytes, probably a crash while writing)",
+                        path.display(),
+                        bytes.len() - complete
+                    ));
+                    let file = OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .map_err(wrap(&path))?;
+                    file.set_len(complete as u64).map_err(wrap(&path))?;
+                    file.sync_all().map_err(wrap(&path))?;
+                }
+                let text = String::from_utf8_lossy(bytes.get(..complete).unwrap_or_default());
+                for (n, line) in text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, l)| !l.trim().is_empty())
+                {
+                    lines += 1;
+                    match serde_json::from_str::<ActionRecord>(line) {
+                        Ok(record) => {
+                            next_id = next_id.max(record.id.saturating_add(1));
+                            if recent.len() == KEEP_IN_MEMORY {
+                                recent.pop_front();
+                            }
+                            recent.push_back(record);
+                        }
+                        Err(e) => warnings.push(format!(
+                            "{}: line {}: skipping a malformed record: {e}",
+                            path.display(),
+                            n + 1
+                        )),
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(HistoryError { path, source: e }),
+        }
+        Ok((
+            History {
+                path,
+                recent,
+                lines,
+                next_id,
+                max_lines: MAX_LINES,
+                keep_lines: KEEP_LINES,
+            },
+            warnings,
+        ))
+    }
+
+    /// Changes the file bound (compact past `max_lines` to the newest `keep_lines`).
+    pub fn with_bounds(mut self, max_lines: usize, keep_lines: usize) -> Self {
+        self.max_lines = max_lines;
+        self.keep_lines = keep_lines.min(max_lines);
+        self
+    }
+
+    /// The id the next record gets.
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// The newest records (at most [`KEEP_IN_MEMORY`]), oldest first.
+    pub fn recent(&self) -> impl Iterator<Item = &ActionRecord> {
+        self.recent.iter()
+    }
+
+    /// The history file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps a record in memory and appends it to the file. The record stays in memory even
+    /// when the write fails (the error is returned for the log).
+    pub fn push(&mut self, record: ActionRecord) -> Result<(), HistoryError> {
+        self.next_id = self.next_id.max(record.id.saturating_add(1));
+        let mut line = serde_json::to_string(&record).map_err(|e| HistoryError {
+            path: self.path.clone(),
+            source: io::Error::other(e),
+        })?;
+        line.push('\n');
+        if self.recent.len() == KEEP_IN_MEMORY {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(record);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&self.path)
+            .map_err(wrap(&self.path))?;
+        // One write call per record, so a crash leaves at most one torn line.
+        file.write_all(line.as_bytes()).map_err(wrap(&self.path))?;
+        file.sync_data().map_err(wrap(&self.path))?;
+        self.lines += 1;
+        if self.lines > self.max_lines {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    fn compact(&mut self) -> Result<(), HistoryError> {
+        let text = fs::read_to_string(&self.path).map_err(wrap(&self.path))?;
+        let all: Vec<&str> = text.lines().collect();
+        let keep = all
+            .get(all.len().saturating_sub(self.keep_lines)..)
+            .unwrap_or_default();
+        let tmp = self.path.with_extension("jsonl.tmp");
+        let mut file = File::create(&tmp).map_err(wrap(&tmp))?;
+        file.set_permissions(fs::Permissions::from_mode(0o600))
+            .map_err(wrap(&tmp))?;
+        for line in keep {
+            writeln!(file, "{line}").map_err(wrap(&tmp))?;
+        }
+        file.sync_all().map_err(wrap(&tmp))?;
+        fs::rename(&tmp, &self.path).map_err(wrap(&self.path))?;
+        self.lines = keep.len();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oomwarden_model::Outcome;
+
+    fn record(id: u64) -> ActionRecord {
+        ActionRecord {
+            id,
+            time: "2026-11-29T12:00:00.000Z".into(),
+            monotonic_ns: 1,
+            outcome: Outcome::NoEligibleCgroup,
+            victim: None,
+            class: None,
+            score: 0.0,
+            pids: vec![],
+            processes: vec![],
+            memory_current_bytes: None,
+            kill_duration_ms: None,
+            error: None,
+            trigger_context: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn records_survive_a_restart_and_ids_continue() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty());
+        for id in 0..3 {
+            h.push(record(id)).unwrap();
+        }
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty());
+        assert_eq!(h.next_id(), 3);
+        assert_eq!(h.recent().count(), 3);
+        let mode = fs::metadata(dir.path().join(FILE_NAME))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "command lines are sensitive");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped_and_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut h, _) = History::open(dir.path()).unwrap();
+        h.push(record(0)).unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(FILE_NAME))
+            .unwrap();
+        f.write_all(b"{\"id\":1,\"time\":\"2026").unwrap();
+        drop(f);
+        let (mut h, w) = History::open(dir.path()).unwrap();
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("torn last line"), "{w:?}");
+        assert_eq!(h.next_id(), 1);
+        h.push(record(1)).unwrap();
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(h.recent().map(|r| r.id).collect::<Vec<_>>(), [0, 1]);
+    }
+
+    #[test]
+    fn a_malformed_middle_line_is_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = serde_json::to_string(&record(7)).unwrap();
+        fs::write(dir.path().join(FILE_NAME), format!("not json\n{good}\n")).unwrap();
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("line 1"));
+        assert_eq!(h.next_id(), 8);
+    }
+
+    #[test]
+    fn memory_keeps_fifty_and_the_file_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (h, _) = History::open(dir.path()).unwrap();
+        let mut h = h.with_bounds(100, 60);
+        for id in 0..101 {
+            h.push(record(id)).unwrap();
+        }
+        assert_eq!(h.recent().count(), KEEP_IN_MEMORY);
+        assert_eq!(
+            h.recent().next().map(|r| r.id),
+            Some(101 - KEEP_IN_MEMORY as u64)
+        );
+        let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert_eq!(text.lines().count(), 60);
+        assert!(
+            text.lines().next().unwrap().contains("\"id\":41"),
+            "the newest are kept"
+        );
+        let (h, _) = History::open(dir.path()).unwrap();
+        assert_eq!(h.next_id(), 101);
+    }
+}

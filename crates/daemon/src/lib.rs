@@ -1,0 +1,11 @@
+//! The OOM handler daemon: [`run`] loops, [`Engine::cycle`] does one cycle, [`History`] keeps
+//! the action records. The binary (`oomwarden run`) parses flags, installs the log
+//! subscriber, and calls [`run`] with a [`oomwarden_actuate::LinuxActuator`].
+
+mod engine;
+pub mod history;
+mod run;
+
+pub use engine::{CycleOutcome, Engine};
+pub use history::History;
+pub use run::{RunError, RunOptions, check_host, load_settings, monotonic_ns, run};

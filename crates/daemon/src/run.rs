@@ -1,0 +1,318 @@
+//! `oomwarden run`: the loop around [`Engine::cycle`].
+//!
+//! - The first cycle runs at once; then one every `sampleInterval` on the monotonic clock. A
+//!   slow cycle (a kill being verified) skips the ticks it overran instead of bunching them.
+//! - SIGTERM and SIGINT end the loop cleanly; SIGHUP reloads the configuration file. A file
+//!   that fails validation is logged with every error and rejected; the running one stays.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use oomwarden_actuate::{Actuator, protect_self};
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_collect::Collector;
+use oomwarden_config::{ConfigErrors, Overrides, Settings};
+use oomwarden_model::Layout;
+use oomwarden_procfs::ProcFs;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use crate::engine::Engine;
+use crate::history::{History, HistoryError};
+
+/// What `oomwarden run` needs.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The configuration file; `None` for the embedded defaults.
+    pub config_file: Option<PathBuf>,
+    /// Command-line settings, applied over the file (also after a reload).
+    pub overrides: Overrides,
+    /// Root of the cgroup v2 hierarchy.
+    pub cgroup_root: PathBuf,
+    /// Root of procfs.
+    pub proc_root: PathBuf,
+    /// Stop after this many cycles.
+    pub cycles: Option<u64>,
+}
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration is invalid or unreadable.
+    #[error("{0}")]
+    Config(String),
+    /// This host cannot run the OOM handler.
+    #[error("{0}")]
+    Host(String),
+    /// The state directory or history file cannot be used.
+    #[error("cannot open the action history: {0}")]
+    History(#[from] HistoryError),
+    /// Signal handlers could not be installed.
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+/// Loads the configuration file (or the defaults) and applies the overrides.
+pub fn load_settings(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, RunError> {
+    let result = match file {
+        None => Settings::defaults(),
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Settings::from_yaml(&text, &path.display().to_string()),
+            Err(e) => {
+                return Err(RunError::Config(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+        },
+    };
+    let mut settings = result.map_err(|e: ConfigErrors| RunError::Config(e.to_string()))?;
+    settings.apply(overrides);
+    Ok(settings)
+}
+
+/// Checks that the hierarchy has what the OOM handler needs: cgroup v2 with the memory
+/// controller, and PSI. The message says what is missing and how to point elsewhere.
+pub fn check_host(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), RunError> {
+    let root = cgroups.root().display().to_string();
+    let hint = "oomwarden needs a cgroup v2 hierarchy with the memory controller; point --cgroup-root at its mount point (usually /sys/fs/cgroup, on hybrid hosts /sys/fs/cgroup/unified)";
+    let controllers = match cgroups.cgroup_controllers("") {
+        Ok(c) => c,
+        Err(e) if e.is_not_found() => {
+            return Err(RunError::Host(format!(
+                "{root} is not a cgroup v2 hierarchy: {root}/cgroup.controllers does not exist. {hint}."
+            )));
+        }
+        Err(e) => {
+            return Err(RunError::Host(format!(
+                "cannot read {root}/cgroup.controllers: {e}. {hint}."
+            )));
+        }
+    };
+    if !controllers.iter().any(|c| c == "memory") {
+        let v1 = std::fs::read_to_string(proc.root().join("cgroups"))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("memory\t"))
+                    .map(|l| l.split('\t').nth(1).unwrap_or("0").to_owned())
+            })
+            .filter(|h| h != "0");
+        let why = match v1 {
+            Some(h) => format!(
+                " The memory controller is bound to cgroup v1 (hierarchy {h} in {}/cgroups); boot with systemd.unified_cgroup_hierarchy=1 (or cgroup_no_v1=memory) to move it to v2.",
+                proc.root().display()
+            ),
+            None => String::new(),
+        };
+        return Err(RunError::Host(format!(
+            "the memory controller is not available in the cgroup v2 hierarchy at {root} (cgroup.controllers: {:?}).{why} {hint}.",
+            controllers.join(" ")
+        )));
+    }
+    let psi = cgroups.memory_pressure("").is_ok() || proc.pressure_memory().is_ok();
+    if !psi {
+        return Err(RunError::Host(format!(
+            "memory pressure (PSI) is not available: neither {root}/memory.pressure nor {}/pressure/memory can be read. Use a kernel with CONFIG_PSI and do not boot it with psi=0.",
+            proc.root().display()
+        )));
+    }
+    Ok(())
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC` (time since boot, not counting suspend).
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(t.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
+}
+
+fn wall_clock() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The next tick after `now` on the grid `start + k * interval`, and how many were skipped.
+fn next_tick(previous: Instant, interval: Duration, now: Instant) -> (Instant, u32) {
+    let mut next = previous + interval;
+    if next > now {
+        return (next, 0);
+    }
+    let behind = now.duration_since(next);
+    let skipped = u32::try_from(behind.as_nanos() / interval.as_nanos().max(1))
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    next += interval * skipped;
+    (next, skipped)
+}
+
+/// Runs the OOM handler until a signal or `cycles`.
+pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(), RunError> {
+    let settings = load_settings(options.config_file.as_deref(), &options.overrides)?;
+    let cgroups = CgroupFs::new(&options.cgroup_root);
+    let proc = ProcFs::new(&options.proc_root);
+    check_host(&cgroups, &proc)?;
+    let protection = protect_self();
+    if let Err(e) = protection.oom_score_adj {
+        tracing::warn!(error = %e, "cannot set own oom_score_adj to -1000; the kernel OOM killer may choose oomwarden");
+    }
+    if let Err(e) = protection.mlockall {
+        tracing::warn!(error = %e, "cannot lock memory (mlockall); oomwarden may stall when the node thrashes");
+    }
+    // Our own cgroup, from the real /proc: --proc-root describes the node, not this process.
+    let self_cgroup = ProcFs::new("/proc")
+        .cgroup_of("self")
+        .ok()
+        .filter(|c| !c.is_empty());
+    tracing::info!(
+        cgroup_root = %cgroups.root().display(),
+        layout = "talos",
+        own_cgroup = self_cgroup.as_deref().unwrap_or("/"),
+        sample_interval = ?settings.oom.sample_interval,
+        dry_run = settings.warden.dry_run,
+        "oomwarden started"
+    );
+    let (history, warnings) = History::open(&settings.warden.state_dir)?;
+    for w in warnings {
+        tracing::warn!(warning = %w, "action history");
+    }
+    let collector = Collector::new(cgroups, proc.clone(), Layout::talos(), self_cgroup);
+    let mut engine = Engine::new(settings, collector, proc, history, actuator);
+
+    let (tx, rx) = mpsc::channel();
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(RunError::Signals)?;
+    let handle = signals.handle();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if tx.send(signal).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(RunError::Signals)?;
+
+    let mut done = 0u64;
+    let mut tick = Instant::now();
+    loop {
+        let wait = tick.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(wait) {
+            Ok(SIGHUP) => {
+                reload(&mut engine, options);
+                continue;
+            }
+            Ok(signal) => {
+                tracing::info!(signal, "oomwarden stopping");
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let started = Instant::now();
+        engine.cycle(monotonic_ns(), &wall_clock());
+        done += 1;
+        if options.cycles.is_some_and(|n| done >= n) {
+            break;
+        }
+        let (next, skipped) =
+            next_tick(tick, engine.settings().oom.sample_interval, Instant::now());
+        if skipped > 0 {
+            tracing::debug!(
+                skipped,
+                cycle_ms = started.elapsed().as_millis(),
+                "slow cycle; skipped ticks"
+            );
+        }
+        tick = next;
+    }
+    handle.close();
+    Ok(())
+}
+
+fn reload(engine: &mut Engine, options: &RunOptions) {
+    let file = options.config_file.as_deref();
+    match load_settings(file, &options.overrides) {
+        Ok(settings) => {
+            tracing::info!(
+                file = %file.map_or("<defaults>".into(), |f| f.display().to_string()),
+                sample_interval = ?settings.oom.sample_interval,
+                "configuration reloaded"
+            );
+            engine.set_settings(settings);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "configuration reload rejected; the running configuration stays");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_cycles_skip_ticks_instead_of_bunching() {
+        let t0 = Instant::now();
+        let i = Duration::from_millis(500);
+        assert_eq!(
+            next_tick(t0, i, t0 + Duration::from_millis(10)),
+            (t0 + i, 0)
+        );
+        // A cycle that took 1.2 s: the ticks at 0.5 s and 1.0 s are skipped; the next is 1.5 s.
+        assert_eq!(
+            next_tick(t0, i, t0 + Duration::from_millis(1200)),
+            (t0 + Duration::from_millis(1500), 2)
+        );
+        assert_eq!(
+            next_tick(t0, i, t0 + i),
+            (t0 + Duration::from_millis(1000), 1)
+        );
+    }
+
+    #[test]
+    fn host_checks_name_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = tempfile::tempdir().unwrap();
+        let cg = CgroupFs::new(dir.path());
+        let p = ProcFs::new(proc.path());
+        let e = check_host(&cg, &p).unwrap_err().to_string();
+        assert!(
+            e.contains("is not a cgroup v2 hierarchy") && e.contains("--cgroup-root"),
+            "{e}"
+        );
+        std::fs::write(
+            dir.path().join("cgroup.controllers"),
+            "cpuset cpu io pids\n",
+        )
+        .unwrap();
+        std::fs::write(
+            proc.path().join("cgroups"),
+            "#subsys_name\thierarchy\tnum_cgroups\tenabled\nmemory\t4\t120\t1\n",
+        )
+        .unwrap();
+        let e = check_host(&cg, &p).unwrap_err().to_string();
+        assert!(
+            e.contains("memory controller is not available")
+                && e.contains("bound to cgroup v1 (hierarchy 4"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        let e = check_host(&cg, &p).unwrap_err().to_string();
+        assert!(e.contains("PSI") && e.contains("psi=0"), "{e}");
+        std::fs::write(dir.path().join("memory.pressure"), "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n").unwrap();
+        check_host(&cg, &p).unwrap();
+    }
+
+    #[test]
+    fn this_development_host_is_refused_with_a_clear_message() {
+        // The brief: this machine's memory controller is cgroup v1, so `run` must refuse.
+        let e = check_host(&CgroupFs::new("/sys/fs/cgroup"), &ProcFs::new("/proc"));
+        if let Err(e) = e {
+            let text = e.to_string();
+            assert!(text.contains("--cgroup-root"), "{text}");
+        }
+    }
+}

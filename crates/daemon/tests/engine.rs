@@ -1,0 +1,374 @@
+//! Whole cycles on fixture trees with the recording actuator: each outcome and its record.
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use oomwarden_actuate::{Call, KillEffect, RecordingActuator};
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_collect::Collector;
+use oomwarden_config::Settings;
+use oomwarden_daemon::{CycleOutcome, Engine, History};
+use oomwarden_model::{ActionRecord, Layout, Outcome};
+use oomwarden_procfs::ProcFs;
+
+const HOT: &str = "some avg10=17.06 avg60=8.04 avg300=2.10 total=12172340\nfull avg10=14.54 avg60=6.97 avg300=1.82 total=10654831\n";
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, content).unwrap();
+}
+
+/// A Talos node: pressure everywhere, a BestEffort pod (2 processes), a limited Burstable pod,
+/// a deleted BestEffort pod's empty leftover cgroup (larger than the live one).
+fn node() -> (tempfile::TempDir, tempfile::TempDir) {
+    let cg = tempfile::tempdir().unwrap();
+    let r = cg.path();
+    for f in [
+        "memory.pressure",
+        "init/memory.pressure",
+        "system/memory.pressure",
+        "podruntime/memory.pressure",
+        "kubepods/besteffort/memory.pressure",
+    ] {
+        write(r, f, HOT);
+    }
+    write(
+        r,
+        "kubepods/besteffort/pod-live/cgroup.events",
+        "populated 1\nfrozen 0\n",
+    );
+    write(
+        r,
+        "kubepods/besteffort/pod-live/memory.current",
+        "222593024\n",
+    );
+    write(r, "kubepods/besteffort/pod-live/memory.max", "max\n");
+    write(
+        r,
+        "kubepods/besteffort/pod-live/c1/cgroup.procs",
+        "100\n101\n",
+    );
+    write(
+        r,
+        "kubepods/besteffort/pod-deleted/cgroup.events",
+        "populated 0\nfrozen 0\n",
+    );
+    write(
+        r,
+        "kubepods/besteffort/pod-deleted/memory.current",
+        "999999999\n",
+    );
+    write(r, "kubepods/besteffort/pod-deleted/memory.max", "max\n");
+    write(
+        r,
+        "kubepods/burstable/pod-limited/cgroup.events",
+        "populated 1\nfrozen 0\n",
+    );
+    write(
+        r,
+        "kubepods/burstable/pod-limited/memory.current",
+        "5000000000\n",
+    );
+    write(
+        r,
+        "kubepods/burstable/pod-limited/memory.max",
+        "6000000000\n",
+    );
+    let proc = tempfile::tempdir().unwrap();
+    write(proc.path(), "100/cmdline", "stress-ng\0--vm\01\0");
+    write(proc.path(), "101/cmdline", "/pause\0");
+    (cg, proc)
+}
+
+fn settings(extra_oom: &str, extra_warden: &str, state: &Path) -> Settings {
+    let text = format!(
+        "apiVersion: v1alpha1\nkind: OOMConfig\n{extra_oom}---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n{extra_warden}",
+        state.display()
+    );
+    Settings::from_yaml(&text, "test.yaml").unwrap()
+}
+
+fn engine(cg: &Path, proc: &Path, settings: Settings, actuator: RecordingActuator) -> Engine {
+    let (history, warnings) = History::open(&settings.warden.state_dir).unwrap();
+    assert!(warnings.is_empty());
+    let collector = Collector::new(CgroupFs::new(cg), ProcFs::new(proc), Layout::talos(), None);
+    Engine::new(
+        settings,
+        collector,
+        ProcFs::new(proc),
+        history,
+        Box::new(actuator),
+    )
+}
+
+fn acted(outcome: CycleOutcome) -> ActionRecord {
+    match outcome {
+        CycleOutcome::Acted(r) => *r,
+        other => panic!("expected an action, got {other:?}"),
+    }
+}
+
+fn persisted(state: &Path) -> Vec<ActionRecord> {
+    fs::read_to_string(state.join("actions.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_triggered_cycle_kills_the_live_pod_and_records_why() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    let victim = cg
+        .path()
+        .join("kubepods/besteffort/pod-live")
+        .display()
+        .to_string();
+    assert_eq!(r.outcome, Outcome::Killed);
+    assert_eq!(
+        r.victim.as_deref(),
+        Some(victim.as_str()),
+        "not the larger, empty leftover cgroup"
+    );
+    assert_eq!(r.class.as_deref(), Some("Besteffort"));
+    assert_eq!(r.score, 222593024.0);
+    assert_eq!(r.pids, [100, 101]);
+    assert_eq!(r.processes, ["stress-ng --vm 1", "/pause"]);
+    assert_eq!(r.memory_current_bytes, Some(222593024));
+    assert!(r.kill_duration_ms.is_some());
+    assert_eq!(
+        (r.id, r.monotonic_ns, r.time.as_str()),
+        (0, 5_000_000_000, "2026-11-29T12:00:00.000Z")
+    );
+    assert!(
+        r.trigger_context.starts_with("{\"d_memory_full_avg10\":0,")
+            && r.trigger_context.contains("\"memory_full_avg10\":14.54,")
+    );
+    assert_eq!(persisted(state.path()), [r.clone()]);
+    assert_eq!(e.history().recent().count(), 1);
+    // The next trigger is recorded with the next id, and the killed pod is now empty.
+    let r2 = acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
+    assert_eq!(r2.id, 1);
+    assert_eq!(
+        r2.outcome,
+        Outcome::NoEligibleCgroup,
+        "the killed pod is empty, the other is limited"
+    );
+    assert_eq!(r2.victim, None);
+}
+
+#[test]
+fn the_exact_kill_sequence_reaches_the_actuator() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let s = settings("triggerExpression: \"true\"\n", "", state.path());
+    let (history, _) = History::open(state.path()).unwrap();
+    let collector = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    // Keep a handle on the calls: run the same sequence through a shared recorder.
+    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
+        KillEffect::Empty,
+    )));
+    struct Shared(std::sync::Arc<std::sync::Mutex<RecordingActuator>>);
+    impl oomwarden_actuate::Actuator for Shared {
+        fn open_pidfd(&mut self, pid: u32) -> std::io::Result<()> {
+            self.0.lock().unwrap().open_pidfd(pid)
+        }
+        fn write_cgroup_kill(&mut self, dir: &Path) -> std::io::Result<()> {
+            self.0.lock().unwrap().write_cgroup_kill(dir)
+        }
+        fn release_memory(&mut self, pid: u32) -> std::io::Result<()> {
+            self.0.lock().unwrap().release_memory(pid)
+        }
+        fn close_all(&mut self) {
+            self.0.lock().unwrap().close_all();
+        }
+    }
+    let mut e = Engine::new(
+        s,
+        collector,
+        ProcFs::new(proc.path()),
+        history,
+        Box::new(Shared(recorder.clone())),
+    );
+    acted(e.cycle(1, "t"));
+    let calls = recorder.lock().unwrap().calls.clone();
+    assert_eq!(
+        calls,
+        [
+            Call::OpenPidfd(100),
+            Call::OpenPidfd(101),
+            Call::WriteCgroupKill(cg.path().join("kubepods/besteffort/pod-live")),
+            Call::ReleaseMemory(100),
+            Call::ReleaseMemory(101),
+            Call::CloseAll,
+        ]
+    );
+}
+
+#[test]
+fn dry_run_decides_and_records_but_never_kills() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\n",
+            "dryRun: true\n",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Fail(1)),
+    );
+    let r = acted(e.cycle(1, "t"));
+    assert_eq!(r.outcome, Outcome::DryRun);
+    assert!(r.victim.unwrap().ends_with("pod-live"));
+    assert_eq!(r.pids, [100, 101]);
+    assert_eq!(r.kill_duration_ms, None);
+    assert!(
+        cg.path()
+            .join("kubepods/besteffort/pod-live/c1/cgroup.procs")
+            .exists()
+    );
+    assert_eq!(
+        fs::read_to_string(cg.path().join("kubepods/besteffort/pod-live/cgroup.events")).unwrap(),
+        "populated 1\nfrozen 0\n"
+    );
+}
+
+#[test]
+fn unverified_and_failed_kills_are_recorded_as_such() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let s = settings(
+        "triggerExpression: \"true\"\n",
+        "killTimeout: 50ms\n",
+        state.path(),
+    );
+    assert_eq!(s.warden.kill_timeout, Duration::from_millis(50));
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        s,
+        RecordingActuator::new(KillEffect::Nothing),
+    );
+    let r = acted(e.cycle(1, "t"));
+    assert_eq!(r.outcome, Outcome::NotVerified);
+    assert!(r.error.unwrap().contains("processes remain"));
+    assert!(r.kill_duration_ms.unwrap() >= 50.0);
+
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Fail(13)),
+    );
+    let r = acted(e.cycle(1, "t"));
+    assert_eq!(r.outcome, Outcome::KillFailed);
+    assert!(r.error.unwrap().contains("Permission denied"));
+    assert_eq!(r.processes.len(), 2);
+}
+
+#[test]
+fn no_eligible_cgroup_is_recorded_and_starts_the_cooldown() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let s = settings(
+        "triggerExpression: time_since_trigger > duration(\"5s\")\ncgroupRankingExpression: \"0.0\"\n",
+        "",
+        state.path(),
+    );
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        s,
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(10_000_000_000, "t"));
+    assert_eq!(r.outcome, Outcome::NoEligibleCgroup);
+    assert_eq!((r.victim, r.score, r.pids.len()), (None, 0.0, 0));
+    assert_eq!(
+        e.cycle(14_000_000_000, "t"),
+        CycleOutcome::Quiet,
+        "4 s later: cooling down"
+    );
+    assert!(
+        matches!(e.cycle(15_500_000_000, "t"), CycleOutcome::Acted(_)),
+        "5.5 s later"
+    );
+}
+
+#[test]
+fn quiet_and_failing_cycles_record_nothing() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    assert_eq!(
+        e.cycle(1, "t"),
+        CycleOutcome::Quiet,
+        "default trigger, first cycle: every d_ is 0"
+    );
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: qos_memory_full_avg10[9] > 0.0\n",
+            "",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    assert_eq!(
+        e.cycle(1, "t"),
+        CycleOutcome::Skipped("cannot evaluate expression: no such key: 9".into())
+    );
+    write(
+        cg.path(),
+        "system/memory.pressure",
+        "some avg10=1.00 avg60=1.00 avg300=1.00 total=1\n",
+    );
+    assert_eq!(
+        e.cycle(2, "t"),
+        CycleOutcome::Skipped("cannot find memory pressure type: type: full".into())
+    );
+    assert!(!state.path().join("actions.jsonl").exists());
+}
+
+#[test]
+fn a_candidate_vanishing_after_the_listing_is_harmless() {
+    let (cg, proc) = node();
+    // A pod cgroup whose files are already gone (removed between listing and reading).
+    fs::create_dir_all(cg.path().join("kubepods/besteffort/pod-vanishing")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(1, "t"));
+    assert!(r.victim.unwrap().ends_with("pod-live"));
+}

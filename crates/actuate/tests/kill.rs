@@ -47,7 +47,7 @@ fn pod() -> (tempfile::TempDir, tempfile::TempDir) {
     let proc = tempfile::tempdir().unwrap();
     write(proc.path(), "10/cmdline", "/pause\0");
     write(proc.path(), "20/cmdline", "");
-    write(proc.path(), "30/cmdline", "stress-ng\0--vm\01\0");
+    write(proc.path(), "30/cmdline", "stress-ng\0--vm\0\x31\0");
     // 31 exits before its command line is read.
     (cg, proc)
 }

@@ -6,8 +6,8 @@
 //! text to values, which are property-tested; [`CgroupFs`] adds the path to every error.
 //!
 //! Races are normal: a cgroup can vanish between listing and reading. A missing file or cgroup
-//! (`ENOENT`, `ENODEV`) is [`Error::NotFound`], which callers treat as an ordinary outcome;
-//! malformed content is [`Error::Parse`], naming the file. This crate never writes.
+//! (`ENOENT`, `ENODEV`) is [`ReadError::NotFound`], which callers treat as an ordinary outcome;
+//! malformed content is [`ReadError::Parse`], naming the file. This crate never writes.
 
 pub mod parse;
 
@@ -21,7 +21,7 @@ pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// A failed read.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub enum ReadError {
     /// The file, or its cgroup, does not exist (any more).
     #[error("{path}: not found")]
     NotFound {
@@ -46,16 +46,18 @@ pub enum Error {
     },
 }
 
-impl Error {
+impl ReadError {
     /// Whether the file or cgroup simply does not exist (a race or an old kernel).
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::NotFound { .. })
+        matches!(self, ReadError::NotFound { .. })
     }
 
     /// The file concerned.
     pub fn path(&self) -> &Path {
         match self {
-            Error::NotFound { path } | Error::Io { path, .. } | Error::Parse { path, .. } => path,
+            ReadError::NotFound { path }
+            | ReadError::Io { path, .. }
+            | ReadError::Parse { path, .. } => path,
         }
     }
 }
@@ -63,11 +65,11 @@ impl Error {
 /// `ENODEV` is what reading a file of a cgroup removed after `open` gives.
 const ENODEV: i32 = 19;
 
-fn classify(path: PathBuf, source: io::Error) -> Error {
+fn classify(path: PathBuf, source: io::Error) -> ReadError {
     if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(ENODEV) {
-        Error::NotFound { path }
+        ReadError::NotFound { path }
     } else {
-        Error::Io { path, source }
+        ReadError::Io { path, source }
     }
 }
 
@@ -103,7 +105,7 @@ impl CgroupFs {
     }
 
     /// Reads a file of a cgroup as text.
-    pub fn read(&self, cgroup: &str, name: &str) -> Result<String, Error> {
+    pub fn read(&self, cgroup: &str, name: &str) -> Result<String, ReadError> {
         let path = self.file(cgroup, name);
         std::fs::read_to_string(&path).map_err(|e| classify(path, e))
     }
@@ -113,56 +115,56 @@ impl CgroupFs {
         cgroup: &str,
         name: &str,
         parse: impl FnOnce(&str) -> Result<T, ParseError>,
-    ) -> Result<T, Error> {
+    ) -> Result<T, ReadError> {
         let text = self.read(cgroup, name)?;
-        parse(&text).map_err(|source| Error::Parse {
+        parse(&text).map_err(|source| ReadError::Parse {
             path: self.file(cgroup, name),
             source,
         })
     }
 
     /// `memory.pressure`: PSI `some` and `full` lines.
-    pub fn memory_pressure(&self, cgroup: &str) -> Result<Pressure, Error> {
+    pub fn memory_pressure(&self, cgroup: &str) -> Result<Pressure, ReadError> {
         self.read_parsed(cgroup, "memory.pressure", parse::pressure)
     }
 
     /// `memory.current`, bytes.
-    pub fn memory_current(&self, cgroup: &str) -> Result<u64, Error> {
+    pub fn memory_current(&self, cgroup: &str) -> Result<u64, ReadError> {
         self.read_parsed(cgroup, "memory.current", parse::unsigned)
     }
 
     /// `memory.peak`, bytes (kernel 5.19+).
-    pub fn memory_peak(&self, cgroup: &str) -> Result<u64, Error> {
+    pub fn memory_peak(&self, cgroup: &str) -> Result<u64, ReadError> {
         self.read_parsed(cgroup, "memory.peak", parse::unsigned)
     }
 
     /// `memory.max`: a byte limit or `max`.
-    pub fn memory_max(&self, cgroup: &str) -> Result<Limit, Error> {
+    pub fn memory_max(&self, cgroup: &str) -> Result<Limit, ReadError> {
         self.read_parsed(cgroup, "memory.max", parse::limit)
     }
 
     /// `memory.stat`: flat keyed counters.
-    pub fn memory_stat(&self, cgroup: &str) -> Result<Vec<(String, u64)>, Error> {
+    pub fn memory_stat(&self, cgroup: &str) -> Result<Vec<(String, u64)>, ReadError> {
         self.read_parsed(cgroup, "memory.stat", parse::flat_keyed)
     }
 
     /// `memory.events`: flat keyed counters (`low`, `high`, `max`, `oom`, `oom_kill`, …).
-    pub fn memory_events(&self, cgroup: &str) -> Result<Vec<(String, u64)>, Error> {
+    pub fn memory_events(&self, cgroup: &str) -> Result<Vec<(String, u64)>, ReadError> {
         self.read_parsed(cgroup, "memory.events", parse::flat_keyed)
     }
 
     /// `cgroup.procs`: the PIDs directly in this cgroup.
-    pub fn cgroup_procs(&self, cgroup: &str) -> Result<Vec<u32>, Error> {
+    pub fn cgroup_procs(&self, cgroup: &str) -> Result<Vec<u32>, ReadError> {
         self.read_parsed(cgroup, "cgroup.procs", parse::pids)
     }
 
     /// `cgroup.events`: `populated` and `frozen`.
-    pub fn cgroup_events(&self, cgroup: &str) -> Result<CgroupEvents, Error> {
+    pub fn cgroup_events(&self, cgroup: &str) -> Result<CgroupEvents, ReadError> {
         self.read_parsed(cgroup, "cgroup.events", parse::cgroup_events)
     }
 
     /// `cgroup.controllers`: the controllers available to this cgroup's children.
-    pub fn cgroup_controllers(&self, cgroup: &str) -> Result<Vec<String>, Error> {
+    pub fn cgroup_controllers(&self, cgroup: &str) -> Result<Vec<String>, ReadError> {
         Ok(self
             .read(cgroup, "cgroup.controllers")?
             .split_whitespace()
@@ -172,7 +174,7 @@ impl CgroupFs {
 
     /// Names of the child cgroups (directories), sorted by name as Go's `os.ReadDir` returns
     /// them. Entries that vanish while listing are skipped.
-    pub fn children(&self, cgroup: &str) -> Result<Vec<String>, Error> {
+    pub fn children(&self, cgroup: &str) -> Result<Vec<String>, ReadError> {
         let dir = self.dir(cgroup);
         let entries = std::fs::read_dir(&dir).map_err(|e| classify(dir.clone(), e))?;
         let mut names = Vec::new();
@@ -196,26 +198,26 @@ impl CgroupFs {
     /// Whether a cgroup has any live process in it or below it: `cgroup.events` says
     /// `populated 1`; where that file is missing (fixtures, very old kernels), any PID in a
     /// `cgroup.procs` of the subtree. `Ok(false)` when the cgroup is gone.
-    pub fn is_populated(&self, cgroup: &str) -> Result<bool, Error> {
+    pub fn is_populated(&self, cgroup: &str) -> Result<bool, ReadError> {
         match self.cgroup_events(cgroup) {
             Ok(events) => Ok(events.populated),
-            Err(Error::NotFound { .. }) if !self.dir(cgroup).is_dir() => Ok(false),
-            Err(Error::NotFound { .. }) => self.subtree_has_pids(cgroup),
+            Err(ReadError::NotFound { .. }) if !self.dir(cgroup).is_dir() => Ok(false),
+            Err(ReadError::NotFound { .. }) => self.subtree_has_pids(cgroup),
             Err(e) => Err(e),
         }
     }
 
-    fn subtree_has_pids(&self, cgroup: &str) -> Result<bool, Error> {
+    fn subtree_has_pids(&self, cgroup: &str) -> Result<bool, ReadError> {
         let mut stack = vec![cgroup.to_owned()];
         while let Some(current) = stack.pop() {
             match self.cgroup_procs(&current) {
                 Ok(pids) if !pids.is_empty() => return Ok(true),
-                Ok(_) | Err(Error::NotFound { .. }) => {}
+                Ok(_) | Err(ReadError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
             match self.children(&current) {
                 Ok(children) => stack.extend(children.into_iter().map(|c| join(&current, &c))),
-                Err(Error::NotFound { .. }) => {}
+                Err(ReadError::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }

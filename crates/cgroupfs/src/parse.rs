@@ -153,26 +153,10 @@ pub enum PressureError {
     Undefined,
 }
 
-fn kind_name(kind: PsiKind) -> &'static str {
-    match kind {
-        PsiKind::Some => "some",
-        PsiKind::Full => "full",
-    }
-}
-
-fn span_name(span: PsiSpan) -> &'static str {
-    match span {
-        PsiSpan::Avg10 => "avg10",
-        PsiSpan::Avg60 => "avg60",
-        PsiSpan::Avg300 => "avg300",
-        PsiSpan::Total => "total",
-    }
-}
-
 impl Pressure {
     /// One value, or why it is missing.
     pub fn value(&self, kind: PsiKind, span: PsiSpan) -> Result<f64, PressureError> {
-        let (k, s) = (kind_name(kind), span_name(span));
+        let (k, s) = (kind.name(), span.name());
         let (_, fields) = self
             .lines
             .iter()

@@ -93,8 +93,11 @@ fn single_values_and_limits() {
     );
     assert_eq!(fs.memory_peak("a").unwrap(), 371011584);
     assert_eq!(fs.memory_max("b").unwrap(), Limit::Bytes(536870912));
-    assert!(matches!(fs.memory_current("c"), Err(Error::Parse { .. })));
-    assert!(matches!(fs.memory_max("c"), Err(Error::Parse { .. })));
+    assert!(matches!(
+        fs.memory_current("c"),
+        Err(ReadError::Parse { .. })
+    ));
+    assert!(matches!(fs.memory_max("c"), Err(ReadError::Parse { .. })));
 }
 
 #[test]

@@ -12,6 +12,8 @@ pub(crate) enum Exit {
     Failure,
     /// 2: the command line itself is wrong.
     Usage,
+    /// 3: this host cannot run the OOM handler (no cgroup v2 memory controller, no PSI).
+    Unsupported,
 }
 
 impl From<Exit> for ExitCode {
@@ -20,6 +22,7 @@ impl From<Exit> for ExitCode {
             Exit::Ok => ExitCode::SUCCESS,
             Exit::Failure => ExitCode::from(1),
             Exit::Usage => ExitCode::from(2),
+            Exit::Unsupported => ExitCode::from(3),
         }
     }
 }

@@ -26,6 +26,8 @@ enum Command {
     Check(commands::check::Args),
     /// Evaluate a trigger or ranking expression against given variables.
     Eval(commands::eval::Args),
+    /// Run the OOM handler: sample, decide, kill, record.
+    Run(commands::run::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
     let exit = match cli.command {
         Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
         Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),
+        Command::Run(args) => commands::run::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use oomwarden_cgroupfs::{CgroupFs, Error, join};
+use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::{
     CandidateSample, Layout, MemoryReading, MetricSource, MetricsSample, PsiKind, PsiReading,
     PsiSpan, SubtreeSample,
@@ -22,13 +22,13 @@ use oomwarden_procfs::ProcFs;
 #[derive(Debug)]
 pub enum Problem {
     /// A file of a metrics subtree could not be read or parsed; the value counts as missing.
-    Read(Error),
+    Read(ReadError),
     /// A candidate parent could not be listed (Talos: `cannot list cgroup members`).
     List {
         /// Relative directory.
         dir: String,
         /// The error.
-        error: Error,
+        error: ReadError,
     },
 }
 
@@ -170,7 +170,7 @@ impl Collector {
         problems: &mut Vec<Problem>,
         errors: &mut Vec<(String, String)>,
     ) -> MemoryReading {
-        let mut note = |file: &str, e: Error| {
+        let mut note = |file: &str, e: ReadError| {
             errors.push((file.to_owned(), e.to_string()));
             if !e.is_not_found() {
                 problems.push(Problem::Read(e));

@@ -80,7 +80,7 @@ fn node() -> (tempfile::TempDir, tempfile::TempDir) {
         "6000000000\n",
     );
     let proc = tempfile::tempdir().unwrap();
-    write(proc.path(), "100/cmdline", "stress-ng\0--vm\01\0");
+    write(proc.path(), "100/cmdline", "stress-ng\0--vm\0\x31\0");
     write(proc.path(), "101/cmdline", "/pause\0");
     (cg, proc)
 }
@@ -157,7 +157,7 @@ fn a_triggered_cycle_kills_the_live_pod_and_records_why() {
         r.trigger_context.starts_with("{\"d_memory_full_avg10\":0,")
             && r.trigger_context.contains("\"memory_full_avg10\":14.54,")
     );
-    assert_eq!(persisted(state.path()), [r.clone()]);
+    assert_eq!(persisted(state.path()), std::slice::from_ref(&r));
     assert_eq!(e.history().recent().count(), 1);
     // The next trigger is recorded with the next id, and the killed pod is now empty.
     let r2 = acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));

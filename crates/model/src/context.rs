@@ -37,6 +37,14 @@ pub enum PsiSpan {
 impl PsiKind {
     /// Both kinds, in Talos's iteration order.
     pub const ALL: [PsiKind; 2] = [PsiKind::Some, PsiKind::Full];
+
+    /// The line name in a pressure file (`some`, `full`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PsiKind::Some => "some",
+            PsiKind::Full => "full",
+        }
+    }
 }
 
 impl PsiSpan {
@@ -47,6 +55,16 @@ impl PsiSpan {
         PsiSpan::Avg300,
         PsiSpan::Total,
     ];
+
+    /// The field name in a pressure file (`avg10`, …, `total`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PsiSpan::Avg10 => "avg10",
+            PsiSpan::Avg60 => "avg60",
+            PsiSpan::Avg300 => "avg300",
+            PsiSpan::Total => "total",
+        }
+    }
 }
 
 /// Memory usage file summed per class.

@@ -37,8 +37,6 @@ impl State {
     }
 }
 
-const KIND: [&str; 2] = ["some", "full"];
-const SPAN: [&str; 4] = ["avg10", "avg60", "avg300", "total"];
 const USAGE: [(UsageKind, &str); 3] = [
     (UsageKind::Current, "memory_current"),
     (UsageKind::Peak, "memory_peak"),
@@ -86,10 +84,7 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
         for kind in PsiKind::ALL {
             for span in PsiSpan::ALL {
                 let value = subtree.psi.get(kind, span);
-                let key = format!(
-                    "{}/memory_{}_{}",
-                    subtree.dir, KIND[kind as usize], SPAN[span as usize]
-                );
+                let key = format!("{}/memory_{}_{}", subtree.dir, kind.name(), span.name());
                 let d = derivative(key, value);
                 match subtree.class {
                     None => {

@@ -46,48 +46,36 @@ fn classes(m: ClassMap) -> [f64; 5] {
     m.0
 }
 
-/// Copies a fixture tree into a tempdir so a test can change it.
-fn copy(name: &str) -> tempfile_like::Dir {
-    tempfile_like::copy(&fixture(name))
+/// Copies a fixture tree into a tempdir so a test can change it. F-empty (a root that does
+/// not exist) stays absent.
+fn copy(name: &str) -> Copied {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    if fixture(name).exists() {
+        copy_dir(&fixture(name), &root);
+    }
+    Copied { _dir: dir, root }
 }
 
-mod tempfile_like {
-    use std::path::{Path, PathBuf};
+struct Copied {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
 
-    pub struct Dir(pub PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+impl Copied {
+    fn path(&self) -> &Path {
+        &self.root
     }
-    impl Dir {
-        pub fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-    pub fn copy(from: &Path) -> Dir {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let to = std::env::temp_dir().join(format!(
-            "oomwarden-policy-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        ));
-        // F-empty is a root that does not exist; keep it that way.
-        if from.exists() {
-            copy_dir(from, &to);
-        }
-        Dir(to)
-    }
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            let target = to.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy_dir(&e.path(), &target);
-            } else {
-                std::fs::copy(e.path(), target).unwrap();
-            }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
     }
 }
@@ -554,7 +542,7 @@ fn d4_d5_time_since_trigger_and_strict_threshold() {
         150.0,
     );
     ctx.add_class_psi(false, PsiKind::Full, PsiSpan::Avg10, QosClass::System, 10.0);
-    ctx.set_time_since_trigger(Some(10_000 * MS as i64));
+    ctx.set_time_since_trigger(Some(10_000_000_000));
     assert!(
         !TriggerExpr::compile(DEFAULT_TRIGGER)
             .unwrap()

@@ -1,5 +1,5 @@
 //! Read `/proc` (or a fixture tree standing in for it): `pressure/memory`,
-//! `<pid>/cmdline`, `<pid>/cgroup`. A process that has exited is [`Error::Gone`], an ordinary
+//! `<pid>/cmdline`, `<pid>/cgroup`. A process that has exited is [`ReadError::Gone`], an ordinary
 //! outcome. This crate never writes.
 
 use std::io;
@@ -12,7 +12,7 @@ pub const DEFAULT_PROC_ROOT: &str = "/proc";
 
 /// A failed read.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub enum ReadError {
     /// The process (or file) does not exist (any more): `ENOENT` or `ESRCH`.
     #[error("{path}: not found")]
     Gone {
@@ -56,21 +56,21 @@ impl ProcFs {
         &self.root
     }
 
-    fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, Error> {
+    fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, ReadError> {
         let path = self.root.join(rel);
         std::fs::read(&path).map_err(|source| {
             if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(ESRCH) {
-                Error::Gone { path }
+                ReadError::Gone { path }
             } else {
-                Error::Io { path, source }
+                ReadError::Io { path, source }
             }
         })
     }
 
     /// `pressure/memory`: the node-wide memory PSI.
-    pub fn pressure_memory(&self) -> Result<Pressure, Error> {
+    pub fn pressure_memory(&self) -> Result<Pressure, ReadError> {
         let bytes = self.read_bytes("pressure/memory")?;
-        parse::pressure(&String::from_utf8_lossy(&bytes)).map_err(|e| Error::Parse {
+        parse::pressure(&String::from_utf8_lossy(&bytes)).map_err(|e| ReadError::Parse {
             path: self.root.join("pressure/memory"),
             reason: e.to_string(),
         })
@@ -78,21 +78,21 @@ impl ProcFs {
 
     /// `<pid>/cmdline`, formatted as Talos records it: trailing NULs stripped, the remaining
     /// NULs turned into spaces. Kernel threads and zombies give `""`.
-    pub fn cmdline(&self, pid: u32) -> Result<String, Error> {
+    pub fn cmdline(&self, pid: u32) -> Result<String, ReadError> {
         let bytes = self.read_bytes(&format!("{pid}/cmdline"))?;
         Ok(format_cmdline(&bytes))
     }
 
     /// The cgroup v2 path of a process (`<pid>/cgroup`, the `0::/path` line), without the
     /// leading `/` (`""` for the root cgroup).
-    pub fn cgroup_of(&self, pid: &str) -> Result<String, Error> {
+    pub fn cgroup_of(&self, pid: &str) -> Result<String, ReadError> {
         let rel = format!("{pid}/cgroup");
         let bytes = self.read_bytes(&rel)?;
         let text = String::from_utf8_lossy(&bytes);
         text.lines()
             .find_map(|l| l.strip_prefix("0::"))
             .map(|p| p.trim_start_matches('/').trim_end().to_owned())
-            .ok_or_else(|| Error::Parse {
+            .ok_or_else(|| ReadError::Parse {
                 path: self.root.join(rel),
                 reason: "no cgroup v2 (\"0::\") line".into(),
             })
@@ -128,7 +128,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("10")).unwrap();
         std::fs::create_dir_all(dir.path().join("pressure")).unwrap();
-        std::fs::write(dir.path().join("10/cmdline"), b"stress-ng\0--vm\01\0").unwrap();
+        std::fs::write(dir.path().join("10/cmdline"), b"stress-ng\0--vm\0\x31\0").unwrap();
         std::fs::write(
             dir.path().join("10/cgroup"),
             "0::/system.slice/oomwarden.service\n",
@@ -137,7 +137,7 @@ mod tests {
         std::fs::write(dir.path().join("pressure/memory"), "some avg10=1.00 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.50 avg60=0.00 avg300=0.00 total=2\n").unwrap();
         let proc = ProcFs::new(dir.path());
         assert_eq!(proc.cmdline(10).unwrap(), "stress-ng --vm 1");
-        assert!(matches!(proc.cmdline(11), Err(Error::Gone { .. })));
+        assert!(matches!(proc.cmdline(11), Err(ReadError::Gone { .. })));
         assert_eq!(
             proc.cgroup_of("10").unwrap(),
             "system.slice/oomwarden.service"

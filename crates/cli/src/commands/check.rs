@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use oomwarden_config::{Overrides, Settings};
+use oomwarden_config::Settings;
 
-use crate::commands::read_input;
+use crate::commands::{OverrideArgs, read_input};
 use crate::exit::Exit;
 
 /// Arguments of `oomwarden check`.
@@ -15,37 +15,6 @@ pub(crate) struct Args {
     file: Option<PathBuf>,
     #[command(flatten)]
     overrides: OverrideArgs,
-}
-
-/// Flags that override the configuration file.
-#[derive(Debug, clap::Args)]
-pub(crate) struct OverrideArgs {
-    /// Sample interval, as a Go duration (`250ms`); overrides `sampleInterval`.
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
-    sample_interval: Option<std::time::Duration>,
-    /// Decide and record, but never kill; overrides `dryRun`.
-    #[arg(long)]
-    dry_run: bool,
-    /// State directory; overrides `stateDir`.
-    #[arg(long, value_name = "DIR")]
-    state_dir: Option<PathBuf>,
-}
-
-fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
-    match oomwarden_config::parse_sample_interval(text)? {
-        d if d.is_zero() => Err("OOM sample interval must be longer than 0".to_owned()),
-        d => Ok(d),
-    }
-}
-
-impl OverrideArgs {
-    pub(crate) fn to_overrides(&self) -> Overrides {
-        Overrides {
-            sample_interval: self.sample_interval,
-            dry_run: self.dry_run.then_some(true),
-            state_dir: self.state_dir.clone(),
-        }
-    }
 }
 
 /// Loads the file (or the defaults), applies overrides, prints the result or every error.

@@ -2,9 +2,12 @@
 
 pub(crate) mod check;
 pub(crate) mod eval;
+pub(crate) mod run;
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use oomwarden_config::Overrides;
 
 use anyhow::Context;
 
@@ -18,5 +21,44 @@ pub(crate) fn read_input(path: &Path) -> anyhow::Result<String> {
         Ok(text)
     } else {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    }
+}
+
+/// Flags that override the configuration file.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OverrideArgs {
+    /// Sample interval, as a Go duration (`250ms`); overrides `sampleInterval`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    sample_interval: Option<std::time::Duration>,
+    /// Decide and record, but never kill; overrides `dryRun`.
+    #[arg(long)]
+    dry_run: bool,
+    /// State directory; overrides `stateDir`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+    /// How long to wait for a killed cgroup to empty; overrides `killTimeout`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_kill_timeout)]
+    kill_timeout: Option<std::time::Duration>,
+}
+
+fn parse_kill_timeout(text: &str) -> Result<std::time::Duration, String> {
+    oomwarden_config::parse_kill_timeout(text)
+}
+
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    match oomwarden_config::parse_sample_interval(text)? {
+        d if d.is_zero() => Err("OOM sample interval must be longer than 0".to_owned()),
+        d => Ok(d),
+    }
+}
+
+impl OverrideArgs {
+    pub(crate) fn to_overrides(&self) -> Overrides {
+        Overrides {
+            sample_interval: self.sample_interval,
+            dry_run: self.dry_run.then_some(true),
+            state_dir: self.state_dir.clone(),
+            kill_timeout: self.kill_timeout,
+        }
     }
 }

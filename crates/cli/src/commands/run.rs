@@ -1,0 +1,101 @@
+//! `oomwarden run`: the OOM handler daemon.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use oomwarden_actuate::LinuxActuator;
+use oomwarden_daemon::{RunError, RunOptions};
+
+use crate::commands::OverrideArgs;
+use crate::exit::Exit;
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One readable line per event.
+    Human,
+    /// One JSON object per event (fields flattened, Talos's message strings).
+    Json,
+}
+
+/// Arguments of `oomwarden run`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Configuration file; without it, the embedded defaults. SIGHUP reloads it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Root of the cgroup v2 hierarchy.
+    #[arg(long, value_name = "DIR", default_value = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)]
+    cgroup_root: PathBuf,
+    /// Root of procfs.
+    #[arg(long, value_name = "DIR", default_value = oomwarden_procfs::DEFAULT_PROC_ROOT)]
+    proc_root: PathBuf,
+    /// Exit after this many cycles (for tests and scripts).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    cycles: Option<u64>,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "human")]
+    log_format: LogFormat,
+    /// Log level (`error`, `warn`, `info`, `debug`, `trace`) or a tracing filter directive.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    log_level: String,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| format!("--log-level {level:?}: {e}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let result = match format {
+        LogFormat::Human => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
+    result.map_err(|e| format!("cannot install the logger: {e}"))
+}
+
+pub(crate) fn run(
+    args: &Args,
+    _out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<Exit> {
+    if let Some(dir) = &args.overrides.state_dir
+        && !dir.is_absolute()
+    {
+        writeln!(
+            err,
+            "--state-dir: must be an absolute path, found {}",
+            dir.display()
+        )?;
+        return Ok(Exit::Usage);
+    }
+    if let Err(e) = init_logging(args.log_format, &args.log_level) {
+        writeln!(err, "{e}")?;
+        return Ok(Exit::Usage);
+    }
+    let options = RunOptions {
+        config_file: args.config.clone(),
+        overrides: args.overrides.to_overrides(),
+        cgroup_root: args.cgroup_root.clone(),
+        proc_root: args.proc_root.clone(),
+        cycles: args.cycles,
+    };
+    match oomwarden_daemon::run(&options, Box::new(LinuxActuator::new())) {
+        Ok(()) => Ok(Exit::Ok),
+        Err(e @ RunError::Host(_)) => {
+            writeln!(err, "oomwarden: this host cannot run the OOM handler: {e}")?;
+            Ok(Exit::Unsupported)
+        }
+        Err(e) => {
+            writeln!(err, "oomwarden: {e}")?;
+            Ok(Exit::Failure)
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! `oomwarden run` as a process: on fixture trees (no root, no real cgroups needed), with
+//! signals, and on this development host (whose memory controller is cgroup v1).
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn talos(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/talos")
+        .join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Talos's trigger-true pressures plus rank1's pods, as a cgroup2 root with memory.
+fn node() -> (tempfile::TempDir, tempfile::TempDir) {
+    let cg = tempfile::tempdir().unwrap();
+    copy_dir(&talos("trigger-true"), cg.path());
+    copy_dir(&talos("rank1"), cg.path());
+    std::fs::write(
+        cg.path().join("cgroup.controllers"),
+        "cpuset cpu io memory pids\n",
+    )
+    .unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    for (pid, cmd) in [("1", "/pause\0"), ("132", "nginx\0-g\0daemon off;\0")] {
+        std::fs::create_dir_all(proc.path().join(pid)).unwrap();
+        std::fs::write(proc.path().join(pid).join("cmdline"), cmd).unwrap();
+    }
+    (cg, proc)
+}
+
+fn oomwarden() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+}
+
+#[test]
+fn dry_run_one_cycle_writes_the_expected_record() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\n",
+    )
+    .unwrap();
+    let out = oomwarden()
+        .args(["run", "--dry-run", "--cycles", "1", "--log-format", "json"])
+        .arg("--config")
+        .arg(&config)
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = std::fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    let mut record: serde_json::Value = serde_json::from_str(lines.trim()).unwrap();
+    assert!(record["time"].as_str().unwrap().ends_with('Z'));
+    assert!(record["monotonicNs"].as_u64().unwrap() > 0);
+    record["time"] = "<time>".into();
+    record["monotonicNs"] = 0.into();
+    let victim = cg
+        .path()
+        .join("kubepods/besteffort/pod123")
+        .display()
+        .to_string();
+    let context = record["triggerContext"].as_str().unwrap().to_owned();
+    assert_eq!(
+        record,
+        serde_json::json!({
+            "id": 0, "time": "<time>", "monotonicNs": 0, "outcome": "dry-run", "victim": victim,
+            "class": "Besteffort", "score": 222593024.0, "pids": [1], "processes": ["/pause"],
+            "memoryCurrentBytes": 222593024, "triggerContext": context,
+        })
+    );
+    // The context is Talos's format: rank1's pods add their memory to the class maps.
+    assert!(
+        context
+            .contains("\"qos_memory_current\":{\"0\":0,\"1\":0,\"2\":222593024,\"3\":0,\"4\":0}"),
+        "{context}"
+    );
+    assert!(
+        context.contains("\"memory_full_avg10\":14.54,")
+            && context.ends_with("\"time_since_trigger\":9223372036854775807}")
+    );
+    // Talos's log lines, as JSON.
+    for message in [
+        "\"OOM controller triggered\"",
+        "\"dry run: would send SIGKILL to cgroup\"",
+    ] {
+        assert!(
+            stderr.contains(message),
+            "{message} missing from:\n{stderr}"
+        );
+    }
+    // Nothing was killed: the fixture is unchanged.
+    assert_eq!(
+        std::fs::read_to_string(cg.path().join("kubepods/besteffort/pod123/cgroup.procs")).unwrap(),
+        "1\n"
+    );
+}
+
+#[test]
+fn refuses_this_host_with_what_is_missing() {
+    let out = oomwarden()
+        .args([
+            "run",
+            "--cycles",
+            "1",
+            "--state-dir",
+            "/tmp/oomwarden-never-created",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("this host cannot run the OOM handler") && stderr.contains("--cgroup-root"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    for args in [
+        &["run", "--cycles", "0"][..],
+        &["run", "--log-format", "xml"],
+        &["run", "--state-dir", "rel"],
+        &["run", "--log-level", "=("],
+    ] {
+        let out = oomwarden().args(args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Follows a child's stderr line by line.
+struct Logs {
+    rx: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Logs {
+    fn follow(child: &mut Child) -> Logs {
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Logs {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    fn wait_for(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            match self.rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(line) => {
+                    let hit = line.contains(needle);
+                    self.seen.push(line);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        panic!(
+            "no log line with {needle:?}; saw:\n{}",
+            self.seen.join("\n")
+        );
+    }
+}
+
+fn signal(child: &Child, sig: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, sig).unwrap();
+}
+
+#[test]
+fn sighup_rejects_a_broken_config_and_applies_a_valid_one_and_sigterm_exits() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(&config, "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n").unwrap();
+    let mut child = oomwarden()
+        .args(["run", "--log-format", "json", "--dry-run"])
+        .arg("--config")
+        .arg(&config)
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12\n",
+    )
+    .unwrap();
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("configuration reload rejected");
+    assert!(
+        logs.seen
+            .last()
+            .unwrap()
+            .contains("found no matching overload"),
+        "{}",
+        logs.seen.last().unwrap()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !state.path().join("actions.jsonl").exists(),
+        "the old config (trigger false) still runs"
+    );
+
+    std::fs::write(&config, "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: time_since_trigger > duration(\"1h\")\nsampleInterval: 20ms\n").unwrap();
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("configuration reloaded");
+    logs.wait_for("dry run: would send SIGKILL to cgroup");
+
+    signal(&child, rustix::process::Signal::TERM);
+    logs.wait_for("oomwarden stopping");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let records = std::fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
+    assert_eq!(
+        records.lines().count(),
+        1,
+        "the 1h cooldown allows one trigger: {records}"
+    );
+}

@@ -133,10 +133,13 @@ pub enum PsiValue {
 }
 
 /// A `*.pressure` file: lines like `some avg10=2.82 avg60=5.95 avg300=1.97 total=12172340`.
-/// Lines and fields are kept as found; [`Pressure::value`] applies Talos's completeness rules.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// The `some` and `full` lines and their four fields are kept (other lines and fields, which
+/// newer kernels could add, are checked for syntax and ignored); [`Pressure::value`] applies
+/// Talos's completeness rules. Parsing allocates nothing: it runs every cycle per subtree.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Pressure {
-    lines: Vec<(String, Vec<(String, PsiValue)>)>,
+    /// `[some, full]`, each `None` when the line is absent; fields in `PsiSpan` order.
+    lines: [Option<[Option<PsiValue>; 4]>; 2],
 }
 
 /// A well-formed pressure file lacking what the trigger needs (Talos's error texts).
@@ -156,16 +159,16 @@ pub enum PressureError {
 impl Pressure {
     /// One value, or why it is missing.
     pub fn value(&self, kind: PsiKind, span: PsiSpan) -> Result<f64, PressureError> {
-        let (k, s) = (kind.name(), span.name());
-        let (_, fields) = self
+        let fields = self
             .lines
-            .iter()
-            .find(|(name, _)| name == k)
-            .ok_or(PressureError::MissingType(k))?;
-        match fields.iter().find(|(name, _)| name == s) {
-            None => Err(PressureError::MissingSpan(s)),
-            Some((_, PsiValue::Max)) => Err(PressureError::Undefined),
-            Some((_, PsiValue::Number(v))) => Ok(*v),
+            .get(kind as usize)
+            .copied()
+            .flatten()
+            .ok_or(PressureError::MissingType(kind.name()))?;
+        match fields.get(span as usize).copied().flatten() {
+            None => Err(PressureError::MissingSpan(span.name())),
+            Some(PsiValue::Max) => Err(PressureError::Undefined),
+            Some(PsiValue::Number(v)) => Ok(v),
         }
     }
 }
@@ -185,7 +188,7 @@ fn psi_value(text: &str) -> Option<PsiValue> {
 
 /// Parses a pressure file (nested keyed format).
 pub fn pressure(text: &str) -> Result<Pressure, ParseError> {
-    let mut lines = Vec::new();
+    let mut out = Pressure::default();
     for (i, line) in text
         .lines()
         .enumerate()
@@ -193,7 +196,8 @@ pub fn pressure(text: &str) -> Result<Pressure, ParseError> {
     {
         let mut words = line.split_whitespace();
         let Some(name) = words.next() else { continue };
-        let mut fields = Vec::new();
+        let kind = PsiKind::ALL.into_iter().find(|k| k.name() == name);
+        let mut fields = [None; 4];
         for word in words {
             let (key, value) = word
                 .split_once('=')
@@ -201,9 +205,15 @@ pub fn pressure(text: &str) -> Result<Pressure, ParseError> {
             let value = psi_value(value).ok_or_else(|| {
                 error(i + 1, format!("{key}: expected a number, found {value:?}"))
             })?;
-            fields.push((key.to_owned(), value));
+            if let Some(span) = PsiSpan::ALL.into_iter().find(|s| s.name() == key)
+                && let Some(slot) = fields.get_mut(span as usize)
+            {
+                *slot = Some(value);
+            }
         }
-        lines.push((name.to_owned(), fields));
+        if let Some(slot) = kind.and_then(|k| out.lines.get_mut(k as usize)) {
+            *slot = Some(fields);
+        }
     }
-    Ok(Pressure { lines })
+    Ok(out)
 }

@@ -6,11 +6,20 @@ use oomwarden_model::{
     Limit, MetricsSample, PsiKind, PsiReading, PsiSpan, TriggerContext, UsageKind,
 };
 
+/// Previous values of one subtree: 8 PSI values then 3 memory values, each with its time.
+#[derive(Debug, Clone, Copy)]
+struct Previous {
+    values: [Option<(f64, u64)>; 11],
+    /// The sample that last saw this subtree (entries not seen are dropped).
+    seen_at: u64,
+}
+
 /// What the policy remembers between cycles.
 #[derive(Debug, Clone, Default)]
 pub struct State {
-    /// Previous value and time of every derivative key (`<subtree>/memory_full_total`).
-    previous: HashMap<String, (f64, u64)>,
+    /// Previous values per subtree directory (Talos keys them `<dir>/memory_full_total`; one
+    /// entry per directory avoids formatting eleven keys per subtree every cycle).
+    previous: HashMap<String, Previous>,
     /// Monotonic time of the last trigger.
     last_trigger_ns: Option<u64>,
 }
@@ -33,15 +42,12 @@ impl State {
 
     /// Number of remembered derivative keys (keys of vanished cgroups are dropped).
     pub fn remembered_keys(&self) -> usize {
-        self.previous.len()
+        self.previous
+            .values()
+            .map(|p| p.values.iter().flatten().count())
+            .sum()
     }
 }
-
-const USAGE: [(UsageKind, &str); 3] = [
-    (UsageKind::Current, "memory_current"),
-    (UsageKind::Peak, "memory_peak"),
-    (UsageKind::Max, "memory_max"),
-];
 
 /// Builds the trigger context from a sample and updates the derivative state.
 ///
@@ -67,25 +73,37 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
             .last_trigger_ns
             .map(|t| i64::try_from(now.saturating_sub(t)).unwrap_or(i64::MAX)),
     );
-    let mut next: HashMap<String, (f64, u64)> = HashMap::with_capacity(state.previous.len());
-    let mut derivative = |key: String, value: f64| -> f64 {
-        let d = match state.previous.get(&key) {
-            Some(&(prev, at)) if now > at => {
-                #[allow(clippy::cast_precision_loss)] // nanosecond spans far below 2^53
-                let seconds = (now - at) as f64 / 1e9;
-                (value - prev) / seconds
-            }
-            _ => 0.0,
-        };
-        next.insert(key, (value, now));
-        d
-    };
     for subtree in &sample.subtrees {
+        let entry = match state.previous.get_mut(subtree.dir.as_str()) {
+            Some(entry) => entry,
+            None => state
+                .previous
+                .entry(subtree.dir.clone())
+                .or_insert(Previous {
+                    values: [None; 11],
+                    seen_at: now,
+                }),
+        };
+        entry.seen_at = now;
+        let mut derivative = |slot: usize, value: f64| -> f64 {
+            let Some(cell) = entry.values.get_mut(slot) else {
+                return 0.0;
+            };
+            let d = match *cell {
+                Some((prev, at)) if now > at => {
+                    #[allow(clippy::cast_precision_loss)] // nanosecond spans far below 2^53
+                    let seconds = (now - at) as f64 / 1e9;
+                    (value - prev) / seconds
+                }
+                _ => 0.0,
+            };
+            *cell = Some((value, now));
+            d
+        };
         for kind in PsiKind::ALL {
             for span in PsiSpan::ALL {
                 let value = subtree.psi.get(kind, span);
-                let key = format!("{}/memory_{}_{}", subtree.dir, kind.name(), span.name());
-                let d = derivative(key, value);
+                let d = derivative(kind as usize * 4 + span as usize, value);
                 match subtree.class {
                     None => {
                         ctx.set_root_psi(false, kind, span, value);
@@ -101,7 +119,10 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
         // The root's memory files have no variables (Talos reads and discards them).
         let Some(class) = subtree.class else { continue };
         let m = &subtree.memory;
-        for (usage, name) in USAGE {
+        for (i, usage) in [UsageKind::Current, UsageKind::Peak, UsageKind::Max]
+            .into_iter()
+            .enumerate()
+        {
             // Talos: unreadable is NaN and `max` is +Inf, both scrubbed to 0.
             #[allow(clippy::cast_precision_loss)]
             let value = match usage {
@@ -112,11 +133,12 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
                     Some(Limit::Max) | None => 0.0,
                 },
             };
-            let d = derivative(format!("{}/{name}", subtree.dir), value);
+            let d = derivative(8 + i, value);
             ctx.add_class_usage(false, usage, class, value);
             ctx.add_class_usage(true, usage, class, d);
         }
     }
-    state.previous = next;
+    // Forget subtrees that are gone (Talos keeps their keys forever).
+    state.previous.retain(|_, p| p.seen_at == now);
     Ok(ctx)
 }

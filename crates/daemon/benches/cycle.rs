@@ -1,0 +1,291 @@
+//! Cost of one cycle against the cost of merely reading the same files (the floor).
+//!
+//! Trees are generated on tmpfs (`/dev/shm`, or `$TMPDIR`) with 10, 100 and 1,000 pods:
+//! 30 % BestEffort, 60 % Burstable, 10 % Guaranteed, each with the files a real pod cgroup
+//! has. Measured, with the release profile:
+//!
+//! - quiet cycle: read every metrics subtree, build the trigger context, evaluate the default
+//!   trigger (false on an idle node);
+//! - triggered cycle: the same with a trigger that is true, then read every candidate, rank
+//!   them all with the default ranking and select a victim (no kill, no record written);
+//! - floor: `read_to_string` of exactly the files each of these reads, and the same directory
+//!   listings, in a tight loop.
+//!
+//! Batches of each are interleaved and the median batch is reported, so that machine noise
+//! affects all alike. Run: `cargo bench -p oomwarden-daemon --bench cycle`.
+
+// A benchmark binary: setup failures may panic.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    clippy::cast_precision_loss
+)]
+
+use std::fs;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_collect::Collector;
+use oomwarden_config::{DEFAULT_RANKING_EXPRESSION, DEFAULT_TRIGGER_EXPRESSION};
+use oomwarden_expr::{RankingExpr, TriggerExpr};
+use oomwarden_model::Layout;
+use oomwarden_policy::{State, build_context, rank, select};
+use oomwarden_procfs::ProcFs;
+
+const PSI: &str = "some avg10=0.00 avg60=0.00 avg300=0.00 total=120034\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=80012\n";
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, content).unwrap();
+}
+
+fn cgroup(root: &Path, dir: &str, current: u64, limit: Option<u64>) {
+    let d = root.join(dir);
+    write(&d, "memory.pressure", PSI);
+    write(&d, "memory.current", &format!("{current}\n"));
+    write(&d, "memory.peak", &format!("{}\n", current + 4096));
+    write(
+        &d,
+        "memory.max",
+        &limit.map_or("max\n".to_owned(), |l| format!("{l}\n")),
+    );
+    write(&d, "memory.stat", "anon 1000\nfile 2000\n");
+    write(&d, "cgroup.events", "populated 1\nfrozen 0\n");
+    write(&d, "cgroup.procs", "4242\n");
+}
+
+/// A Talos node with `pods` pods.
+fn tree(base: &Path, pods: usize) -> PathBuf {
+    let root = base.join(format!("node-{pods}"));
+    cgroup(&root, "", 0, None);
+    for dir in [
+        "init",
+        "system",
+        "system/apid",
+        "system/trustd",
+        "podruntime",
+        "podruntime/runtime",
+        "podruntime/kubelet",
+        "kubepods",
+        "kubepods/besteffort",
+        "kubepods/burstable",
+    ] {
+        cgroup(&root, dir, 50_000_000, None);
+    }
+    for i in 0..pods {
+        let (parent, limit) = match i % 10 {
+            0..=2 => ("kubepods/besteffort", None),
+            3..=8 => (
+                "kubepods/burstable",
+                if i % 2 == 0 { Some(1 << 30) } else { None },
+            ),
+            _ => ("kubepods", Some(1 << 30)),
+        };
+        let pod = format!("{parent}/pod{i:08x}-1111-2222-3333-444455556666");
+        cgroup(&root, &pod, 10_000_000 + i as u64 * 4096, limit);
+        cgroup(
+            &root,
+            &format!("{pod}/cri-containerd-{i:064x}"),
+            9_000_000,
+            limit,
+        );
+    }
+    root
+}
+
+/// The files and listings a quiet cycle reads, as the collector would.
+fn quiet_files(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut dirs = vec![root.to_owned()];
+    for d in [
+        "init",
+        "system",
+        "podruntime",
+        "kubepods/besteffort",
+        "kubepods/burstable",
+    ] {
+        dirs.push(root.join(d));
+    }
+    let mut names: Vec<String> = fs::read_dir(root.join("kubepods"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    dirs.extend(
+        names
+            .iter()
+            .filter(|n| *n != "besteffort" && *n != "burstable")
+            .map(|n| root.join("kubepods").join(n)),
+    );
+    let files = dirs
+        .iter()
+        .flat_map(|d| {
+            [
+                "memory.pressure",
+                "memory.current",
+                "memory.peak",
+                "memory.max",
+            ]
+            .map(|f| d.join(f))
+        })
+        .collect();
+    (files, vec![root.join("kubepods")])
+}
+
+/// The extra files and listings of a triggered cycle (every candidate).
+fn candidate_files(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let parents: Vec<PathBuf> = [
+        "kubepods/besteffort",
+        "kubepods/burstable",
+        "kubepods",
+        "podruntime",
+        "system",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .collect();
+    let mut files = Vec::new();
+    for p in &parents {
+        let mut children: Vec<PathBuf> = fs::read_dir(p)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().unwrap().is_dir())
+            .map(|e| e.path())
+            .collect();
+        children.sort();
+        for c in children
+            .iter()
+            .filter(|c| !c.ends_with("besteffort") && !c.ends_with("burstable"))
+        {
+            for f in [
+                "memory.current",
+                "memory.peak",
+                "memory.max",
+                "cgroup.events",
+            ] {
+                files.push(c.join(f));
+            }
+        }
+    }
+    (files, parents)
+}
+
+fn read_all(files: &[PathBuf], dirs: &[PathBuf]) {
+    for d in dirs {
+        for e in fs::read_dir(d).unwrap() {
+            black_box(e.unwrap().file_type().unwrap());
+        }
+    }
+    for f in files {
+        black_box(fs::read_to_string(f).unwrap());
+    }
+}
+
+/// Median time per iteration over `batches` interleaved batches of each closure.
+fn measure(batches: usize, iters: usize, jobs: &mut [&mut dyn FnMut()]) -> Vec<Duration> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); jobs.len()];
+    for _ in 0..batches {
+        for (i, job) in jobs.iter_mut().enumerate() {
+            let start = Instant::now();
+            for _ in 0..iters {
+                job();
+            }
+            samples[i].push(start.elapsed() / u32::try_from(iters).unwrap());
+        }
+    }
+    samples
+        .into_iter()
+        .map(|mut s| {
+            s.sort();
+            s[s.len() / 2]
+        })
+        .collect()
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    let base_dir = if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let base = tempfile::tempdir_in(base_dir).unwrap();
+    let trigger = TriggerExpr::compile(DEFAULT_TRIGGER_EXPRESSION).unwrap();
+    let always = TriggerExpr::compile("true").unwrap();
+    let ranking = RankingExpr::compile(DEFAULT_RANKING_EXPRESSION).unwrap();
+    println!(
+        "oomwarden cycle benchmark (tmpfs at {}; median of interleaved batches; µs per cycle)",
+        base.path().display()
+    );
+    println!();
+    println!(
+        "| pods | floor quiet | quiet cycle | ratio | floor triggered | triggered cycle | ratio | candidates |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for pods in [10usize, 100, 1000] {
+        let root = tree(base.path(), pods);
+        let collector = Collector::new(
+            CgroupFs::new(&root),
+            ProcFs::new("/nonexistent"),
+            Layout::talos(),
+            None,
+        );
+        let (qf, qd) = quiet_files(&root);
+        let (cf, cd) = candidate_files(&root);
+        let (tf, td) = ([qf.clone(), cf].concat(), [qd.clone(), cd].concat());
+        let mut state = State::new();
+        let mut t = 0u64;
+        let (_, n_candidates) = {
+            let (c, _) = collector.candidates();
+            ((), c.len())
+        };
+        let iters = (20_000 / (pods + 20)).max(5);
+        let mut floor_quiet = || read_all(&qf, &qd);
+        let mut quiet = || {
+            t += 500_000_000;
+            let (s, _) = collector.metrics(t);
+            let ctx = build_context(&s, &mut state).unwrap();
+            assert!(!trigger.eval(&ctx).unwrap());
+        };
+        let mut state2 = State::new();
+        let mut t2 = 0u64;
+        let mut floor_trig = || read_all(&tf, &td);
+        let mut triggered = || {
+            t2 += 500_000_000;
+            let (s, _) = collector.metrics(t2);
+            let ctx = build_context(&s, &mut state2).unwrap();
+            assert!(always.eval(&ctx).unwrap());
+            let (c, _) = collector.candidates();
+            let r = rank(&ranking, &c);
+            black_box(select(&r, &c, true));
+        };
+        let m = measure(
+            15,
+            iters,
+            &mut [
+                &mut floor_quiet,
+                &mut quiet,
+                &mut floor_trig,
+                &mut triggered,
+            ],
+        );
+        let ratio = |a: Duration, b: Duration| format!("{:.2}x", a.as_secs_f64() / b.as_secs_f64());
+        println!(
+            "| {pods} | {} | {} | {} | {} | {} | {} | {n_candidates} |",
+            us(m[0]),
+            us(m[1]),
+            ratio(m[1], m[0]),
+            us(m[2]),
+            us(m[3]),
+            ratio(m[3], m[2])
+        );
+    }
+}

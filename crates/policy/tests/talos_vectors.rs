@@ -722,3 +722,12 @@ fn d14_missing_or_garbage_pressure_reads_zero() {
         [0.0, 0.0, 0.0, 0.0, 106.0]
     );
 }
+
+#[test]
+fn d25_swapped_multiply_arguments_give_the_same_value() {
+    let ctx = t3_context("trigger-true", Some(6000));
+    let normal = "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0})";
+    let swapped = "multiply_qos_vectors({System: 8.0, Podruntime: 4.0}, d_qos_memory_full_total)";
+    let eq = TriggerExpr::compile(&format!("{normal} == {swapped} && {normal} > 0.0")).unwrap();
+    assert!(eq.eval(&ctx).unwrap());
+}

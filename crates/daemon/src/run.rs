@@ -149,6 +149,12 @@ fn next_tick(previous: Instant, interval: Duration, now: Instant) -> (Instant, u
 
 /// Runs the OOM handler until a signal or `cycles`.
 pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(), RunError> {
+    // Handlers first: until they are installed, a SIGHUP (a reload right after start) would
+    // take its default action and end the process. Signals received during start-up are
+    // queued and handled by the loop.
+    let (tx, rx) = mpsc::channel();
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(RunError::Signals)?;
     let settings = load_settings(options.config_file.as_deref(), &options.overrides)?;
     let cgroups = CgroupFs::new(&options.cgroup_root);
     let proc = ProcFs::new(&options.proc_root);
@@ -165,6 +171,10 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         .cgroup_of("self")
         .ok()
         .filter(|c| !c.is_empty());
+    let (history, warnings) = History::open(&settings.warden.state_dir)?;
+    for w in warnings {
+        tracing::warn!(warning = %w, "action history");
+    }
     tracing::info!(
         cgroup_root = %cgroups.root().display(),
         layout = "talos",
@@ -173,16 +183,9 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         dry_run = settings.warden.dry_run,
         "oomwarden started"
     );
-    let (history, warnings) = History::open(&settings.warden.state_dir)?;
-    for w in warnings {
-        tracing::warn!(warning = %w, "action history");
-    }
     let collector = Collector::new(cgroups, proc.clone(), Layout::talos(), self_cgroup);
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
 
-    let (tx, rx) = mpsc::channel();
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
-        .map_err(RunError::Signals)?;
     let handle = signals.handle();
     std::thread::Builder::new()
         .name("signals".into())

@@ -25,16 +25,6 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     };
     match Settings::from_yaml(&text, &name) {
         Ok(mut settings) => {
-            if let Some(dir) = &args.overrides.state_dir
-                && !dir.is_absolute()
-            {
-                writeln!(
-                    err,
-                    "--state-dir: must be an absolute path, found {}",
-                    dir.display()
-                )?;
-                return Ok(Exit::Failure);
-            }
             settings.apply(&args.overrides.to_overrides());
             out.write_all(settings.to_yaml().as_bytes())?;
             Ok(Exit::Ok)

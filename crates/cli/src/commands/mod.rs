@@ -33,12 +33,21 @@ pub(crate) struct OverrideArgs {
     /// Decide and record, but never kill; overrides `dryRun`.
     #[arg(long)]
     dry_run: bool,
-    /// State directory; overrides `stateDir`.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) state_dir: Option<PathBuf>,
+    /// State directory (absolute); overrides `stateDir`.
+    #[arg(long, value_name = "DIR", value_parser = parse_absolute_dir)]
+    state_dir: Option<PathBuf>,
     /// How long to wait for a killed cgroup to empty; overrides `killTimeout`.
     #[arg(long, value_name = "DURATION", value_parser = parse_kill_timeout)]
     kill_timeout: Option<std::time::Duration>,
+}
+
+fn parse_absolute_dir(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(format!("must be an absolute path, found {text:?}"))
+    }
 }
 
 fn parse_kill_timeout(text: &str) -> Result<std::time::Duration, String> {

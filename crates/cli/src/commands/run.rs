@@ -66,16 +66,6 @@ pub(crate) fn run(
     _out: &mut impl Write,
     err: &mut impl Write,
 ) -> anyhow::Result<Exit> {
-    if let Some(dir) = &args.overrides.state_dir
-        && !dir.is_absolute()
-    {
-        writeln!(
-            err,
-            "--state-dir: must be an absolute path, found {}",
-            dir.display()
-        )?;
-        return Ok(Exit::Usage);
-    }
     if let Err(e) = init_logging(args.log_format, &args.log_level) {
         writeln!(err, "{e}")?;
         return Ok(Exit::Usage);

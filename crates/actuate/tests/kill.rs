@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use oomwarden_actuate::{
@@ -13,12 +13,7 @@ use oomwarden_actuate::{
 };
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_procfs::ProcFs;
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, content).unwrap();
-}
+use oomwarden_testkit::write;
 
 /// A pod with two containers (one nested deeper) and a proc tree for their command lines.
 fn pod() -> (tempfile::TempDir, tempfile::TempDir) {

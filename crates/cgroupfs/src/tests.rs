@@ -207,3 +207,30 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn t1_value_forms() {
+    // Talos T1: integers, `max`, fixed-point decimals including `0.00`, trailing newlines,
+    // flat keyed and nested keyed lines.
+    let p = parse::pressure("some avg10=0.00 avg60=42.5 avg300=42 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n").unwrap();
+    assert_eq!(p.value(PsiKind::Some, PsiSpan::Avg10), Ok(0.0));
+    assert_eq!(p.value(PsiKind::Some, PsiSpan::Avg60), Ok(42.5));
+    assert_eq!(p.value(PsiKind::Some, PsiSpan::Avg300), Ok(42.0));
+    assert_eq!(parse::unsigned("42\n"), Ok(42));
+    assert_eq!(parse::limit("max\n"), Ok(Limit::Max));
+    assert_eq!(
+        parse::flat_keyed("anon 3000\nfile 6000\n").unwrap().len(),
+        2
+    );
+    // Other nested-keyed lines parse (and are ignored by the pressure reader).
+    assert!(parse::pressure("anon rss=3125 vms=123\nreal rss=1234 vms=5678\n").is_ok());
+    for bad in [
+        "some avg10=1.",
+        "some avg10=.5",
+        "some avg10=-1",
+        "some avg10=1e3",
+        "some avg10",
+    ] {
+        assert!(parse::pressure(bad).is_err(), "{bad}");
+    }
+}

@@ -5,34 +5,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn talos(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/talos")
-        .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
+use oomwarden_testkit::{copy_dir, talos_fixture};
 
 /// Talos's trigger-true pressures plus rank1's pods, as a cgroup2 root with memory.
 fn node() -> (tempfile::TempDir, tempfile::TempDir) {
     let cg = tempfile::tempdir().unwrap();
-    copy_dir(&talos("trigger-true"), cg.path());
-    copy_dir(&talos("rank1"), cg.path());
+    copy_dir(&talos_fixture("trigger-true"), cg.path());
+    copy_dir(&talos_fixture("rank1"), cg.path());
     std::fs::write(
         cg.path().join("cgroup.controllers"),
         "cpuset cpu io memory pids\n",

@@ -14,14 +14,9 @@ use oomwarden_config::Settings;
 use oomwarden_daemon::{CycleOutcome, Engine, History};
 use oomwarden_model::{ActionRecord, Layout, Outcome};
 use oomwarden_procfs::ProcFs;
+use oomwarden_testkit::write;
 
 const HOT: &str = "some avg10=17.06 avg60=8.04 avg300=2.10 total=12172340\nfull avg10=14.54 avg60=6.97 avg300=1.82 total=10654831\n";
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, content).unwrap();
-}
 
 /// A Talos node: pressure everywhere, a BestEffort pod (2 processes), a limited Burstable pod,
 /// a deleted BestEffort pod's empty leftover cgroup (larger than the live one).

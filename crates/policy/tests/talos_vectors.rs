@@ -5,7 +5,7 @@
 // Test code: unwrap on expected outcomes is the assertion.
 #![allow(clippy::unwrap_used, clippy::disallowed_methods, clippy::float_cmp)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
@@ -16,16 +16,11 @@ use oomwarden_model::{
 };
 use oomwarden_policy::{Exclusion, State, build_context, rank, select};
 use oomwarden_procfs::ProcFs;
+use oomwarden_testkit::{copy_talos_fixture as copy, talos_fixture as fixture};
 
 const MS: u64 = 1_000_000;
 const DEFAULT_TRIGGER: &str = "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0}) > 3000.0 &&\nmultiply_qos_vectors(qos_memory_full_avg10, {System: 1.0, Podruntime: 1.0}) > 5.0 &&\ntime_since_trigger > duration(\"5s\")";
 const DEFAULT_RANKING: &str = "memory_max.hasValue() ? 0.0 :\n{Besteffort: 1.0, Burstable: 0.5, Guaranteed: 0.0, Podruntime: 0.0, System: 0.0}[class] *\ndouble(memory_current.orValue(0u))";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/talos")
-        .join(name)
-}
 
 fn collector(root: &Path) -> Collector {
     Collector::new(
@@ -44,40 +39,6 @@ fn sample(root: &Path, at_ns: u64) -> MetricsSample {
 
 fn classes(m: ClassMap) -> [f64; 5] {
     m.0
-}
-
-/// Copies a fixture tree into a tempdir so a test can change it. F-empty (a root that does
-/// not exist) stays absent.
-fn copy(name: &str) -> Copied {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    if fixture(name).exists() {
-        copy_dir(&fixture(name), &root);
-    }
-    Copied { _dir: dir, root }
-}
-
-struct Copied {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Copied {
-    fn path(&self) -> &Path {
-        &self.root
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

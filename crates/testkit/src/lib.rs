@@ -1,0 +1,60 @@
+//! Fixture-tree helpers for tests. Never a dependency of product code.
+
+// Test support: a fixture that cannot be written is a broken test environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::path::{Path, PathBuf};
+
+/// Writes `content` to `root/rel`, creating directories.
+pub fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create fixture directory");
+    }
+    std::fs::write(&path, content).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create fixture directory");
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A verbatim Talos fixture tree (`testdata/talos/<name>`); `does-not-exist` is F-empty.
+pub fn talos_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/talos")
+        .join(name)
+}
+
+/// A tempdir holding a copy of a Talos fixture at `path()` (absent for F-empty), to mutate.
+#[derive(Debug)]
+pub struct Copied {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Copied {
+    /// The copy's root.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// Copies a Talos fixture into a tempdir.
+pub fn copy_talos_fixture(name: &str) -> Copied {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    if talos_fixture(name).exists() {
+        copy_dir(&talos_fixture(name), &root);
+    }
+    Copied { _dir: dir, root }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds what the VM scenarios copy into the guest, into target/vm/:
+# a static (glibc, crt-static) release oomwarden, and the static C helpers.
+# Prints the output directory.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="$root/target/vm"
+mkdir -p "$out"
+command -v gcc >/dev/null || { echo "build.sh: installing gcc" >&2; apt-get install -y --no-install-recommends gcc libc6-dev >&2; }
+for h in hog service; do
+    src="$root/tests/vm/helpers/$h.c"
+    if [[ ! -x $out/$h || $src -nt $out/$h ]]; then
+        gcc -static -O2 -Wall -o "$out/$h" "$src" >&2
+    fi
+done
+(cd "$root" && RUSTFLAGS='-C target-feature=+crt-static' cargo build --locked --release --quiet \
+    --target x86_64-unknown-linux-gnu -p oomwarden >&2)
+cp "$root/target/x86_64-unknown-linux-gnu/release/oomwarden" "$out/oomwarden"
+echo "$out"

@@ -1,0 +1,49 @@
+/*
+ * hog: allocate and touch anonymous memory in steps (oomwarden VM scenarios).
+ *   hog [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
+ * -s MiB per step (16), -i sleep between steps (100 ms), -m stop growing at MAX (0: never),
+ * -H after MAX, hold this long re-touching every second (-1: forever; default 0: exit).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+static void msleep(long ms) {
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+int main(int argc, char **argv) {
+    long step = 16, interval = 100, max = 0, hold = 0;
+    int c;
+    while ((c = getopt(argc, argv, "s:i:m:H:")) != -1) {
+        switch (c) {
+        case 's': step = atol(optarg); break;
+        case 'i': interval = atol(optarg); break;
+        case 'm': max = atol(optarg); break;
+        case 'H': hold = atol(optarg); break;
+        default: fprintf(stderr, "usage: hog [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    char **chunks = calloc(1 << 16, sizeof(char *));
+    long n = 0;
+    size_t chunk = (size_t)step << 20;
+    for (;;) {
+        if (max > 0 && n * step >= max) break;
+        char *p = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) { perror("mmap"); msleep(interval); continue; }
+        for (size_t off = 0; off < chunk; off += 4096) p[off] = (char)off;
+        chunks[n++] = p;
+        if (interval > 0) msleep(interval);
+    }
+    printf("hog: pid=%d holding %ld MiB\n", getpid(), n * step);
+    for (long t = 0; hold < 0 || t < hold; t++) {
+        for (long i = 0; i < n; i++)
+            for (size_t off = 0; off < chunk; off += 4096) chunks[i][off]++;
+        sleep(1);
+    }
+    return 0;
+}

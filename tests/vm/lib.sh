@@ -1,0 +1,97 @@
+# lib.sh - sourced by every scenario inside the guest (busybox sh).
+# Builds a Talos-like node, starts processes in cgroups, runs oomwarden, and writes
+# /out/result.json: {"scenario", "passed", "checks": [{"name", "ok", "detail"}], ...}.
+set -u
+CG=/sys/fs/cgroup
+OUT=${VMTEST_OUT:-/out}
+STATE=$OUT/state
+SCENARIO=${SCENARIO:-unknown}
+mkdir -p "$OUT" "$STATE"
+: > "$OUT/checks.jsonl"
+FAILED=0
+
+up() { cut -d' ' -f1 /proc/uptime; }
+log() { echo "[$SCENARIO $(up)] $*"; }
+
+# node_layout: init, system, podruntime/{runtime,kubelet}, kubepods/{besteffort,burstable}.
+node_layout() {
+    for d in init system podruntime kubepods kubepods/besteffort kubepods/burstable; do
+        mkdir -p "$CG/$d"
+    done
+    for d in system podruntime kubepods kubepods/besteffort kubepods/burstable; do
+        echo "+memory +pids" > "$CG/$d/cgroup.subtree_control"
+    done
+    mkdir -p "$CG/system/oomwarden" "$CG/podruntime/runtime" "$CG/podruntime/kubelet"
+}
+
+# pod CLASS NAME [LIMIT] -> creates the pod cgroup (CLASS: besteffort|burstable|guaranteed) with
+# one container cgroup `ctr` (processes go there: cgroup v2 allows no processes in a cgroup
+# whose controllers are enabled for children); LIMIT sets the pod's memory.max. Prints the pod.
+pod() {
+    case "$1" in
+        guaranteed) p=$CG/kubepods/pod$2 ;;
+        *) p=$CG/kubepods/$1/pod$2 ;;
+    esac
+    mkdir -p "$p"
+    echo "+memory +pids" > "$p/cgroup.subtree_control"
+    mkdir -p "$p/ctr"
+    [ -n "${3:-}" ] && echo "$3" > "$p/memory.max"
+    echo "$p"
+}
+
+# start_in CGROUP CMD... -> runs CMD in CGROUP in the background; prints its PID.
+start_in() {
+    cg=$1; shift
+    sh -c 'echo $$ > "$0/cgroup.procs"; exec "$@"' "$cg" "$@" > /dev/null 2>&1 &
+    echo $!
+}
+
+# start_oomwarden ARGS... -> runs oomwarden in system/oomwarden, logging to $OUT/oomwarden.log.
+start_oomwarden() {
+    sh -c 'echo $$ > '"$CG"'/system/oomwarden/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
+        > /dev/null 2>> "$OUT/oomwarden.log" &
+    OOMWARDEN=$!
+    wait_for 30 grep -q '"oomwarden started"' "$OUT/oomwarden.log" || { log "oomwarden did not start"; cat "$OUT/oomwarden.log"; }
+}
+
+# wait_for SECONDS CMD... -> polls CMD every 0.2 s; status 0 when it succeeds in time.
+wait_for() {
+    t=$1; shift
+    end=$(( $(cut -d. -f1 /proc/uptime) + t ))
+    while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
+        "$@" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+populated() { grep -q 'populated 1' "$1/cgroup.events"; }
+alive() { kill -0 "$1" 2>/dev/null; }
+oom_kills() { awk '/^oom_kill /{print $2}' /proc/vmstat; }
+records() { [ -f "$STATE/actions.jsonl" ] && grep -c . "$STATE/actions.jsonl" || echo 0; }
+count_outcome() { [ -f "$STATE/actions.jsonl" ] && grep -c "\"outcome\":\"$1\"" "$STATE/actions.jsonl" || echo 0; }
+
+json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n' ' ')"; }
+
+# check NAME DETAIL CMD... -> records whether CMD succeeds.
+check() {
+    name=$1; detail=$2; shift 2
+    if "$@"; then ok=true; log "PASS $name ($detail)"; else ok=false; FAILED=1; log "FAIL $name ($detail)"; fi
+    printf '{"name":%s,"ok":%s,"detail":%s}\n' "$(json_str "$name")" "$ok" "$(json_str "$detail")" >> "$OUT/checks.jsonl"
+}
+
+# finish -> stops oomwarden, writes result.json, exits 0 if every check passed.
+finish() {
+    if [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN"; then kill -TERM "$OOMWARDEN"; wait "$OOMWARDEN" 2>/dev/null; fi
+    dmesg > "$OUT/dmesg.txt" 2>/dev/null
+    cp "$STATE/actions.jsonl" "$OUT/actions.jsonl" 2>/dev/null
+    passed=true; [ "$FAILED" = 0 ] || passed=false
+    {
+        printf '{"scenario":%s,"passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelOomKills":%s,"checks":[' \
+            "$(json_str "$SCENARIO")" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(oom_kills)"
+        sed '$!s/$/,/' "$OUT/checks.jsonl" | tr -d '\n'
+        printf ']}\n'
+    } > "$OUT/result.json"
+    cat "$OUT/result.json"
+    [ "$FAILED" = 0 ]
+}

@@ -1,0 +1,23 @@
+#!/bin/sh
+# S6 dry-run: the decision is recorded, nothing dies.
+SCENARIO=s6-dry-run
+. /root/lib.sh
+node_layout
+cat > /root/oom.yaml <<'YAML'
+apiVersion: v1alpha1
+kind: OOMConfig
+# Fires once the BestEffort pods hold 150 MiB (a deterministic trigger for this scenario).
+triggerExpression: qos_memory_current[Besteffort] > 150.0 * 1048576.0 && time_since_trigger > duration("1h")
+sampleInterval: 200ms
+YAML
+P=$(pod besteffort hog)
+HOG=$(start_in "$P/ctr" hog -s 16 -i 50 -m 200 -H -1)
+start_oomwarden --config /root/oom.yaml --dry-run
+check "a dry-run record is written" "actions.jsonl" wait_for 60 grep -q '"outcome":"dry-run"' "$STATE/actions.jsonl"
+sleep 2
+check "the victim is the hog's pod" "$P" grep -q "\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "the record lists the hog's PID" "pid $HOG" grep -q "\"pids\":\[$HOG\]" "$STATE/actions.jsonl"
+check "the hog is alive" "pid $HOG" alive "$HOG"
+check "the pod is still populated" "$P" populated "$P"
+check "exactly one record (1 h cooldown)" "$(records)" [ "$(records)" = 1 ]
+finish

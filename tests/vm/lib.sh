@@ -95,3 +95,25 @@ finish() {
     cat "$OUT/result.json"
     [ "$FAILED" = 0 ]
 }
+
+# disk_services: formats the scratch disk, writes file sets for two System services and the
+# runtime, and starts them (their working sets are file-backed, touched in scattered order).
+disk_services() {
+    mke2fs -q /dev/vda && mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || { log "no scratch disk"; exit 1; }
+    for s in sys1 sys2 rt; do
+        mkdir -p /mnt/$s
+        for i in 0 1 2; do dd if=/dev/urandom of=/mnt/$s/f$i bs=1M count=${SERVICE_MB:-40} 2>/dev/null; done
+    done
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    mkdir -p "$CG/system/svc1" "$CG/system/svc2"
+    SVC1=$(start_in "$CG/system/svc1" service /mnt/sys1 256 100)
+    SVC2=$(start_in "$CG/system/svc2" service /mnt/sys2 256 100)
+    RUNTIME=$(start_in "$CG/podruntime/runtime" service /mnt/rt 256 100)
+    sleep 3
+}
+
+# psi CG -> "some10 full10" of a cgroup (or /proc/pressure/memory for "")
+psi() {
+    f=$CG/$1/memory.pressure; [ -z "$1" ] && f=/proc/pressure/memory
+    awk '{ split($2, a, "="); printf "%s=%s ", $1, a[2] }' "$f"
+}

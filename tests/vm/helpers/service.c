@@ -38,21 +38,27 @@ int main(int argc, char **argv) {
         char *p = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
         close(fd);
         if (p == MAP_FAILED) continue;
-        madvise(p, st.st_size, MADV_RANDOM); /* no readahead: each fault is one page */
         maps[n] = p; sizes[n] = st.st_size; n++;
     }
     closedir(d);
     if (n == 0) { fprintf(stderr, "service: no files in %s\n", argv[1]); return 1; }
-    unsigned long x = (unsigned long)getpid() * 2654435761u, sum = 0;
+    unsigned long x = (unsigned long)getpid() * 2654435761u;
+    /* volatile: the reads and the heap round trip have no other visible effect, and the
+     * compiler would otherwise remove them (it did: the service touched nothing). */
+    static volatile unsigned long sum;
     for (;;) {
         for (long i = 0; i < pages; i++) {
             x = x * 6364136223846793005ul + 1442695040888963407ul;
             int f = (int)((x >> 33) % (unsigned long)n);
             size_t off = ((x >> 13) % (sizes[f] / 4096)) * 4096;
-            sum += (unsigned char)maps[f][off];
+            sum += ((volatile unsigned char *)maps[f])[off];
         }
-        char *heap = malloc(1 << 20);
-        if (heap) { memset(heap, (int)sum, 1 << 20); free(heap); }
+        volatile char *heap = malloc(1 << 20);
+        if (heap) {
+            for (size_t i = 0; i < (1 << 20); i += 4096) heap[i] = (char)sum;
+            sum += (unsigned char)heap[4096];
+            free((void *)heap);
+        }
         msleep(interval);
     }
 }

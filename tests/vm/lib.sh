@@ -97,18 +97,20 @@ finish() {
 }
 
 # disk_services: formats the scratch disk, writes file sets for two System services and the
-# runtime, and starts them (their working sets are file-backed, touched in scattered order).
+# runtime, and starts them. Their working sets are file-backed (binaries and data) and hot:
+# SERVICE_MB x 3 MiB each, SERVICE_PAGES pages touched in scattered order every 100 ms, so every
+# page is touched about every 1.5 s (a node agent's hot set, not a cold cache).
 disk_services() {
     mke2fs -q /dev/vda && mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || { log "no scratch disk"; exit 1; }
     for s in sys1 sys2 rt; do
         mkdir -p /mnt/$s
-        for i in 0 1 2; do dd if=/dev/urandom of=/mnt/$s/f$i bs=1M count=${SERVICE_MB:-40} 2>/dev/null; done
+        for i in 0 1 2; do dd if=/dev/urandom of=/mnt/$s/f$i bs=1M count=${SERVICE_MB:-10} 2>/dev/null; done
     done
     sync; echo 3 > /proc/sys/vm/drop_caches
     mkdir -p "$CG/system/svc1" "$CG/system/svc2"
-    SVC1=$(start_in "$CG/system/svc1" service /mnt/sys1 256 100)
-    SVC2=$(start_in "$CG/system/svc2" service /mnt/sys2 256 100)
-    RUNTIME=$(start_in "$CG/podruntime/runtime" service /mnt/rt 256 100)
+    SVC1=$(start_in "$CG/system/svc1" service /mnt/sys1 ${SERVICE_PAGES:-512} 100)
+    SVC2=$(start_in "$CG/system/svc2" service /mnt/sys2 ${SERVICE_PAGES:-512} 100)
+    RUNTIME=$(start_in "$CG/podruntime/runtime" service /mnt/rt ${SERVICE_PAGES:-512} 100)
     sleep 3
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real-kernel scenarios, each in its own VM, and summarises the results.
-#   tests/vm/run.sh [SCENARIO...]      (default: every tests/vm/scenarios/*.sh)
+#   tests/vm/run.sh [--retries N] [SCENARIO...]   (default: every tests/vm/scenarios/*.sh)
+# A failed scenario is run again up to N times (default 1): TCG timing varies from run to
+# run. The assertions are the same on every attempt; the summary records the attempts.
 # Results: target/vm/results/<scenario>/{result.json,oomwarden.log,actions.jsonl,dmesg.txt,console.log}
 # and target/vm/results/summary.json. Exit 0 when every scenario passed.
 set -euo pipefail
@@ -9,6 +11,8 @@ root="$(cd "$here/../.." && pwd)"
 bin="$("$here/build.sh")"
 results="$root/target/vm/results"
 mkdir -p "$results"
+retries=1
+if [[ ${1:-} == --retries ]]; then retries=${2:?}; shift 2; fi
 scenarios=("$@")
 if ((${#scenarios[@]} == 0)); then
     for f in "$here"/scenarios/*.sh; do scenarios+=("$(basename "$f" .sh)"); done
@@ -21,22 +25,31 @@ for s in "${scenarios[@]}"; do
     # A scenario may ask for VM options in a line "# vm: --mem 1G --scratch-disk 2G".
     opts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
     out="$results/$s"
-    rm -rf "$out"; mkdir -p "$out"
-    echo "=== vm: $s ($opts)" >&2
-    rc=0
-    # shellcheck disable=SC2086
-    "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
-        --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
-        --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
-        --add "$script:/root/scenario.sh" -- /bin/sh /root/scenario.sh || rc=$?
-    if ((rc == 0)) && [[ -f $out/result.json ]]; then
-        passed=$((passed + 1)); echo "=== vm: $s passed" >&2
+    attempt=0 rc=1
+    while ((rc != 0 && attempt <= retries)); do
+        attempt=$((attempt + 1))
+        rm -rf "$out"; mkdir -p "$out"
+        echo "=== vm: $s (attempt $attempt; $opts)" >&2
+        rc=0
+        # shellcheck disable=SC2086
+        "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
+            --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
+            --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
+            --add "$script:/root/scenario.sh" -- /bin/sh /root/scenario.sh || rc=$?
+        if [[ $rc == 0 && ! -f $out/result.json ]]; then rc=125; fi   # no verdict from the guest
+        if ((rc != 0)); then
+            echo "=== vm: $s attempt $attempt FAILED (exit $rc); console tail:" >&2
+            tail -n 40 "$out/console.log" >&2 || true
+            cp -r "$out" "$out.attempt$attempt" 2>/dev/null || true
+        fi
+    done
+    if ((rc == 0)); then
+        passed=$((passed + 1)); echo "=== vm: $s passed (attempt $attempt)" >&2
     else
-        failed=$((failed + 1)); echo "=== vm: $s FAILED (exit $rc); console tail:" >&2
-        tail -n 40 "$out/console.log" >&2 || true
+        failed=$((failed + 1))
     fi
     [[ $summary == "[" ]] || summary+=","
-    summary+="{\"scenario\":\"$s\",\"exit\":$rc,\"result\":$(cat "$out/result.json" 2>/dev/null || echo null)}"
+    summary+="{\"scenario\":\"$s\",\"exit\":$rc,\"attempts\":$attempt,\"result\":$(cat "$out/result.json" 2>/dev/null || echo null)}"
 done
 echo "$summary]" > "$results/summary.json"
 echo "vm: $passed passed, $failed failed"

@@ -1,0 +1,56 @@
+#!/bin/sh
+# One benchmark episode in the guest: the S1 node (services with hot file working sets, a
+# canary in system/, a BestEffort pod that takes 450 MiB then leaks 5 MiB/s) under one
+# contender: `kernel` (nothing), `earlyoom` (Debian's, defaults), `oomwarden` (defaults).
+# Writes /out/episode.json.
+CONTENDER=$1
+SCENARIO=bench-$CONTENDER
+. /root/lib.sh
+echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+node_layout
+disk_services
+dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null
+mkdir -p "$CG/system/canary"
+CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
+case "$CONTENDER" in
+    oomwarden) start_oomwarden ;;
+    earlyoom)
+        mkdir -p "$CG/system/earlyoom"
+        start_in "$CG/system/earlyoom" sh -c "exec earlyoom -r 5 > $OUT/earlyoom.log 2>&1" > /dev/null ;;
+    kernel) ;;
+esac
+sleep 2
+full_total() { awk '/^full/{split($5, t, "="); print t[2]}' "$CG/system/memory.pressure"; }
+FULL0=$(full_total)
+OOM0=$(oom_kills)
+P=$(pod besteffort hog)
+T0=$(up)
+FAST=$(start_in "$P/ctr" hog -s 16 -i 20 -m 450 -H -1)
+LEAK=$(start_in "$P/ctr" hog -s 5 -i 1000)
+wait_for 10 populated "$P"
+i=0
+while [ $i -lt 2400 ] && alive "$FAST" && alive "$LEAK"; do sleep 0.1; i=$((i + 1)); done
+T1=$(up)
+sleep 3
+kill -TERM "$CANARY"; wait_for 10 test -s "$OUT/canary.json"
+FULL1=$(full_total)
+died=""
+alive "$FAST" || died="$died hog-fast"
+alive "$LEAK" || died="$died hog-leak"
+alive "$SVC1" || died="$died system/svc1"
+alive "$SVC2" || died="$died system/svc2"
+alive "$RUNTIME" || died="$died podruntime/runtime"
+alive "$CANARY" && grep -q . "$OUT/canary.json" || died="$died system/canary"
+case "$CONTENDER" in
+    oomwarden) kills=$(count_outcome killed) ;;
+    earlyoom) kills=$(grep -c 'sending SIG' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
+    *) kills=0 ;;
+esac
+printf '{"contender":"%s","hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
+    "$CONTENDER" "$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b - a}')" \
+    "$(awk -v a="$FULL0" -v b="$FULL1" 'BEGIN{printf "%.3f", (b - a) / 1e6}')" \
+    "$kills" "$(( $(oom_kills) - OOM0 ))" "$(echo $died)" "$(cat "$OUT/canary.json")" > "$OUT/episode.json"
+cat "$OUT/episode.json"
+finish_quiet() { [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN"; cp "$STATE/actions.jsonl" "$OUT/" 2>/dev/null; dmesg > "$OUT/dmesg.txt"; }
+finish_quiet
+exit 0

@@ -135,25 +135,21 @@ pub(crate) fn strict_overloads(
     problems.into_iter().map(|(_, d)| d).collect()
 }
 
-/// The argument expressions of a call node, receiver first for member overloads.
+/// The argument expressions of a call node, receiver first for member overloads. Operators
+/// (binary, unary, ternary, index) take their children in order.
 fn call_args(node: &SpannedExpr, is_member: bool) -> Option<Vec<&SpannedExpr>> {
-    Some(match &node.node {
-        Expr::Binary { left, right, .. } => vec![left, right],
-        Expr::Unary { expr, .. } => vec![expr],
-        Expr::Ternary {
-            cond,
-            then_expr,
-            else_expr,
-        } => vec![cond, then_expr, else_expr],
-        Expr::Index { expr, index, .. } => vec![expr, index],
-        Expr::Call { expr, args } => match (&expr.node, is_member) {
+    match &node.node {
+        Expr::Call { expr, args } => Some(match (&expr.node, is_member) {
             (Expr::Member { expr: receiver, .. }, true) => {
                 std::iter::once(&**receiver).chain(args.iter()).collect()
             }
             _ => args.iter().collect(),
-        },
-        _ => return None,
-    })
+        }),
+        Expr::Binary { .. } | Expr::Unary { .. } | Expr::Ternary { .. } | Expr::Index { .. } => {
+            Some(children(node))
+        }
+        _ => None,
+    }
 }
 
 fn is_wildcard(t: &CelType) -> bool {

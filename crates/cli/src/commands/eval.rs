@@ -154,21 +154,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
 
 fn evaluate_trigger(expression: &str, ctx: &TriggerContext, any: bool) -> Outcome {
     let result = if any {
-        AnyExpr::compile(ExprKind::Trigger, expression)
-            .map_err(|e| e.to_string())
-            .and_then(|e| {
-                e.eval_trigger(ctx)
-                    .map(|v| (v.type_name, v.text))
-                    .map_err(|e| format!("evaluation failed: {e}"))
-            })
+        evaluate(AnyExpr::compile(ExprKind::Trigger, expression), |e| {
+            e.eval_trigger(ctx).map(|v| (v.type_name, v.text))
+        })
     } else {
-        TriggerExpr::compile(expression)
-            .map_err(|e| e.to_string())
-            .and_then(|e| {
-                e.eval(ctx)
-                    .map(|b| ("bool".to_owned(), b.to_string()))
-                    .map_err(|e| format!("evaluation failed: {e}"))
-            })
+        evaluate(TriggerExpr::compile(expression), |e| {
+            e.eval(ctx).map(|b| ("bool".to_owned(), b.to_string()))
+        })
     };
     Outcome {
         expression: expression.to_owned(),
@@ -178,26 +170,28 @@ fn evaluate_trigger(expression: &str, ctx: &TriggerContext, any: bool) -> Outcom
 
 fn evaluate_ranking(expression: &str, input: &RankingInput<'_>, any: bool) -> Outcome {
     let result = if any {
-        AnyExpr::compile(ExprKind::Ranking, expression)
-            .map_err(|e| e.to_string())
-            .and_then(|e| {
-                e.eval_ranking(input)
-                    .map(|v| (v.type_name, v.text))
-                    .map_err(|e| format!("evaluation failed: {e}"))
-            })
+        evaluate(AnyExpr::compile(ExprKind::Ranking, expression), |e| {
+            e.eval_ranking(input).map(|v| (v.type_name, v.text))
+        })
     } else {
-        RankingExpr::compile(expression)
-            .map_err(|e| e.to_string())
-            .and_then(|e| {
-                e.eval(input)
-                    .map(|d| ("double".to_owned(), format_go_float(d)))
-                    .map_err(|e| format!("evaluation failed: {e}"))
-            })
+        evaluate(RankingExpr::compile(expression), |e| {
+            e.eval(input)
+                .map(|d| ("double".to_owned(), format_go_float(d)))
+        })
     };
     Outcome {
         expression: expression.to_owned(),
         result,
     }
+}
+
+/// Compile errors as they are; evaluation errors prefixed so the two are told apart.
+fn evaluate<T>(
+    compiled: Result<T, oomwarden_expr::CompileError>,
+    eval: impl FnOnce(T) -> Result<(String, String), oomwarden_expr::EvalError>,
+) -> Result<(String, String), String> {
+    let expr = compiled.map_err(|e| e.to_string())?;
+    eval(expr).map_err(|e| format!("evaluation failed: {e}"))
 }
 
 fn print(

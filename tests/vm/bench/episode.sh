@@ -44,7 +44,7 @@ alive "$RUNTIME" || died="$died podruntime/runtime"
 [ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
 case "$CONTENDER" in
     oomwarden) kills=$(count_outcome killed) ;;
-    earlyoom) kills=$(grep -c 'sending SIG' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
+    earlyoom) kills=$(grep -c 'sending SIG[A-Z]* to process' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
     *) kills=0 ;;
 esac
 printf '{"contender":"%s","hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \

@@ -253,3 +253,23 @@ fn sighup_rejects_a_broken_config_and_applies_a_valid_one_and_sigterm_exits() {
         "the 1h cooldown allows one trigger: {records}"
     );
 }
+
+#[test]
+fn human_logs_have_no_colour_codes_when_not_on_a_terminal() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let out = oomwarden()
+        .args(["run", "--dry-run", "--cycles", "1"])
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("oomwarden started"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "escape codes in: {stderr:?}");
+}

@@ -46,9 +46,12 @@ pub(crate) struct Args {
 fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| format!("--log-level {level:?}: {e}"))?;
+    // Colours only on a terminal: journald and log files would store the escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_target(false);
     let result = match format {
         LogFormat::Human => builder.try_init(),

@@ -273,3 +273,49 @@ fn human_logs_have_no_colour_codes_when_not_on_a_terminal() {
     assert!(stderr.contains("oomwarden started"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "escape codes in: {stderr:?}");
 }
+
+#[test]
+fn the_layout_is_detected_and_an_ambiguous_tree_is_refused() {
+    let cg = tempfile::tempdir().unwrap();
+    oomwarden_testkit::write(cg.path(), "cgroup.controllers", "cpu memory pids\n");
+    oomwarden_testkit::write(
+        cg.path(),
+        "memory.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    );
+    std::fs::create_dir_all(cg.path().join("system.slice/kubelet.service")).unwrap();
+    std::fs::create_dir_all(cg.path().join("kubepods.slice/kubepods-besteffort.slice")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        oomwarden()
+            .args(["run", "--cycles", "1", "--log-format", "json"])
+            .args(extra)
+            .arg("--cgroup-root")
+            .arg(cg.path())
+            .arg("--state-dir")
+            .arg(state.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("\"layout\":\"systemd\"")
+            && stderr.contains("kubelet's systemd cgroup driver"),
+        "{stderr}"
+    );
+
+    std::fs::create_dir_all(cg.path().join("kubepods/besteffort")).unwrap();
+    let out = run(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("refusing to guess"), "{stderr}");
+    // An explicit layout settles it.
+    let out = run(&["--layout", "cgroupfs"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -13,8 +13,8 @@ use std::fmt;
 
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::{
-    CandidateSample, Layout, MemoryReading, MetricSource, MetricsSample, PsiKind, PsiReading,
-    PsiSpan, SubtreeSample,
+    CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource, MetricsSample, PsiKind,
+    PsiReading, PsiSpan, SubtreeSample, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -40,6 +40,68 @@ impl fmt::Display for Problem {
                 write!(f, "cannot list cgroup members of {dir}: {error}")
             }
         }
+    }
+}
+
+/// Why no layout was chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectError {
+    /// No built-in layout matches the tree.
+    #[error(
+        "cannot recognise the cgroup tree at {root}: no built-in layout matches (talos: podruntime/ with init/ or system/; systemd: kubepods.slice/; cgroupfs: kubepods/ beside system.slice/; host: system.slice/ without Kubernetes). Set `layout` in the OOMWardenConfig document or --layout"
+    )]
+    Unknown {
+        /// The cgroup root.
+        root: String,
+    },
+    /// More than one matches.
+    #[error("the cgroup tree at {root} matches several layouts ({}); refusing to guess. Set `layout` in the OOMWardenConfig document or --layout to one of them", .candidates.join(", "))]
+    Ambiguous {
+        /// The cgroup root.
+        root: String,
+        /// The layouts that match.
+        candidates: Vec<&'static str>,
+    },
+}
+
+/// Detects the layout of a cgroup tree from the directories at its root. Returns the layout
+/// and the evidence, or an error when none or several match.
+pub fn detect_layout(cgroups: &CgroupFs) -> Result<(Layout, String), DetectError> {
+    let top = cgroups.children("").unwrap_or_default();
+    let has = |name: &str| top.iter().any(|t| t == name);
+    let mut matches: Vec<(&'static str, String)> = Vec::new();
+    if has("podruntime") && (has("init") || has("system")) {
+        matches.push((
+            "talos",
+            "podruntime/ and init/ or system/ at the root".to_owned(),
+        ));
+    }
+    if has("kubepods.slice") {
+        matches.push((
+            "systemd",
+            "kubepods.slice/ at the root (kubelet's systemd cgroup driver)".to_owned(),
+        ));
+    }
+    if has("kubepods") && has("system.slice") {
+        matches.push((
+            "cgroupfs",
+            "kubepods/ beside system.slice/ (kubelet's cgroupfs driver on a systemd host)"
+                .to_owned(),
+        ));
+    }
+    if has("system.slice") && !has("kubepods") && !has("kubepods.slice") && !has("podruntime") {
+        matches.push(("host", "system.slice/ and no Kubernetes cgroups".to_owned()));
+    }
+    let root = cgroups.root().display().to_string();
+    match matches.as_slice() {
+        [] => Err(DetectError::Unknown { root }),
+        [(name, why)] => Layout::builtin(name)
+            .map(|l| (l, why.clone()))
+            .ok_or(DetectError::Unknown { root }),
+        many => Err(DetectError::Ambiguous {
+            root,
+            candidates: many.iter().map(|(n, _)| *n).collect(),
+        }),
     }
 }
 
@@ -79,6 +141,11 @@ impl Collector {
         &self.layout
     }
 
+    /// Uses another layout from the next read on.
+    pub fn set_layout(&mut self, layout: Layout) {
+        self.layout = layout;
+    }
+
     /// Reads every metrics subtree. `at_ns` is the monotonic time to stamp the sample with.
     pub fn metrics(&self, at_ns: u64) -> (MetricsSample, Vec<Problem>) {
         let mut problems = Vec::new();
@@ -87,26 +154,28 @@ impl Collector {
             match source {
                 MetricSource::Root => subtrees.push(self.subtree("", None, &mut problems)),
                 MetricSource::Dir { dir, class } => {
-                    subtrees.push(self.subtree(dir, Some(*class), &mut problems))
+                    for d in self.expand(dir, &mut problems) {
+                        subtrees.push(self.subtree(&d, Some(*class), &mut problems));
+                    }
                 }
-                MetricSource::Children {
-                    dir,
-                    class,
-                    exclude,
-                } => match self.cgroups.children(dir) {
-                    Ok(children) => {
-                        for child in children.iter().filter(|c| !exclude.contains(c)) {
-                            subtrees.push(self.subtree(
-                                &join(dir, child),
-                                Some(*class),
-                                &mut problems,
-                            ));
+                MetricSource::Children { dir, class, filter } => {
+                    for parent in self.expand(dir, &mut problems) {
+                        match self.cgroups.children(&parent) {
+                            Ok(children) => {
+                                for child in children.iter().filter(|c| filter.admits(c)) {
+                                    subtrees.push(self.subtree(
+                                        &join(&parent, child),
+                                        Some(*class),
+                                        &mut problems,
+                                    ));
+                                }
+                            }
+                            // Talos: an unreadable parent means no such subtrees, without an error.
+                            Err(e) if e.is_not_found() => {}
+                            Err(e) => problems.push(Problem::Read(e)),
                         }
                     }
-                    // Talos: an unreadable parent means no such subtrees, without an error.
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => problems.push(Problem::Read(e)),
-                },
+                }
             }
         }
         (MetricsSample { at_ns, subtrees }, problems)
@@ -200,50 +269,94 @@ impl Collector {
         let mut problems = Vec::new();
         let mut out = Vec::new();
         for source in &self.layout.candidates {
-            let children = match self.cgroups.children(&source.dir) {
-                Ok(children) => children,
-                Err(e) if e.is_not_found() => continue,
-                Err(error) => {
-                    problems.push(Problem::List {
-                        dir: source.dir.clone(),
-                        error,
-                    });
-                    continue;
-                }
-            };
-            for child in children.iter().filter(|c| !source.exclude.contains(c)) {
-                let dir = join(&source.dir, child);
-                if !self.cgroups.dir(&dir).is_dir() {
-                    continue; // removed since the listing
-                }
-                let mut read_errors = Vec::new();
-                let memory = self.memory(&dir, &mut problems, &mut read_errors);
-                let populated = match self.cgroups.is_populated(&dir) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        // Unknown: do not exclude it on that ground.
-                        read_errors.push(("cgroup.events".to_owned(), e.to_string()));
-                        true
-                    }
-                };
-                let contains_self = self.self_cgroup.as_deref().is_some_and(|own| {
-                    own == dir
-                        || own
-                            .strip_prefix(dir.as_str())
-                            .is_some_and(|rest| rest.starts_with('/'))
-                });
-                out.push(CandidateSample {
-                    path: self.cgroups.dir(&dir).display().to_string(),
-                    dir,
-                    class: source.class,
-                    memory,
-                    populated,
-                    contains_self,
-                    read_errors,
-                });
+            for parent in self.expand(&source.dir, &mut problems) {
+                self.candidates_of(&parent, source, &mut out, &mut problems);
             }
         }
         (out, problems)
+    }
+
+    /// Directories matching a layout path: components with `*` are matched against the
+    /// existing directories (name-sorted); a path without `*` is returned as is, existing or
+    /// not (a missing class directory reads as zeros, as in Talos).
+    fn expand(&self, pattern: &str, problems: &mut Vec<Problem>) -> Vec<String> {
+        if !pattern.contains('*') {
+            return vec![pattern.to_owned()];
+        }
+        let mut found = vec![String::new()];
+        for component in pattern.split('/').filter(|c| !c.is_empty()) {
+            let mut next = Vec::new();
+            for prefix in &found {
+                if component.contains('*') {
+                    match self.cgroups.children(prefix) {
+                        Ok(children) => next.extend(
+                            children
+                                .iter()
+                                .filter(|c| glob_match(component, c))
+                                .map(|c| join(prefix, c)),
+                        ),
+                        Err(e) if e.is_not_found() => {}
+                        Err(e) => problems.push(Problem::Read(e)),
+                    }
+                } else {
+                    next.push(join(prefix, component));
+                }
+            }
+            found = next;
+        }
+        found
+    }
+
+    /// The candidates among the children of `parent`.
+    fn candidates_of(
+        &self,
+        parent: &str,
+        source: &CandidateSource,
+        out: &mut Vec<CandidateSample>,
+        problems: &mut Vec<Problem>,
+    ) {
+        let children = match self.cgroups.children(parent) {
+            Ok(children) => children,
+            Err(e) if e.is_not_found() => return,
+            Err(error) => {
+                problems.push(Problem::List {
+                    dir: parent.to_owned(),
+                    error,
+                });
+                return;
+            }
+        };
+        for child in children.iter().filter(|c| source.filter.admits(c)) {
+            let dir = join(parent, child);
+            if !self.cgroups.dir(&dir).is_dir() {
+                continue; // removed since the listing
+            }
+            let mut read_errors = Vec::new();
+            let memory = self.memory(&dir, problems, &mut read_errors);
+            let populated = match self.cgroups.is_populated(&dir) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Unknown: do not exclude it on that ground.
+                    read_errors.push(("cgroup.events".to_owned(), e.to_string()));
+                    true
+                }
+            };
+            let contains_self = self.self_cgroup.as_deref().is_some_and(|own| {
+                own == dir
+                    || own
+                        .strip_prefix(dir.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            });
+            out.push(CandidateSample {
+                path: self.cgroups.dir(&dir).display().to_string(),
+                dir,
+                class: source.class,
+                memory,
+                populated,
+                contains_self,
+                read_errors,
+            });
+        }
     }
 }
 

@@ -29,7 +29,14 @@ const OOM_FIELDS: &[&str] = &[
     "sampleInterval",
     "strictCgroupClassOrdering",
 ];
-const WARDEN_FIELDS: &[&str] = &["apiVersion", "kind", "dryRun", "stateDir", "killTimeout"];
+const WARDEN_FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "dryRun",
+    "stateDir",
+    "killTimeout",
+    "layout",
+];
 
 /// Errors of one load, with the file name filled in.
 struct Errors<'a> {
@@ -65,6 +72,7 @@ struct Raw {
     dry_run: Option<bool>,
     state_dir: Option<PathBuf>,
     kill_timeout: Option<Duration>,
+    layout: Option<String>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -162,6 +170,7 @@ fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
             dry_run: raw.dry_run.unwrap_or(defaults.dry_run),
             state_dir: raw.state_dir.unwrap_or(defaults.state_dir),
             kill_timeout: raw.kill_timeout.unwrap_or(defaults.kill_timeout),
+            layout: raw.layout.unwrap_or(defaults.layout),
         },
     })
 }
@@ -339,6 +348,21 @@ fn warden_document(
     let kind = WARDEN_KIND;
     unknown_keys(map, WARDEN_FIELDS, n, kind, errors);
     raw.dry_run = bool_field(map, "dryRun", n, kind, errors);
+    if let Some(layout) = string_field(map, "layout", n, kind, errors) {
+        if crate::LAYOUTS.contains(&layout) {
+            raw.layout = Some(layout.to_owned());
+        } else {
+            errors.push(
+                n,
+                Some(kind),
+                Some("layout"),
+                format!(
+                    "unknown layout {layout:?}; one of {}",
+                    crate::LAYOUTS.join(", ")
+                ),
+            );
+        }
+    }
     if let Some(text) = string_field(map, "killTimeout", n, kind, errors) {
         match kill_timeout_from_text(text) {
             Ok(t) => raw.kill_timeout = Some(t),

@@ -75,7 +75,12 @@ pub struct WardenSettings {
     pub state_dir: PathBuf,
     /// How long to wait for a killed cgroup to empty before recording `not-verified`.
     pub kill_timeout: Duration,
+    /// `auto` (detect from the tree) or the name of a built-in layout.
+    pub layout: String,
 }
+
+/// The values `layout` accepts.
+pub const LAYOUTS: [&str; 5] = ["auto", "talos", "systemd", "cgroupfs", "host"];
 
 impl Default for WardenSettings {
     fn default() -> Self {
@@ -83,6 +88,7 @@ impl Default for WardenSettings {
             dry_run: false,
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             kill_timeout: DEFAULT_KILL_TIMEOUT,
+            layout: "auto".to_owned(),
         }
     }
 }
@@ -107,6 +113,8 @@ pub struct Overrides {
     pub state_dir: Option<PathBuf>,
     /// `--kill-timeout`.
     pub kill_timeout: Option<Duration>,
+    /// `--layout`.
+    pub layout: Option<String>,
 }
 
 /// One problem found while loading a configuration.
@@ -181,6 +189,9 @@ impl Settings {
         }
         if let Some(timeout) = overrides.kill_timeout {
             self.warden.kill_timeout = timeout;
+        }
+        if let Some(layout) = &overrides.layout {
+            self.warden.layout.clone_from(layout);
         }
     }
 

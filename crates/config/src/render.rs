@@ -41,6 +41,7 @@ struct WardenDoc<'a> {
     dry_run: bool,
     state_dir: String,
     kill_timeout: String,
+    layout: &'a str,
 }
 
 fn go_duration(d: std::time::Duration) -> String {
@@ -64,6 +65,7 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         dry_run: s.warden.dry_run,
         state_dir: s.warden.state_dir.display().to_string(),
         kill_timeout: go_duration(s.warden.kill_timeout),
+        layout: &s.warden.layout,
     };
     // Serializing these plain structs cannot fail; should it ever, say so in the output.
     let part = |r: Result<String, serde_saphyr::SerializeError>| {

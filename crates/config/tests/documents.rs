@@ -202,6 +202,19 @@ fn warden_document() {
         load("").unwrap().warden.kill_timeout,
         Duration::from_secs(2)
     );
+    assert_eq!(load("").unwrap().warden.layout, "auto");
+    assert_eq!(
+        load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nlayout: host\n")
+            .unwrap()
+            .warden
+            .layout,
+        "host"
+    );
+    let m = messages("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nlayout: kubeadm\n");
+    assert_eq!(
+        m,
+        ["unknown layout \"kubeadm\"; one of auto, talos, systemd, cgroupfs, host"]
+    );
     for bad in ["0s", "-1s", "61s", "soon"] {
         let m = messages(&format!(
             "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nkillTimeout: {bad}\n"
@@ -232,7 +245,9 @@ fn overrides_win_over_the_file() {
         dry_run: Some(true),
         state_dir: Some(PathBuf::from("/tmp/x")),
         kill_timeout: Some(Duration::from_millis(500)),
+        layout: Some("systemd".to_owned()),
     });
+    assert_eq!(s.warden.layout, "systemd");
     assert_eq!(s.warden.kill_timeout, Duration::from_millis(500));
     assert!(s.warden.dry_run);
     assert_eq!(s.oom.sample_interval, Duration::from_millis(100));

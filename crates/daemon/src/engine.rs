@@ -89,6 +89,22 @@ impl Engine {
         self.settings = settings;
     }
 
+    /// The cgroup hierarchy read.
+    pub fn cgroups(&self) -> &oomwarden_cgroupfs::CgroupFs {
+        self.collector.cgroups()
+    }
+
+    /// The name of the layout in use.
+    pub fn layout_name(&self) -> &str {
+        &self.collector.layout().name
+    }
+
+    /// Switches the layout (a reload); derivative state of vanished subtrees is dropped on the
+    /// next cycle.
+    pub fn set_layout(&mut self, layout: oomwarden_model::Layout) {
+        self.collector.set_layout(layout);
+    }
+
     /// The action history.
     pub fn history(&self) -> &History {
         &self.history

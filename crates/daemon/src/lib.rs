@@ -8,4 +8,4 @@ mod run;
 
 pub use engine::{CycleOutcome, Engine};
 pub use history::History;
-pub use run::{RunError, RunOptions, check_host, load_settings, monotonic_ns, run};
+pub use run::{RunError, RunOptions, check_host, load_settings, monotonic_ns, resolve_layout, run};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use oomwarden_actuate::{Actuator, protect_self};
 use oomwarden_cgroupfs::CgroupFs;
-use oomwarden_collect::Collector;
+use oomwarden_collect::{Collector, detect_layout};
 use oomwarden_config::{ConfigErrors, Overrides, Settings};
 use oomwarden_model::Layout;
 use oomwarden_procfs::ProcFs;
@@ -120,6 +120,20 @@ pub fn check_host(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), RunError> {
     Ok(())
 }
 
+/// The layout the settings ask for: a built-in one by name, or (`auto`) the one the tree
+/// shows, with the reason; an unrecognised or ambiguous tree is an error asking for a layout.
+pub fn resolve_layout(
+    settings: &Settings,
+    cgroups: &CgroupFs,
+) -> Result<(Layout, String), RunError> {
+    match settings.warden.layout.as_str() {
+        "auto" => detect_layout(cgroups).map_err(|e| RunError::Config(e.to_string())),
+        name => Layout::builtin(name)
+            .map(|l| (l, "set in the configuration".to_owned()))
+            .ok_or_else(|| RunError::Config(format!("unknown layout {name:?}"))),
+    }
+}
+
 /// Nanoseconds of `CLOCK_MONOTONIC` (time since boot, not counting suspend).
 pub fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
@@ -171,19 +185,21 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         .cgroup_of("self")
         .ok()
         .filter(|c| !c.is_empty());
+    let (layout, why) = resolve_layout(&settings, &cgroups)?;
     let (history, warnings) = History::open(&settings.warden.state_dir)?;
     for w in warnings {
         tracing::warn!(warning = %w, "action history");
     }
     tracing::info!(
         cgroup_root = %cgroups.root().display(),
-        layout = "talos",
+        layout = %layout.name,
+        layout_reason = %why,
         own_cgroup = self_cgroup.as_deref().unwrap_or("/"),
         sample_interval = ?settings.oom.sample_interval,
         dry_run = settings.warden.dry_run,
         "oomwarden started"
     );
-    let collector = Collector::new(cgroups, proc.clone(), Layout::talos(), self_cgroup);
+    let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
 
     let handle = signals.handle();
@@ -237,8 +253,16 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
 
 fn reload(engine: &mut Engine, options: &RunOptions) {
     let file = options.config_file.as_deref();
-    match load_settings(file, &options.overrides) {
-        Ok(settings) => {
+    let loaded = load_settings(file, &options.overrides).and_then(|settings| {
+        let layout = resolve_layout(&settings, engine.cgroups())?;
+        Ok((settings, layout))
+    });
+    match loaded {
+        Ok((settings, (layout, why))) => {
+            if layout.name != engine.layout_name() {
+                tracing::info!(layout = %layout.name, layout_reason = %why, "layout changed");
+            }
+            engine.set_layout(layout);
             tracing::info!(
                 file = %file.map_or("<defaults>".into(), |f| f.display().to_string()),
                 sample_interval = ?settings.oom.sample_interval,

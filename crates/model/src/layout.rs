@@ -1,5 +1,11 @@
 //! Node layouts as data: which cgroup directories are summed into each class, and whose
-//! children are kill candidates. Talos's layout is built in; other layouts are data too.
+//! children are kill candidates. Built-in layouts: `talos`, `systemd` (kubelet's systemd
+//! cgroup driver), `cgroupfs` (kubelet's cgroupfs driver on a systemd host) and `host` (a
+//! systemd machine without Kubernetes).
+//!
+//! Directory paths are relative to the cgroup root and may contain `*` in a component
+//! (`user.slice/user-*.slice`), matched against the existing directories; name filters
+//! (`include`, `exclude`) are patterns with `*` too.
 
 use crate::QosClass;
 
@@ -8,39 +14,105 @@ use crate::QosClass;
 pub enum MetricSource {
     /// The root cgroup: fills the root scalars (`memory_*`), belongs to no class.
     Root,
-    /// One directory summed into a class.
+    /// Every directory matching `dir`, summed into a class.
     Dir {
-        /// Relative path.
+        /// Relative path, `*` allowed in components.
         dir: String,
         /// Its class.
         class: QosClass,
     },
-    /// Every child directory of `dir` (name-sorted) except `exclude`, each summed into a class.
+    /// Every child directory of `dir` (name-sorted) admitted by the filter, each summed into a
+    /// class.
     Children {
-        /// Relative path of the parent.
+        /// Relative path of the parent, `*` allowed in components.
         dir: String,
         /// The children's class.
         class: QosClass,
-        /// Child names that are not part of it.
-        exclude: Vec<String>,
+        /// Which children.
+        filter: NameFilter,
     },
+}
+
+/// Child names admitted: those matching any `include` pattern (all when empty) and no
+/// `exclude` pattern. Patterns match whole names; `*` stands for any run of characters.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NameFilter {
+    /// Patterns a name must match one of (empty: any name).
+    pub include: Vec<String>,
+    /// Patterns a name must match none of.
+    pub exclude: Vec<String>,
+}
+
+impl NameFilter {
+    /// Every name.
+    pub fn any() -> Self {
+        NameFilter::default()
+    }
+
+    /// Names matching one of `patterns`.
+    pub fn only(patterns: &[&str]) -> Self {
+        NameFilter {
+            include: owned(patterns),
+            exclude: Vec::new(),
+        }
+    }
+
+    /// Names matching none of `patterns`.
+    pub fn except(patterns: &[&str]) -> Self {
+        NameFilter {
+            include: Vec::new(),
+            exclude: owned(patterns),
+        }
+    }
+
+    /// Whether `name` is admitted.
+    pub fn admits(&self, name: &str) -> bool {
+        (self.include.is_empty() || self.include.iter().any(|p| glob_match(p, name)))
+            && !self.exclude.iter().any(|p| glob_match(p, name))
+    }
+}
+
+fn owned(patterns: &[&str]) -> Vec<String> {
+    patterns.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Whole-string match where `*` matches any run of characters (including none).
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let Some(first) = parts.next() else {
+        return name.is_empty();
+    };
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = parts.collect();
+    let Some(last) = parts.pop() else {
+        return rest.is_empty();
+    };
+    for part in parts {
+        match rest.find(part) {
+            Some(i) => rest = rest.get(i + part.len()..).unwrap_or(""),
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// A directory whose immediate children are kill candidates of a class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CandidateSource {
-    /// Relative path of the parent.
+    /// Relative path of the parent, `*` allowed in components.
     pub dir: String,
     /// The candidates' class.
     pub class: QosClass,
-    /// Child names that are never candidates.
-    pub exclude: Vec<String>,
+    /// Which children are candidates.
+    pub filter: NameFilter,
 }
 
 /// How a node's cgroup tree maps to classes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    /// Short name (`talos`).
+    /// Short name (`talos`, `systemd`, `cgroupfs`, `host`).
     pub name: String,
     /// Metric sources, in summation order.
     pub metrics: Vec<MetricSource>,
@@ -55,20 +127,57 @@ fn dir(dir: &str, class: QosClass) -> MetricSource {
     }
 }
 
-fn parent(dir: &str, class: QosClass, exclude: &[&str]) -> CandidateSource {
-    CandidateSource {
+fn children(dir: &str, class: QosClass, filter: NameFilter) -> MetricSource {
+    MetricSource::Children {
         dir: dir.to_owned(),
         class,
-        exclude: exclude.iter().map(|s| (*s).to_owned()).collect(),
+        filter,
     }
 }
 
+fn parent(dir: &str, class: QosClass, filter: NameFilter) -> CandidateSource {
+    CandidateSource {
+        dir: dir.to_owned(),
+        class,
+        filter,
+    }
+}
+
+/// systemd units of the container runtime and the kubelet (the Podruntime class on systemd
+/// hosts).
+pub const RUNTIME_UNITS: &[&str] = &[
+    "containerd.service",
+    "crio.service",
+    "docker.service",
+    "cri-docker.service",
+    "kubelet.service",
+    "k3s.service",
+    "k3s-agent.service",
+    "rke2-server.service",
+    "rke2-agent.service",
+    "snap.microk8s.*.service",
+];
+
 impl Layout {
+    /// The built-in layouts, by name.
+    pub fn builtin(name: &str) -> Option<Layout> {
+        match name {
+            "talos" => Some(Layout::talos()),
+            "systemd" => Some(Layout::systemd()),
+            "cgroupfs" => Some(Layout::cgroupfs()),
+            "host" => Some(Layout::host()),
+            _ => None,
+        }
+    }
+
+    /// Names of the built-in layouts.
+    pub const BUILTIN: [&'static str; 4] = ["talos", "systemd", "cgroupfs", "host"];
+
     /// Talos 1.14 (§2.3 of the spec): System = `init` + `system`; Guaranteed pods sit directly
     /// under `kubepods`; `init` is never a candidate.
     pub fn talos() -> Layout {
         use QosClass::*;
-        let pods_exclude = ["besteffort", "burstable"];
+        let pods = ["besteffort", "burstable"];
         Layout {
             name: "talos".to_owned(),
             metrics: vec![
@@ -78,19 +187,190 @@ impl Layout {
                 dir("podruntime", Podruntime),
                 dir("kubepods/besteffort", Besteffort),
                 dir("kubepods/burstable", Burstable),
-                MetricSource::Children {
-                    dir: "kubepods".to_owned(),
-                    class: Guaranteed,
-                    exclude: pods_exclude.iter().map(|s| (*s).to_owned()).collect(),
-                },
+                children("kubepods", Guaranteed, NameFilter::except(&pods)),
             ],
             candidates: vec![
-                parent("kubepods/besteffort", Besteffort, &[]),
-                parent("kubepods/burstable", Burstable, &[]),
-                parent("kubepods", Guaranteed, &pods_exclude),
-                parent("podruntime", Podruntime, &[]),
-                parent("system", System, &[]),
+                parent("kubepods/besteffort", Besteffort, NameFilter::any()),
+                parent("kubepods/burstable", Burstable, NameFilter::any()),
+                parent("kubepods", Guaranteed, NameFilter::except(&pods)),
+                parent("podruntime", Podruntime, NameFilter::any()),
+                parent("system", System, NameFilter::any()),
             ],
+        }
+    }
+
+    /// The kubelet's systemd cgroup driver (kubeadm's default): pods under
+    /// `kubepods.slice/kubepods-{besteffort,burstable}.slice/…-pod<uid>.slice`, Guaranteed pods
+    /// directly under `kubepods.slice`; Podruntime = the runtime and kubelet units of
+    /// `system.slice`; System = its other units plus `init.scope`.
+    pub fn systemd() -> Layout {
+        use QosClass::*;
+        let be = "kubepods.slice/kubepods-besteffort.slice";
+        let bu = "kubepods.slice/kubepods-burstable.slice";
+        Layout {
+            name: "systemd".to_owned(),
+            metrics: vec![
+                MetricSource::Root,
+                dir("init.scope", System),
+                children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+                children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+                dir(be, Besteffort),
+                dir(bu, Burstable),
+                children(
+                    "kubepods.slice",
+                    Guaranteed,
+                    NameFilter::only(&["kubepods-pod*.slice"]),
+                ),
+            ],
+            candidates: vec![
+                parent(
+                    be,
+                    Besteffort,
+                    NameFilter::only(&["kubepods-besteffort-pod*.slice"]),
+                ),
+                parent(
+                    bu,
+                    Burstable,
+                    NameFilter::only(&["kubepods-burstable-pod*.slice"]),
+                ),
+                parent(
+                    "kubepods.slice",
+                    Guaranteed,
+                    NameFilter::only(&["kubepods-pod*.slice"]),
+                ),
+                parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+                parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+            ],
+        }
+    }
+
+    /// The kubelet's cgroupfs driver on a systemd host: pods under `kubepods/…` as on Talos,
+    /// node services in `system.slice` as with the systemd driver.
+    pub fn cgroupfs() -> Layout {
+        use QosClass::*;
+        let pods = ["besteffort", "burstable"];
+        Layout {
+            name: "cgroupfs".to_owned(),
+            metrics: vec![
+                MetricSource::Root,
+                dir("init.scope", System),
+                children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+                children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+                dir("kubepods/besteffort", Besteffort),
+                dir("kubepods/burstable", Burstable),
+                children(
+                    "kubepods",
+                    Guaranteed,
+                    NameFilter {
+                        include: owned(&["pod*"]),
+                        exclude: owned(&pods),
+                    },
+                ),
+            ],
+            candidates: vec![
+                parent(
+                    "kubepods/besteffort",
+                    Besteffort,
+                    NameFilter::only(&["pod*"]),
+                ),
+                parent("kubepods/burstable", Burstable, NameFilter::only(&["pod*"])),
+                parent(
+                    "kubepods",
+                    Guaranteed,
+                    NameFilter {
+                        include: owned(&["pod*"]),
+                        exclude: owned(&pods),
+                    },
+                ),
+                parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+                parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+            ],
+        }
+    }
+
+    /// A systemd machine without Kubernetes. The classes keep their Kubernetes names, with
+    /// these meanings: Besteffort = applications a user started (each scope or service in a
+    /// user manager's `app.slice`), Burstable = login sessions (`session-*.scope`), System =
+    /// system services and `init.scope`. No Guaranteed or Podruntime cgroups. With the
+    /// default ranking an application is killed first, a whole session only when no
+    /// application is eligible, a system service never.
+    pub fn host() -> Layout {
+        use QosClass::*;
+        let apps = "user.slice/user-*.slice/user@*.service/app.slice";
+        let sessions = "user.slice/user-*.slice";
+        Layout {
+            name: "host".to_owned(),
+            metrics: vec![
+                MetricSource::Root,
+                dir("init.scope", System),
+                dir("system.slice", System),
+                dir(apps, Besteffort),
+                children(sessions, Burstable, NameFilter::only(&["session-*.scope"])),
+            ],
+            candidates: vec![
+                parent(apps, Besteffort, NameFilter::any()),
+                parent(sessions, Burstable, NameFilter::only(&["session-*.scope"])),
+                parent("system.slice", System, NameFilter::any()),
+            ],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_whole_names() {
+        for (p, n, want) in [
+            ("*", "anything", true),
+            ("*", "", true),
+            ("pod*", "pod123", true),
+            ("pod*", "xpod123", false),
+            ("kubepods-pod*.slice", "kubepods-pod1_2.slice", true),
+            ("kubepods-pod*.slice", "kubepods-burstable.slice", false),
+            ("kubepods-pod*.slice", "kubepods-pod.slice", true),
+            (
+                "snap.microk8s.*.service",
+                "snap.microk8s.daemon-kubelite.service",
+                true,
+            ),
+            ("a*b*c", "aXbYc", true),
+            ("a*b*c", "aXcYb", false),
+            ("abc", "abc", true),
+            ("abc", "abcd", false),
+            ("a*a", "a", false),
+            ("", "", true),
+            ("", "x", false),
+        ] {
+            assert_eq!(glob_match(p, n), want, "{p} ~ {n}");
+        }
+    }
+
+    #[test]
+    fn filters() {
+        let runtime = NameFilter::only(RUNTIME_UNITS);
+        assert!(runtime.admits("containerd.service") && runtime.admits("k3s.service"));
+        assert!(!runtime.admits("sshd.service"));
+        let system = NameFilter::except(RUNTIME_UNITS);
+        assert!(system.admits("sshd.service") && !system.admits("kubelet.service"));
+        assert!(NameFilter::any().admits("x"));
+    }
+
+    #[test]
+    fn builtins_by_name() {
+        for name in Layout::BUILTIN {
+            assert_eq!(Layout::builtin(name).map(|l| l.name), Some(name.to_owned()));
+        }
+        assert_eq!(Layout::builtin("other"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn glob_never_panics_and_star_matches_all(p in "[a-z*.]{0,12}", n in "[a-z.]{0,12}") {
+            let _ = glob_match(&p, &n);
+            proptest::prop_assert!(glob_match("*", &n));
+            proptest::prop_assert!(glob_match(&n, &n));
         }
     }
 }

@@ -27,7 +27,7 @@ pub use context::{
 };
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::format_go_float;
-pub use layout::{CandidateSource, Layout, MetricSource};
+pub use layout::{CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match};
 pub use limit::Limit;
 pub use record::{ActionRecord, Outcome};
 pub use sample::{CandidateSample, MemoryReading, MetricsSample, PsiReading, SubtreeSample};

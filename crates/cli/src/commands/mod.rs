@@ -39,6 +39,9 @@ pub(crate) struct OverrideArgs {
     /// How long to wait for a killed cgroup to empty; overrides `killTimeout`.
     #[arg(long, value_name = "DURATION", value_parser = parse_kill_timeout)]
     kill_timeout: Option<std::time::Duration>,
+    /// Node layout (`auto` detects it); overrides `layout`.
+    #[arg(long, value_name = "LAYOUT", value_parser = clap::builder::PossibleValuesParser::new(oomwarden_config::LAYOUTS))]
+    layout: Option<String>,
 }
 
 fn parse_absolute_dir(text: &str) -> Result<PathBuf, String> {
@@ -68,6 +71,7 @@ impl OverrideArgs {
             dry_run: self.dry_run.then_some(true),
             state_dir: self.state_dir.clone(),
             kill_timeout: self.kill_timeout,
+            layout: self.layout.clone(),
         }
     }
 }

@@ -266,4 +266,16 @@ fn eval_ranking() {
         &["eval", "ranking", "true", "--context", "x.json"],
         None,
     );
+    golden(
+        "eval-ranking-pod-uid",
+        &[
+            "eval",
+            "ranking",
+            "--any",
+            "pod_uid",
+            "--path",
+            "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b86b273_ff34_4fce_96e3_6b3e0e2d5a2f.slice",
+        ],
+        None,
+    );
 }

@@ -153,6 +153,25 @@ fn systemd_driver_node() {
         Some(be),
         "the BestEffort pod, not its containers"
     );
+
+    // The pod_uid extension lets a ranking exempt one pod by UID (decoded, dashes restored).
+    let c = Collector::new(
+        CgroupFs::new(r),
+        ProcFs::new("/nonexistent"),
+        Layout::systemd(),
+        None,
+    );
+    let (cands, _) = c.candidates();
+    let exempt = RankingExpr::compile(&format!(
+        "pod_uid == '6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f' ? 0.0 : {RANKING}"
+    ))
+    .unwrap();
+    let v = select(&rank(&exempt, &cands), &cands, true).map(|v| cands[v.index].dir.clone());
+    assert_eq!(
+        v.as_deref(),
+        Some(bu),
+        "the exempted BestEffort pod is skipped"
+    );
 }
 
 #[test]

@@ -169,6 +169,8 @@ impl Engine {
             outcome: Outcome::NoEligibleCgroup,
             victim: None,
             class: None,
+            pod_uid: None,
+            containers: Vec::new(),
             score: 0.0,
             pids: Vec::new(),
             processes: Vec::new(),
@@ -186,6 +188,17 @@ impl Engine {
             Some((score, c)) => {
                 record.victim = Some(c.path.clone());
                 record.class = Some(c.class.name().to_owned());
+                record.pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
+                record.containers = self
+                    .collector
+                    .cgroups()
+                    .children(&c.dir)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|child| {
+                        oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
+                    })
+                    .collect();
                 record.score = score;
                 record.memory_current_bytes = c.memory.current;
                 if self.settings.warden.dry_run {

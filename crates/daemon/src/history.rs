@@ -205,6 +205,8 @@ mod tests {
             outcome: Outcome::NoEligibleCgroup,
             victim: None,
             class: None,
+            pod_uid: None,
+            containers: vec![],
             score: 0.0,
             pids: vec![],
             processes: vec![],

@@ -367,3 +367,37 @@ fn a_candidate_vanishing_after_the_listing_is_harmless() {
     let r = acted(e.cycle(1, "t"));
     assert!(r.victim.unwrap().ends_with("pod-live"));
 }
+
+#[test]
+fn records_name_the_pod_and_its_containers() {
+    let (cg, proc) = node();
+    let uid = "6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f";
+    let pod = format!("kubepods/besteffort/pod{uid}");
+    let (pause, app) = ("a".repeat(64), "b".repeat(64));
+    write(
+        cg.path(),
+        &format!("{pod}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    write(cg.path(), &format!("{pod}/memory.current"), "999999999\n");
+    write(cg.path(), &format!("{pod}/memory.max"), "max\n");
+    write(cg.path(), &format!("{pod}/{pause}/cgroup.procs"), "7\n");
+    write(cg.path(), &format!("{pod}/{app}/cgroup.procs"), "8\n");
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\n",
+            "dryRun: true\n",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(1, "t"));
+    assert!(r.victim.unwrap().ends_with(&pod));
+    assert_eq!(r.pod_uid.as_deref(), Some(uid));
+    assert_eq!(r.containers, [pause, app]);
+    let line = std::fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
+    assert!(line.contains(&format!("\"podUID\":\"{uid}\"")), "{line}");
+}

@@ -30,12 +30,13 @@ pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
 ];
 
 /// Names of the ranking variables, in slot order.
-pub(crate) const RANKING_VARIABLES: [&str; 5] = [
+pub(crate) const RANKING_VARIABLES: [&str; 6] = [
     "memory_max",
     "memory_current",
     "memory_peak",
     "path",
     "class",
+    "pod_uid",
 ];
 
 fn with_constants(mut env: Env) -> Env {
@@ -87,6 +88,8 @@ pub(crate) static RANKING_ENV: LazyLock<Env> = LazyLock::new(|| {
     }
     env.add_variable("path", CelType::String);
     env.add_variable("class", CelType::Int);
+    // oomwarden's extension: the pod UID decoded from the path ("" for non-pod cgroups).
+    env.add_variable("pod_uid", CelType::String);
     env
 });
 

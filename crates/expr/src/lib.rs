@@ -14,6 +14,7 @@
 //!     memory_peak: None,
 //!     path: "/sys/fs/cgroup/kubepods/besteffort/pod1",
 //!     class: QosClass::Besteffort,
+//!     pod_uid: "1",
 //! };
 //! assert_eq!(ranking.eval(&input), Ok(1000.0));
 //!
@@ -417,6 +418,9 @@ pub struct RankingInput<'a> {
     pub path: &'a str,
     /// The candidate's class.
     pub class: QosClass,
+    /// The pod UID decoded from the path, `""` when it is not a pod (an extension: Talos has
+    /// no such variable).
+    pub pod_uid: &'a str,
 }
 
 impl TriggerExpr {
@@ -492,6 +496,7 @@ fn ranking_activation(input: &RankingInput<'_>) -> SlotActivation {
         ("memory_peak", opt(input.memory_peak)),
         ("path", Value::String(Arc::from(input.path))),
         ("class", Value::Int(input.class.as_i64())),
+        ("pod_uid", Value::String(Arc::from(input.pod_uid))),
     ] {
         if let Some(cell) = ranking_slot(slot).and_then(|i| values.get_mut(i)) {
             *cell = value;

@@ -53,6 +53,7 @@ fn ranking_fixture() -> RankingInput<'static> {
         memory_peak: Some(2000),
         path: "/sys/fs/cgroup/kubepods/besteffort/pod123",
         class: QosClass::Besteffort,
+        pod_uid: "",
     }
 }
 

@@ -17,6 +17,7 @@ fn input() -> RankingInput<'static> {
         memory_peak: None,
         path: "/p",
         class: QosClass::Burstable,
+        pod_uid: "",
     }
 }
 

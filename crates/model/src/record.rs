@@ -36,6 +36,12 @@ pub struct ActionRecord {
     /// Class of the victim (`Besteffort` …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// The victim pod's UID, decoded from its cgroup path (absent for non-pod cgroups).
+    #[serde(rename = "podUID", default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
+    /// IDs of the victim's containers (its child cgroups named by the runtime).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<String>,
     /// The victim's score (0 when there was none).
     #[serde(default)]
     pub score: f64,

@@ -48,12 +48,14 @@ pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
             ranking.excluded.push((index, Exclusion::Empty));
             continue;
         }
+        let identity = oomwarden_kube::cgroup_identity(&c.dir);
         let input = RankingInput {
             memory_max: c.memory.max.and_then(Limit::bytes),
             memory_current: c.memory.current,
             memory_peak: c.memory.peak,
             path: &c.path,
             class: c.class,
+            pod_uid: identity.pod_uid.as_deref().unwrap_or(""),
         };
         match expr.eval(&input) {
             Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),

@@ -268,6 +268,7 @@ fn t4_score() {
         memory_peak: Some(50),
         path: "/some/path",
         class: QosClass::Burstable,
+        pod_uid: "",
     };
     assert_eq!(r.eval(&input), Ok(21.0));
 }

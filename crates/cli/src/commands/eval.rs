@@ -139,12 +139,14 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                     format!("--memory-max: {v:?} is not a number of bytes or `max`")
                 })?),
             };
+            let identity = oomwarden_kube::cgroup_identity(&args.path);
             let input = RankingInput {
                 memory_max,
                 memory_current: args.memory_current,
                 memory_peak: args.memory_peak,
                 path: &args.path,
                 class: args.class,
+                pod_uid: identity.pod_uid.as_deref().unwrap_or(""),
             };
             evaluate_ranking(&expression, &input, args.any)
         }

@@ -10,34 +10,62 @@ mkdir -p "$OUT" "$STATE"
 : > "$OUT/checks.jsonl"
 FAILED=0
 
+# The node layout to build: talos (default) or systemd (kubelet's systemd cgroup driver).
+LAYOUT=${LAYOUT:-talos}
+case "$LAYOUT" in
+    talos) SYSTEM=system; PODRUNTIME=podruntime; OOMW_CG=system/oomwarden; RUNTIME_CG=podruntime/runtime ;;
+    systemd) SYSTEM=system.slice; PODRUNTIME=system.slice/containerd.service; OOMW_CG=system.slice/oomwarden.service; RUNTIME_CG=system.slice/containerd.service ;;
+    *) echo "lib.sh: unknown LAYOUT $LAYOUT"; exit 2 ;;
+esac
+CONTAINER_ID=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+
 up() { cut -d' ' -f1 /proc/uptime; }
 log() { echo "[$SCENARIO $(up)] $*"; }
 
-# node_layout: init, system, podruntime/{runtime,kubelet}, kubepods/{besteffort,burstable}.
+# node_layout: talos: init, system/, podruntime/{runtime,kubelet}, kubepods/{besteffort,burstable};
+# systemd: init.scope, system.slice/{oomwarden,containerd,kubelet}.service,
+# kubepods.slice/kubepods-{besteffort,burstable}.slice.
 node_layout() {
-    for d in init system podruntime kubepods kubepods/besteffort kubepods/burstable; do
+    if [ "$LAYOUT" = systemd ]; then
+        parents="system.slice kubepods.slice kubepods.slice/kubepods-besteffort.slice kubepods.slice/kubepods-burstable.slice"
+        mkdir -p "$CG/init.scope"
+    else
+        parents="system podruntime kubepods kubepods/besteffort kubepods/burstable"
+        mkdir -p "$CG/init"
+    fi
+    for d in $parents; do
         mkdir -p "$CG/$d"
-    done
-    for d in system podruntime kubepods kubepods/besteffort kubepods/burstable; do
         echo "+memory +pids" > "$CG/$d/cgroup.subtree_control"
     done
-    mkdir -p "$CG/system/oomwarden" "$CG/podruntime/runtime" "$CG/podruntime/kubelet"
+    if [ "$LAYOUT" = systemd ]; then
+        mkdir -p "$CG/$OOMW_CG" "$CG/$RUNTIME_CG" "$CG/system.slice/kubelet.service"
+    else
+        mkdir -p "$CG/$OOMW_CG" "$CG/$RUNTIME_CG" "$CG/podruntime/kubelet"
+    fi
 }
+
+# svc_cg NAME -> the cgroup of a System service (relative).
+svc_cg() { if [ "$LAYOUT" = systemd ]; then echo "system.slice/$1.service"; else echo "system/$1"; fi; }
 
 # pod CLASS NAME [LIMIT] -> creates the pod cgroup (CLASS: besteffort|burstable|guaranteed) with
 # one container cgroup `ctr` (processes go there: cgroup v2 allows no processes in a cgroup
 # whose controllers are enabled for children); LIMIT sets the pod's memory.max. Prints the pod.
 pod() {
-    case "$1" in
-        guaranteed) p=$CG/kubepods/pod$2 ;;
-        *) p=$CG/kubepods/$1/pod$2 ;;
+    case "$LAYOUT:$1" in
+        talos:guaranteed) p=$CG/kubepods/pod$2 ;;
+        talos:*) p=$CG/kubepods/$1/pod$2 ;;
+        systemd:guaranteed) p=$CG/kubepods.slice/kubepods-pod$2.slice ;;
+        systemd:*) p=$CG/kubepods.slice/kubepods-$1.slice/kubepods-$1-pod$2.slice ;;
     esac
     mkdir -p "$p"
     echo "+memory +pids" > "$p/cgroup.subtree_control"
-    mkdir -p "$p/ctr"
+    mkdir -p "$(ctr "$p")"
     [ -n "${3:-}" ] && echo "$3" > "$p/memory.max"
     echo "$p"
 }
+
+# ctr POD -> the pod's container cgroup (`ctr` on Talos, as containerd names it on systemd).
+ctr() { if [ "$LAYOUT" = systemd ]; then echo "$1/cri-containerd-$CONTAINER_ID.scope"; else echo "$1/ctr"; fi; }
 
 # start_in CGROUP CMD... -> runs CMD in CGROUP in the background; prints its PID.
 start_in() {
@@ -48,7 +76,7 @@ start_in() {
 
 # start_oomwarden ARGS... -> runs oomwarden in system/oomwarden, logging to $OUT/oomwarden.log.
 start_oomwarden() {
-    sh -c 'echo $$ > '"$CG"'/system/oomwarden/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
+    sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
         > /dev/null 2>> "$OUT/oomwarden.log" &
     OOMWARDEN=$!
     wait_for 30 grep -q '"oomwarden started"' "$OUT/oomwarden.log" || { log "oomwarden did not start"; cat "$OUT/oomwarden.log"; }
@@ -87,8 +115,8 @@ finish() {
     cp "$STATE/actions.jsonl" "$OUT/actions.jsonl" 2>/dev/null
     passed=true; [ "$FAILED" = 0 ] || passed=false
     {
-        printf '{"scenario":%s,"passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelOomKills":%s,"checks":[' \
-            "$(json_str "$SCENARIO")" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(oom_kills)"
+        printf '{"scenario":%s,"layout":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelOomKills":%s,"checks":[' \
+            "$(json_str "$SCENARIO")" "$LAYOUT" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(oom_kills)"
         sed '$!s/$/,/' "$OUT/checks.jsonl" | tr -d '\n'
         printf ']}\n'
     } > "$OUT/result.json"
@@ -107,15 +135,16 @@ disk_services() {
         for i in 0 1 2; do dd if=/dev/urandom of=/mnt/$s/f$i bs=1M count=${SERVICE_MB:-10} 2>/dev/null; done
     done
     sync; echo 3 > /proc/sys/vm/drop_caches
-    mkdir -p "$CG/system/svc1" "$CG/system/svc2"
-    SVC1=$(start_in "$CG/system/svc1" service /mnt/sys1 ${SERVICE_PAGES:-512} 100)
-    SVC2=$(start_in "$CG/system/svc2" service /mnt/sys2 ${SERVICE_PAGES:-512} 100)
-    RUNTIME=$(start_in "$CG/podruntime/runtime" service /mnt/rt ${SERVICE_PAGES:-512} 100)
+    mkdir -p "$CG/$(svc_cg svc1)" "$CG/$(svc_cg svc2)"
+    SVC1=$(start_in "$CG/$(svc_cg svc1)" service /mnt/sys1 ${SERVICE_PAGES:-512} 100)
+    SVC2=$(start_in "$CG/$(svc_cg svc2)" service /mnt/sys2 ${SERVICE_PAGES:-512} 100)
+    RUNTIME=$(start_in "$CG/$RUNTIME_CG" service /mnt/rt ${SERVICE_PAGES:-512} 100)
     sleep 3
 }
 
-# psi CG -> "some10 full10" of a cgroup (or /proc/pressure/memory for "")
+# psi CG -> "some10 full10" of a cgroup (relative or absolute; "" for /proc/pressure/memory)
 psi() {
-    f=$CG/$1/memory.pressure; [ -z "$1" ] && f=/proc/pressure/memory
+    case "$1" in /*) f=$1/memory.pressure ;; *) f=$CG/$1/memory.pressure ;; esac
+    [ -z "$1" ] && f=/proc/pressure/memory
     awk '{ split($2, a, "="); printf "%s=%s ", $1, a[2] }' "$f"
 }

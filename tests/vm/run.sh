@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real-kernel scenarios, each in its own VM, and summarises the results.
-#   tests/vm/run.sh [--retries N] [SCENARIO...]   (default: every tests/vm/scenarios/*.sh)
+#   tests/vm/run.sh [--retries N] [SCENARIO[@LAYOUT]...]
+# Default: every tests/vm/scenarios/*.sh on the Talos layout, plus S1 and S2 on the systemd
+# cgroup driver's layout (s1-hog@systemd, s2-order@systemd).
 # A failed scenario is run again up to N times (default 1): TCG timing varies from run to
 # run. The assertions are the same on every attempt; the summary records the attempts.
 # Results: target/vm/results/<scenario>/{result.json,oomwarden.log,actions.jsonl,dmesg.txt,console.log}
@@ -16,11 +18,14 @@ if [[ ${1:-} == --retries ]]; then retries=${2:?}; shift 2; fi
 scenarios=("$@")
 if ((${#scenarios[@]} == 0)); then
     for f in "$here"/scenarios/*.sh; do scenarios+=("$(basename "$f" .sh)"); done
+    scenarios+=(s1-hog@systemd s2-order@systemd)
 fi
 passed=0 failed=0
 summary="["
 for s in "${scenarios[@]}"; do
-    script="$here/scenarios/$s.sh"
+    layout=talos
+    [[ $s == *@* ]] && layout=${s#*@}
+    script="$here/scenarios/${s%@*}.sh"
     [[ -f $script ]] || { echo "vm: no scenario $s" >&2; exit 2; }
     # A scenario may ask for VM options in a line "# vm: --mem 1G --scratch-disk 2G".
     opts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
@@ -35,7 +40,7 @@ for s in "${scenarios[@]}"; do
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
             --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
-            --add "$script:/root/scenario.sh" -- /bin/sh /root/scenario.sh || rc=$?
+            --add "$script:/root/scenario.sh" --env "LAYOUT=$layout" -- /bin/sh /root/scenario.sh || rc=$?
         if [[ $rc == 0 && ! -f $out/result.json ]]; then rc=125; fi   # no verdict from the guest
         if ((rc != 0)); then
             echo "=== vm: $s attempt $attempt FAILED (exit $rc); console tail:" >&2

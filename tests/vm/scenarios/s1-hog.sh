@@ -13,12 +13,12 @@ OOM_BEFORE=$(oom_kills)
 start_oomwarden
 P=$(pod besteffort hog)
 # Most of RAM at once, then a slow leak (5 MiB/s), both in the pod's container.
-FAST=$(start_in "$P/ctr" hog -s 16 -i 20 -m ${FAST_MB:-450} -H -1)
-LEAK=$(start_in "$P/ctr" hog -s 5 -i 1000)
+FAST=$(start_in "$(ctr "$P")" hog -s 16 -i 20 -m ${FAST_MB:-450} -H -1)
+LEAK=$(start_in "$(ctr "$P")" hog -s 5 -i 1000)
 T0=$(up)
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do
-    [ $((i % 5)) = 0 ] && log "pod=$(( $(cat $P/memory.current) >> 20 ))MiB system[$(psi system)] podruntime[$(psi podruntime)] avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB"
+    [ $((i % 5)) = 0 ] && log "pod=$(( $(cat $P/memory.current) >> 20 ))MiB system[$(psi $SYSTEM)] podruntime[$(psi $PODRUNTIME)] avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB"
     sleep 1; i=$((i + 1))
 done
 log "first action after $(awk -v a="$T0" -v b="$(up)" 'BEGIN{print b-a}')s"

@@ -11,8 +11,8 @@ printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: %s\nsampleInte
 
 run_case() { # config label
     BE=$(pod besteffort small-$2); BU=$(pod burstable large-$2)
-    SMALL=$(start_in "$BE/ctr" hog -s 8 -i 20 -m 40 -H -1)
-    LARGE=$(start_in "$BU/ctr" hog -s 16 -i 20 -m 240 -H -1)
+    SMALL=$(start_in "$(ctr "$BE")" hog -s 8 -i 20 -m 40 -H -1)
+    LARGE=$(start_in "$(ctr "$BU")" hog -s 16 -i 20 -m 240 -H -1)
     rm -rf "$STATE"; mkdir -p "$STATE"
     start_oomwarden --config "$1"
     wait_for 60 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"

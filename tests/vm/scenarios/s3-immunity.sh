@@ -7,9 +7,9 @@ node_layout
 printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: %s\nsampleInterval: 200ms\n' \
     "'qos_memory_current[Burstable] > 200.0 * 1048576.0 && time_since_trigger > duration(\"3s\")'" > /root/oom.yaml
 BIG=$(pod burstable big-limited 600M)
-LIMITED=$(start_in "$BIG/ctr" hog -s 16 -i 20 -m 320 -H -1)
+LIMITED=$(start_in "$(ctr "$BIG")" hog -s 16 -i 20 -m 320 -H -1)
 SMALL_POD=$(pod burstable small-unlimited)
-SMALL=$(start_in "$SMALL_POD/ctr" hog -s 8 -i 20 -m 40 -H -1)
+SMALL=$(start_in "$(ctr "$SMALL_POD")" hog -s 8 -i 20 -m 40 -H -1)
 wait_for 30 sh -c "[ \$(cat $BIG/memory.current) -gt 300000000 ]"
 start_oomwarden --config /root/oom.yaml
 check "the small unlimited pod is killed" "$SMALL_POD" wait_for 60 grep -q "\"outcome\":\"killed\",\"victim\":\"$SMALL_POD\"" "$STATE/actions.jsonl"

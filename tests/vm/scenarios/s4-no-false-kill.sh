@@ -15,15 +15,15 @@ OOM_BEFORE=$(oom_kills)
 start_oomwarden
 # A Burstable pod streams 1.2 GB of files over and over (more than RAM).
 R=$(pod burstable reader)
-READER=$(start_in "$R/ctr" sh -c 'while :; do cat /mnt/big/* > /dev/null; done')
+READER=$(start_in "$(ctr "$R")" sh -c 'while :; do cat /mnt/big/* > /dev/null; done')
 # A pod limited to 128 MiB: its hog holds 100 MiB and it reads files, thrashing in its limit.
 L=$(pod burstable limited 128M)
 log "limited pod memory.max: $(cat $L/memory.max)"
-LHOG=$(start_in "$L/ctr" hog -s 10 -i 50 -m 100 -H -1)
-LREAD=$(start_in "$L/ctr" sh -c 'while :; do cat /mnt/sys1/* /mnt/big/f0 > /dev/null; done')
+LHOG=$(start_in "$(ctr "$L")" hog -s 10 -i 50 -m 100 -H -1)
+LREAD=$(start_in "$(ctr "$L")" sh -c 'while :; do cat /mnt/sys1/* /mnt/big/f0 > /dev/null; done')
 i=0
 while [ $i -lt ${DURATION:-60} ]; do
-    [ $((i % 10)) = 0 ] && log "system[$(psi system)] podruntime[$(psi podruntime)] limited[$(psi kubepods/burstable/podlimited)] node[$(psi "")] cache=$(awk '/^Cached/{print $2}' /proc/meminfo)kB"
+    [ $((i % 10)) = 0 ] && log "system[$(psi $SYSTEM)] podruntime[$(psi $PODRUNTIME)] limited[$(psi $L)] node[$(psi "")] cache=$(awk '/^Cached/{print $2}' /proc/meminfo)kB"
     sleep 1; i=$((i + 1))
 done
 high=$(awk '/^high /{print $2}' "$L/memory.events")

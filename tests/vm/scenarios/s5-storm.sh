@@ -9,13 +9,13 @@ printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: %s\nsampleInte
     "'qos_memory_current[Besteffort] > 120.0 * 1048576.0 && time_since_trigger > duration(\"5s\")'" > /root/oom.yaml
 # The leftover: a deleted pod whose cgroup keeps 150 MiB of shmem charged and no process.
 EMPTY=$(pod besteffort deleted)
-sh -c 'echo $$ > '"$EMPTY"'/ctr/cgroup.procs; dd if=/dev/zero of=/dev/shm/leftover bs=1M count=150 2>/dev/null'
+sh -c 'echo $$ > '"$(ctr "$EMPTY")"'/cgroup.procs; dd if=/dev/zero of=/dev/shm/leftover bs=1M count=150 2>/dev/null'
 log "leftover pod: $(( $(cat $EMPTY/memory.current) >> 20 )) MiB, populated: $(grep populated $EMPTY/cgroup.events)"
 start_oomwarden --config /root/oom.yaml
 n=0
 while [ $n -lt 4 ]; do
     P=$(pod besteffort hog$n)
-    start_in "$P/ctr" hog -s 16 -i 20 -m 64 -H -1 > /dev/null
+    start_in "$(ctr "$P")" hog -s 16 -i 20 -m 64 -H -1 > /dev/null
     wait_for 10 populated "$P" || break
     # Restart right after the kill.
     wait_for 60 sh -c "! grep -q 'populated 1' $P/cgroup.events" || break

@@ -11,7 +11,7 @@ triggerExpression: qos_memory_current[Besteffort] > 150.0 * 1048576.0 && time_si
 sampleInterval: 200ms
 YAML
 P=$(pod besteffort hog)
-HOG=$(start_in "$P/ctr" hog -s 16 -i 50 -m 200 -H -1)
+HOG=$(start_in "$(ctr "$P")" hog -s 16 -i 50 -m 200 -H -1)
 start_oomwarden --config /root/oom.yaml --dry-run
 check "a dry-run record is written" "actions.jsonl" wait_for 60 grep -q '"outcome":"dry-run"' "$STATE/actions.jsonl"
 sleep 2

@@ -5,7 +5,7 @@ SCENARIO=s7-reload
 node_layout
 printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 200ms\n' > /root/oom.yaml
 P=$(pod besteffort hog)
-HOG=$(start_in "$P/ctr" hog -s 16 -i 50 -m 100 -H -1)
+HOG=$(start_in "$(ctr "$P")" hog -s 16 -i 50 -m 100 -H -1)
 start_oomwarden --config /root/oom.yaml
 printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: qos_memory_current[Besteffort] > 1\n' > /root/oom.yaml
 kill -HUP "$OOMWARDEN"

@@ -28,6 +28,8 @@ enum Command {
     Eval(commands::eval::Args),
     /// Run the OOM handler: sample, decide, kill, record.
     Run(commands::run::Args),
+    /// Show the node layout: each cgroup's class and whether it could be killed.
+    Layout(commands::layout::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
         Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),
         Command::Run(args) => commands::run::run(&args, &mut out, &mut err),
+        Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

@@ -279,3 +279,38 @@ fn eval_ranking() {
         None,
     );
 }
+
+#[test]
+fn layout_shows_classes_and_candidates() {
+    golden(
+        "layout-systemd-node",
+        &["layout", "--cgroup-root", "testdata/layouts/systemd-node"],
+        None,
+    );
+    golden(
+        "layout-systemd-node-json",
+        &[
+            "layout",
+            "--cgroup-root",
+            "testdata/layouts/systemd-node",
+            "--json",
+        ],
+        None,
+    );
+    golden(
+        "layout-unrecognised",
+        &["layout", "--cgroup-root", "testdata/talos/rank1"],
+        None,
+    );
+    golden(
+        "layout-explicit",
+        &[
+            "layout",
+            "--cgroup-root",
+            "testdata/talos/rank1",
+            "--layout",
+            "talos",
+        ],
+        None,
+    );
+}

@@ -1,0 +1,143 @@
+//! `oomwarden layout`: the layout in use and the class and candidacy of every cgroup, so that a
+//! user can see what would be eligible before enabling kills.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_collect::Collector;
+use oomwarden_daemon::{load_settings, resolve_layout};
+use oomwarden_model::Limit;
+use oomwarden_policy::{Exclusion, rank};
+use oomwarden_procfs::ProcFs;
+use serde_json::json;
+
+use crate::commands::OverrideArgs;
+use crate::exit::Exit;
+
+/// Arguments of `oomwarden layout`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Configuration file (for `layout` and the ranking expression); default: embedded defaults.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Root of the cgroup v2 hierarchy.
+    #[arg(long, value_name = "DIR", default_value = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)]
+    cgroup_root: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+    let settings = match load_settings(args.config.as_deref(), &args.overrides.to_overrides()) {
+        Ok(s) => s,
+        Err(e) => {
+            writeln!(err, "{e}")?;
+            return Ok(Exit::Failure);
+        }
+    };
+    let cgroups = CgroupFs::new(&args.cgroup_root);
+    let (layout, why) = match resolve_layout(&settings, &cgroups) {
+        Ok(l) => l,
+        Err(e) => {
+            writeln!(err, "{e}")?;
+            return Ok(Exit::Failure);
+        }
+    };
+    let name = layout.name.clone();
+    let collector = Collector::new(cgroups, ProcFs::new("/proc"), layout, None);
+    let (sample, problems) = collector.metrics(0);
+    let (candidates, more) = collector.candidates();
+    for p in problems.iter().chain(more.iter()) {
+        writeln!(err, "warning: {p}")?;
+    }
+    let ranking = rank(&settings.oom.ranking, &candidates);
+    let verdict = |i: usize| -> (Option<f64>, bool, String) {
+        if let Some(s) = ranking.eligible.iter().find(|s| s.index == i) {
+            return (Some(s.score), true, "eligible".to_owned());
+        }
+        match ranking
+            .excluded
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map(|(_, e)| e)
+        {
+            Some(Exclusion::NotPositive(score)) => {
+                (Some(*score), false, "score is not above 0".to_owned())
+            }
+            Some(Exclusion::Empty) => (None, false, "no live process".to_owned()),
+            Some(Exclusion::OwnCgroup) => (None, false, "oomwarden's own cgroup".to_owned()),
+            Some(Exclusion::EvalError(e)) => (None, false, format!("ranking failed: {e}")),
+            None => (None, false, String::new()),
+        }
+    };
+    if args.json {
+        let metrics: Vec<_> = sample
+            .subtrees
+            .iter()
+            .map(|s| json!({"cgroup": s.dir, "class": s.class.map(|c| c.name())}))
+            .collect();
+        let cands: Vec<_> = candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let (score, eligible, reason) = verdict(i);
+                json!({
+                    "cgroup": c.dir, "class": c.class.name(),
+                    "podUID": oomwarden_kube::cgroup_identity(&c.dir).pod_uid,
+                    "populated": c.populated, "memoryCurrentBytes": c.memory.current,
+                    "memoryMaxBytes": c.memory.max.and_then(Limit::bytes),
+                    "score": score, "eligible": eligible, "reason": reason,
+                })
+            })
+            .collect();
+        let doc = json!({"layout": name, "reason": why, "metrics": metrics, "candidates": cands});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(Exit::Ok);
+    }
+    writeln!(out, "layout: {name} ({why})")?;
+    writeln!(out, "\nmetrics, summed per class:")?;
+    writeln!(out, "  {:<11} CGROUP", "CLASS")?;
+    for s in &sample.subtrees {
+        writeln!(
+            out,
+            "  {:<11} {}",
+            s.class.map_or("(node)", |c| c.name()),
+            if s.dir.is_empty() { "/" } else { &s.dir }
+        )?;
+    }
+    writeln!(out, "\nkill candidates, in class order:")?;
+    writeln!(
+        out,
+        "  {:<11} {:>14} {:>12} {:<9} {:<36} CGROUP",
+        "CLASS", "MEMORY", "SCORE", "ELIGIBLE", "POD UID"
+    )?;
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by_key(|i| candidates.get(*i).map(|c| (c.class, c.dir.clone())));
+    for i in order {
+        let Some(c) = candidates.get(i) else { continue };
+        let (score, eligible, reason) = verdict(i);
+        let uid = oomwarden_kube::cgroup_identity(&c.dir)
+            .pod_uid
+            .unwrap_or_else(|| "-".to_owned());
+        writeln!(
+            out,
+            "  {:<11} {:>14} {:>12} {:<9} {:<36} {}{}",
+            c.class.name(),
+            c.memory.current.map_or("-".to_owned(), |m| m.to_string()),
+            score.map_or("-".to_owned(), oomwarden_model::format_go_float),
+            if eligible { "yes" } else { "no" },
+            uid,
+            c.dir,
+            if eligible {
+                String::new()
+            } else {
+                format!("  ({reason})")
+            },
+        )?;
+    }
+    Ok(Exit::Ok)
+}

@@ -36,6 +36,15 @@ fn cg(root: &std::path::Path, dir: &str, current: u64, max: &str) {
     );
 }
 
+/// The metric subtrees of one class.
+fn in_class(metrics: &[(String, Option<QosClass>)], class: QosClass) -> Vec<&str> {
+    metrics
+        .iter()
+        .filter(|(_, c)| *c == Some(class))
+        .map(|(d, _)| d.as_str())
+        .collect()
+}
+
 fn classes_of(
     layout: Layout,
     root: &std::path::Path,
@@ -108,13 +117,7 @@ fn systemd_driver_node() {
         "314572800",
     );
     let (metrics, cands, victim) = classes_of(Layout::systemd(), r);
-    let m = |class| {
-        metrics
-            .iter()
-            .filter(|(_, c)| *c == Some(class))
-            .map(|(d, _)| d.as_str())
-            .collect::<Vec<_>>()
-    };
+    let m = |class| in_class(&metrics, class);
     assert_eq!(
         m(System),
         [
@@ -208,13 +211,7 @@ fn cgroupfs_driver_on_a_systemd_host() {
         "314572800",
     );
     let (metrics, cands, victim) = classes_of(Layout::cgroupfs(), r);
-    let m = |class| {
-        metrics
-            .iter()
-            .filter(|(_, c)| *c == Some(class))
-            .map(|(d, _)| d.as_str())
-            .collect::<Vec<_>>()
-    };
+    let m = |class| in_class(&metrics, class);
     assert_eq!(m(System), ["init.scope", "system.slice/chronyd.service"]);
     assert_eq!(
         m(Podruntime),
@@ -254,13 +251,7 @@ fn plain_systemd_host() {
         "max",
     );
     let (metrics, cands, victim) = classes_of(Layout::host(), r);
-    let m = |class| {
-        metrics
-            .iter()
-            .filter(|(_, c)| *c == Some(class))
-            .map(|(d, _)| d.as_str())
-            .collect::<Vec<_>>()
-    };
+    let m = |class| in_class(&metrics, class);
     assert_eq!(m(System), ["init.scope", "system.slice"]);
     assert_eq!(
         m(Besteffort),

@@ -143,6 +143,41 @@ fn parent(dir: &str, class: QosClass, filter: NameFilter) -> CandidateSource {
     }
 }
 
+/// Where a kubelet puts the pods of each QoS class: (directory, which children are pods).
+struct PodDirs {
+    besteffort: (&'static str, NameFilter),
+    burstable: (&'static str, NameFilter),
+    guaranteed: (&'static str, NameFilter),
+}
+
+/// Kubernetes on a systemd host: node services in `system.slice` (the runtime and kubelet units
+/// are Podruntime, the others System, plus `init.scope` for metrics), pods where `pods` says.
+fn kubernetes_on_systemd(name: &str, pods: PodDirs) -> Layout {
+    use QosClass::*;
+    let (be, be_pods) = pods.besteffort;
+    let (bu, bu_pods) = pods.burstable;
+    let (gu, gu_pods) = pods.guaranteed;
+    Layout {
+        name: name.to_owned(),
+        metrics: vec![
+            MetricSource::Root,
+            dir("init.scope", System),
+            children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+            children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+            dir(be, Besteffort),
+            dir(bu, Burstable),
+            children(gu, Guaranteed, gu_pods.clone()),
+        ],
+        candidates: vec![
+            parent(be, Besteffort, be_pods),
+            parent(bu, Burstable, bu_pods),
+            parent(gu, Guaranteed, gu_pods),
+            parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+            parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+        ],
+    }
+}
+
 /// systemd units of the container runtime and the kubelet (the Podruntime class on systemd
 /// hosts).
 pub const RUNTIME_UNITS: &[&str] = &[
@@ -204,88 +239,37 @@ impl Layout {
     /// directly under `kubepods.slice`; Podruntime = the runtime and kubelet units of
     /// `system.slice`; System = its other units plus `init.scope`.
     pub fn systemd() -> Layout {
-        use QosClass::*;
-        let be = "kubepods.slice/kubepods-besteffort.slice";
-        let bu = "kubepods.slice/kubepods-burstable.slice";
-        Layout {
-            name: "systemd".to_owned(),
-            metrics: vec![
-                MetricSource::Root,
-                dir("init.scope", System),
-                children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
-                children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
-                dir(be, Besteffort),
-                dir(bu, Burstable),
-                children(
-                    "kubepods.slice",
-                    Guaranteed,
-                    NameFilter::only(&["kubepods-pod*.slice"]),
-                ),
-            ],
-            candidates: vec![
-                parent(
-                    be,
-                    Besteffort,
+        kubernetes_on_systemd(
+            "systemd",
+            PodDirs {
+                besteffort: (
+                    "kubepods.slice/kubepods-besteffort.slice",
                     NameFilter::only(&["kubepods-besteffort-pod*.slice"]),
                 ),
-                parent(
-                    bu,
-                    Burstable,
+                burstable: (
+                    "kubepods.slice/kubepods-burstable.slice",
                     NameFilter::only(&["kubepods-burstable-pod*.slice"]),
                 ),
-                parent(
-                    "kubepods.slice",
-                    Guaranteed,
-                    NameFilter::only(&["kubepods-pod*.slice"]),
-                ),
-                parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
-                parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
-            ],
-        }
+                guaranteed: ("kubepods.slice", NameFilter::only(&["kubepods-pod*.slice"])),
+            },
+        )
     }
 
     /// The kubelet's cgroupfs driver on a systemd host: pods under `kubepods/…` as on Talos,
     /// node services in `system.slice` as with the systemd driver.
     pub fn cgroupfs() -> Layout {
-        use QosClass::*;
-        let pods = ["besteffort", "burstable"];
-        Layout {
-            name: "cgroupfs".to_owned(),
-            metrics: vec![
-                MetricSource::Root,
-                dir("init.scope", System),
-                children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
-                children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
-                dir("kubepods/besteffort", Besteffort),
-                dir("kubepods/burstable", Burstable),
-                children(
-                    "kubepods",
-                    Guaranteed,
-                    NameFilter {
-                        include: owned(&["pod*"]),
-                        exclude: owned(&pods),
-                    },
-                ),
-            ],
-            candidates: vec![
-                parent(
-                    "kubepods/besteffort",
-                    Besteffort,
-                    NameFilter::only(&["pod*"]),
-                ),
-                parent("kubepods/burstable", Burstable, NameFilter::only(&["pod*"])),
-                parent(
-                    "kubepods",
-                    Guaranteed,
-                    NameFilter {
-                        include: owned(&["pod*"]),
-                        exclude: owned(&pods),
-                    },
-                ),
-                parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
-                parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
-            ],
-        }
+        let guaranteed = NameFilter {
+            include: owned(&["pod*"]),
+            exclude: owned(&["besteffort", "burstable"]),
+        };
+        kubernetes_on_systemd(
+            "cgroupfs",
+            PodDirs {
+                besteffort: ("kubepods/besteffort", NameFilter::only(&["pod*"])),
+                burstable: ("kubepods/burstable", NameFilter::only(&["pod*"])),
+                guaranteed: ("kubepods", guaranteed),
+            },
+        )
     }
 
     /// A systemd machine without Kubernetes. The classes keep their Kubernetes names, with

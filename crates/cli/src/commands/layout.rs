@@ -2,7 +2,6 @@
 //! user can see what would be eligible before enabling kills.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
@@ -12,18 +11,14 @@ use oomwarden_policy::{Exclusion, rank};
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
-use crate::commands::OverrideArgs;
+use crate::commands::{NodeArgs, OverrideArgs};
 use crate::exit::Exit;
 
 /// Arguments of `oomwarden layout`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Configuration file (for `layout` and the ranking expression); default: embedded defaults.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Root of the cgroup v2 hierarchy.
-    #[arg(long, value_name = "DIR", default_value = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)]
-    cgroup_root: PathBuf,
+    #[command(flatten)]
+    node: NodeArgs,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -32,14 +27,15 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
-    let settings = match load_settings(args.config.as_deref(), &args.overrides.to_overrides()) {
+    let settings = match load_settings(args.node.config.as_deref(), &args.overrides.to_overrides())
+    {
         Ok(s) => s,
         Err(e) => {
             writeln!(err, "{e}")?;
             return Ok(Exit::Failure);
         }
     };
-    let cgroups = CgroupFs::new(&args.cgroup_root);
+    let cgroups = CgroupFs::new(&args.node.cgroup_root);
     let (layout, why) = match resolve_layout(&settings, &cgroups) {
         Ok(l) => l,
         Err(e) => {

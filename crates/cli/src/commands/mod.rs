@@ -76,3 +76,14 @@ impl OverrideArgs {
         }
     }
 }
+
+/// The node a command looks at: its configuration and its cgroup tree.
+#[derive(Debug, clap::Args)]
+pub(crate) struct NodeArgs {
+    /// Configuration file; without it, the embedded defaults (`run` reloads it on SIGHUP).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Root of the cgroup v2 hierarchy.
+    #[arg(long, value_name = "DIR", default_value = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)]
+    pub(crate) cgroup_root: PathBuf,
+}

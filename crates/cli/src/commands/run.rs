@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use oomwarden_actuate::LinuxActuator;
 use oomwarden_daemon::{RunError, RunOptions};
 
-use crate::commands::OverrideArgs;
+use crate::commands::{NodeArgs, OverrideArgs};
 use crate::exit::Exit;
 
 /// Log output format.
@@ -21,12 +21,8 @@ pub(crate) enum LogFormat {
 /// Arguments of `oomwarden run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Configuration file; without it, the embedded defaults. SIGHUP reloads it.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Root of the cgroup v2 hierarchy.
-    #[arg(long, value_name = "DIR", default_value = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)]
-    cgroup_root: PathBuf,
+    #[command(flatten)]
+    node: NodeArgs,
     /// Root of procfs.
     #[arg(long, value_name = "DIR", default_value = oomwarden_procfs::DEFAULT_PROC_ROOT)]
     proc_root: PathBuf,
@@ -74,9 +70,9 @@ pub(crate) fn run(
         return Ok(Exit::Usage);
     }
     let options = RunOptions {
-        config_file: args.config.clone(),
+        config_file: args.node.config.clone(),
         overrides: args.overrides.to_overrides(),
-        cgroup_root: args.cgroup_root.clone(),
+        cgroup_root: args.node.cgroup_root.clone(),
         proc_root: args.proc_root.clone(),
         cycles: args.cycles,
     };

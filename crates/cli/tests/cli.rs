@@ -80,6 +80,7 @@ fn check_talos_examples() {
         "score-only",
         "disabled",
         "oomwarden",
+        "custom-layout",
     ] {
         let file = format!("examples/config/{name}.yaml");
         golden(&format!("check-{name}"), &["check", &file], None);
@@ -91,6 +92,11 @@ fn check_reports_every_error() {
     golden(
         "check-invalid",
         &["check", "examples/config/invalid.yaml"],
+        None,
+    );
+    golden(
+        "check-invalid-layout",
+        &["check", "examples/config/invalid-layout.yaml"],
         None,
     );
 }
@@ -300,6 +306,27 @@ fn layout_shows_classes_and_candidates() {
     golden(
         "layout-unrecognised",
         &["layout", "--cgroup-root", "testdata/talos/rank1"],
+        None,
+    );
+    golden(
+        "layout-custom",
+        &[
+            "layout",
+            "--cgroup-root",
+            "testdata/layouts/systemd-node",
+            "--config",
+            "examples/config/custom-layout.yaml",
+        ],
+        None,
+    );
+    golden(
+        "layout-definition",
+        &[
+            "layout",
+            "--cgroup-root",
+            "testdata/layouts/systemd-node",
+            "--definition",
+        ],
         None,
     );
     golden(

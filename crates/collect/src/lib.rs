@@ -9,6 +9,7 @@
 //! other read failure is returned beside the sample as a [`Problem`] for the caller to log,
 //! never a reason to fail the cycle, which is Talos's behaviour.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
@@ -150,12 +151,17 @@ impl Collector {
     pub fn metrics(&self, at_ns: u64) -> (MetricsSample, Vec<Problem>) {
         let mut problems = Vec::new();
         let mut subtrees = Vec::new();
+        // A directory two sources name (possible in a custom layout) counts once, for the
+        // first: summing it twice would double its class's stall and memory.
+        let mut seen = HashSet::new();
         for source in &self.layout.metrics {
             match source {
                 MetricSource::Root => subtrees.push(self.subtree("", None, &mut problems)),
                 MetricSource::Dir { dir, class } => {
                     for d in self.expand(dir, &mut problems) {
-                        subtrees.push(self.subtree(&d, Some(*class), &mut problems));
+                        if seen.insert(d.clone()) {
+                            subtrees.push(self.subtree(&d, Some(*class), &mut problems));
+                        }
                     }
                 }
                 MetricSource::Children { dir, class, filter } => {
@@ -163,11 +169,14 @@ impl Collector {
                         match self.cgroups.children(&parent) {
                             Ok(children) => {
                                 for child in children.iter().filter(|c| filter.admits(c)) {
-                                    subtrees.push(self.subtree(
-                                        &join(&parent, child),
-                                        Some(*class),
-                                        &mut problems,
-                                    ));
+                                    let d = join(&parent, child);
+                                    if seen.insert(d.clone()) {
+                                        subtrees.push(self.subtree(
+                                            &d,
+                                            Some(*class),
+                                            &mut problems,
+                                        ));
+                                    }
                                 }
                             }
                             // Talos: an unreadable parent means no such subtrees, without an error.
@@ -273,6 +282,10 @@ impl Collector {
                 self.candidates_of(&parent, source, &mut out, &mut problems);
             }
         }
+        // A cgroup two sources admit (possible in a custom layout) is one candidate, of the
+        // first source's class: two entries would let it be ranked twice.
+        let mut seen = HashSet::new();
+        out.retain(|c| seen.insert(c.dir.clone()));
         (out, problems)
     }
 

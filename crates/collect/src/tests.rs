@@ -1,1 +1,73 @@
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used)]
 
+use oomwarden_model::{CandidateSource, MetricSource, NameFilter, QosClass};
+use oomwarden_testkit::write;
+
+use super::*;
+
+/// A custom layout may name a directory twice; it is summed and offered once, for the first
+/// source that names it.
+#[test]
+fn a_directory_named_twice_counts_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dir in ["apps/a", "apps/b"] {
+        write(tmp.path(), &format!("{dir}/memory.current"), "100\n");
+    }
+    use QosClass::*;
+    let layout = Layout {
+        name: "overlap".into(),
+        metrics: vec![
+            MetricSource::Root,
+            MetricSource::Children {
+                dir: "apps".into(),
+                class: Besteffort,
+                filter: NameFilter::only(&["a"]),
+            },
+            MetricSource::Children {
+                dir: "apps".into(),
+                class: Burstable,
+                filter: NameFilter::any(),
+            },
+            MetricSource::Dir {
+                dir: "apps/b".into(),
+                class: System,
+            },
+        ],
+        candidates: vec![
+            CandidateSource {
+                dir: "apps".into(),
+                class: Besteffort,
+                filter: NameFilter::only(&["a"]),
+            },
+            CandidateSource {
+                dir: "apps".into(),
+                class: Burstable,
+                filter: NameFilter::any(),
+            },
+        ],
+    };
+    let c = Collector::new(
+        CgroupFs::new(tmp.path()),
+        ProcFs::new("/nonexistent"),
+        layout,
+        None,
+    );
+    let (sample, _) = c.metrics(0);
+    let got: Vec<_> = sample
+        .subtrees
+        .iter()
+        .map(|s| (s.dir.as_str(), s.class))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("", None),
+            ("apps/a", Some(Besteffort)),
+            ("apps/b", Some(Burstable))
+        ]
+    );
+    let (cands, _) = c.candidates();
+    let got: Vec<_> = cands.iter().map(|c| (c.dir.as_str(), c.class)).collect();
+    assert_eq!(got, [("apps/a", Besteffort), ("apps/b", Burstable)]);
+}

@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::{
     ConfigError, ConfigErrors, DEFAULT_RANKING_EXPRESSION, DEFAULT_SAMPLE_INTERVAL,
-    DEFAULT_TRIGGER_EXPRESSION, MIN_SAMPLE_INTERVAL, OomSettings, Settings, WardenSettings,
+    DEFAULT_TRIGGER_EXPRESSION, LayoutSetting, MIN_SAMPLE_INTERVAL, OomSettings, Settings,
+    WardenSettings,
 };
 
 /// `apiVersion` of Talos's document.
@@ -72,7 +73,7 @@ struct Raw {
     dry_run: Option<bool>,
     state_dir: Option<PathBuf>,
     kill_timeout: Option<Duration>,
-    layout: Option<String>,
+    layout: Option<LayoutSetting>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -248,7 +249,7 @@ fn bool_field(
     }
 }
 
-fn json_type(v: &Value) -> String {
+pub(crate) fn json_type(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("boolean {b}"),
@@ -348,19 +349,30 @@ fn warden_document(
     let kind = WARDEN_KIND;
     unknown_keys(map, WARDEN_FIELDS, n, kind, errors);
     raw.dry_run = bool_field(map, "dryRun", n, kind, errors);
-    if let Some(layout) = string_field(map, "layout", n, kind, errors) {
-        if crate::LAYOUTS.contains(&layout) {
-            raw.layout = Some(layout.to_owned());
-        } else {
-            errors.push(
-                n,
-                Some(kind),
-                Some("layout"),
-                format!(
-                    "unknown layout {layout:?}; one of {}",
-                    crate::LAYOUTS.join(", ")
-                ),
-            );
+    match map.get("layout") {
+        Some(Value::Object(custom)) => match crate::layout::custom(custom) {
+            Ok(layout) => raw.layout = Some(LayoutSetting::Custom(layout)),
+            Err(problems) => {
+                for (key, message) in problems {
+                    errors.push(n, Some(kind), Some(&key), message);
+                }
+            }
+        },
+        _ => {
+            if let Some(name) = string_field(map, "layout", n, kind, errors) {
+                match LayoutSetting::from_name(name) {
+                    Some(setting) => raw.layout = Some(setting),
+                    None => errors.push(
+                        n,
+                        Some(kind),
+                        Some("layout"),
+                        format!(
+                            "unknown layout {name:?}; one of {}, or a mapping describing a custom layout",
+                            crate::LAYOUTS.join(", ")
+                        ),
+                    ),
+                }
+            }
         }
     }
     if let Some(text) = string_field(map, "killTimeout", n, kind, errors) {

@@ -19,6 +19,7 @@
 //! ```
 
 mod document;
+mod layout;
 mod render;
 
 use std::fmt;
@@ -28,6 +29,7 @@ use std::time::Duration;
 use oomwarden_expr::{RankingExpr, TriggerExpr};
 
 pub use document::{OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND, WARDEN_API_VERSION, WARDEN_KIND};
+pub use layout::{DEFAULT_CUSTOM_NAME, LayoutSetting};
 
 /// Talos 1.14's `DefaultOOMTriggerExpression`, in the form cel-go's unparser prints it.
 pub const DEFAULT_TRIGGER_EXPRESSION: &str =
@@ -75,11 +77,11 @@ pub struct WardenSettings {
     pub state_dir: PathBuf,
     /// How long to wait for a killed cgroup to empty before recording `not-verified`.
     pub kill_timeout: Duration,
-    /// `auto` (detect from the tree) or the name of a built-in layout.
-    pub layout: String,
+    /// `auto` (detect from the tree), a built-in layout, or a custom one.
+    pub layout: LayoutSetting,
 }
 
-/// The values `layout` accepts.
+/// The names `layout` accepts (it also takes a mapping: a custom layout).
 pub const LAYOUTS: [&str; 5] = ["auto", "talos", "systemd", "cgroupfs", "host"];
 
 impl Default for WardenSettings {
@@ -88,7 +90,7 @@ impl Default for WardenSettings {
             dry_run: false,
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             kill_timeout: DEFAULT_KILL_TIMEOUT,
-            layout: "auto".to_owned(),
+            layout: LayoutSetting::Auto,
         }
     }
 }
@@ -114,7 +116,7 @@ pub struct Overrides {
     /// `--kill-timeout`.
     pub kill_timeout: Option<Duration>,
     /// `--layout`.
-    pub layout: Option<String>,
+    pub layout: Option<LayoutSetting>,
 }
 
 /// One problem found while loading a configuration.
@@ -200,6 +202,13 @@ impl Settings {
     pub fn to_yaml(&self) -> String {
         render::to_yaml(self)
     }
+}
+
+/// `layout` written out as an `OOMWardenConfig` document with a custom layout (named
+/// [`DEFAULT_CUSTOM_NAME`] when it is a built-in one): a starting point for a custom layout.
+/// Loading the output gives the same metrics and candidates.
+pub fn layout_document(layout: &oomwarden_model::Layout) -> String {
+    render::layout_document(layout)
 }
 
 /// Parses a `--kill-timeout` value with the same rules as the file's `killTimeout`.

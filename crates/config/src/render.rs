@@ -4,7 +4,12 @@ use oomwarden_model::format_go_duration;
 use serde::Serialize;
 use serde_saphyr::LitStr;
 
-use crate::{OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND, Settings, WARDEN_API_VERSION, WARDEN_KIND};
+use oomwarden_model::{Layout, MetricSource, NameFilter, QosClass};
+
+use crate::{
+    LayoutSetting, OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND, Settings, WARDEN_API_VERSION,
+    WARDEN_KIND,
+};
 
 /// A string written as a `|-` block when it spans lines, plainly otherwise.
 #[derive(Serialize)]
@@ -41,7 +46,102 @@ struct WardenDoc<'a> {
     dry_run: bool,
     state_dir: String,
     kill_timeout: String,
-    layout: &'a str,
+    layout: LayoutDoc<'a>,
+}
+
+/// `layout`: a name, or a custom layout as a mapping.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum LayoutDoc<'a> {
+    Name(&'a str),
+    Custom(CustomDoc<'a>),
+}
+
+#[derive(Serialize)]
+struct CustomDoc<'a> {
+    name: &'a str,
+    metrics: Vec<EntryDoc<'a>>,
+    candidates: Vec<EntryDoc<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryDoc<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dir: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    children_of: Option<&'a str>,
+    class: &'static str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    include: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    exclude: &'a [String],
+}
+
+impl<'a> EntryDoc<'a> {
+    fn children(dir: &'a str, class: QosClass, filter: &'a NameFilter) -> Self {
+        EntryDoc {
+            dir: None,
+            children_of: Some(dir),
+            class: class.name(),
+            include: &filter.include,
+            exclude: &filter.exclude,
+        }
+    }
+}
+
+fn custom_doc(layout: &Layout) -> CustomDoc<'_> {
+    let metrics = layout
+        .metrics
+        .iter()
+        .filter_map(|m| match m {
+            // Always read; not written.
+            MetricSource::Root => None,
+            MetricSource::Dir { dir, class } => Some(EntryDoc {
+                dir: Some(dir),
+                children_of: None,
+                class: class.name(),
+                include: &[],
+                exclude: &[],
+            }),
+            MetricSource::Children { dir, class, filter } => {
+                Some(EntryDoc::children(dir, *class, filter))
+            }
+        })
+        .collect();
+    let candidates = layout
+        .candidates
+        .iter()
+        .map(|c| EntryDoc::children(&c.dir, c.class, &c.filter))
+        .collect();
+    CustomDoc {
+        name: &layout.name,
+        metrics,
+        candidates,
+    }
+}
+
+/// An `OOMWardenConfig` document holding `layout` as a custom layout (a built-in one written
+/// out as data, to start a custom one from). Its name is [`crate::DEFAULT_CUSTOM_NAME`], as a
+/// custom layout may not take a built-in name.
+pub(crate) fn layout_document(layout: &Layout) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Doc<'a> {
+        api_version: &'a str,
+        kind: &'a str,
+        layout: CustomDoc<'a>,
+    }
+    let mut custom = custom_doc(layout);
+    if Layout::BUILTIN.contains(&custom.name) {
+        custom.name = crate::DEFAULT_CUSTOM_NAME;
+    }
+    let doc = Doc {
+        api_version: WARDEN_API_VERSION,
+        kind: WARDEN_KIND,
+        layout: custom,
+    };
+    serde_saphyr::to_string(&doc).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
 }
 
 fn go_duration(d: std::time::Duration) -> String {
@@ -65,7 +165,10 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         dry_run: s.warden.dry_run,
         state_dir: s.warden.state_dir.display().to_string(),
         kill_timeout: go_duration(s.warden.kill_timeout),
-        layout: &s.warden.layout,
+        layout: match &s.warden.layout {
+            LayoutSetting::Custom(layout) => LayoutDoc::Custom(custom_doc(layout)),
+            other => LayoutDoc::Name(other.name()),
+        },
     };
     // Serializing these plain structs cannot fail; should it ever, say so in the output.
     let part = |r: Result<String, serde_saphyr::SerializeError>| {

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use oomwarden_config::{
-    ConfigErrors, DEFAULT_RANKING_EXPRESSION, DEFAULT_TRIGGER_EXPRESSION, Overrides, Settings,
+    ConfigErrors, DEFAULT_RANKING_EXPRESSION, DEFAULT_TRIGGER_EXPRESSION, LayoutSetting, Overrides,
+    Settings,
 };
 
 const HEADER: &str = "apiVersion: v1alpha1\nkind: OOMConfig\n";
@@ -202,18 +203,20 @@ fn warden_document() {
         load("").unwrap().warden.kill_timeout,
         Duration::from_secs(2)
     );
-    assert_eq!(load("").unwrap().warden.layout, "auto");
+    assert_eq!(load("").unwrap().warden.layout, LayoutSetting::Auto);
     assert_eq!(
         load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nlayout: host\n")
             .unwrap()
             .warden
             .layout,
-        "host"
+        LayoutSetting::Builtin("host".into())
     );
     let m = messages("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nlayout: kubeadm\n");
     assert_eq!(
         m,
-        ["unknown layout \"kubeadm\"; one of auto, talos, systemd, cgroupfs, host"]
+        [
+            "unknown layout \"kubeadm\"; one of auto, talos, systemd, cgroupfs, host, or a mapping describing a custom layout"
+        ]
     );
     for bad in ["0s", "-1s", "61s", "soon"] {
         let m = messages(&format!(
@@ -245,9 +248,9 @@ fn overrides_win_over_the_file() {
         dry_run: Some(true),
         state_dir: Some(PathBuf::from("/tmp/x")),
         kill_timeout: Some(Duration::from_millis(500)),
-        layout: Some("systemd".to_owned()),
+        layout: LayoutSetting::from_name("systemd"),
     });
-    assert_eq!(s.warden.layout, "systemd");
+    assert_eq!(s.warden.layout.name(), "systemd");
     assert_eq!(s.warden.kill_timeout, Duration::from_millis(500));
     assert!(s.warden.dry_run);
     assert_eq!(s.oom.sample_interval, Duration::from_millis(100));
@@ -297,7 +300,9 @@ mod fuzz {
             "apiVersion: v1alpha1", "apiVersion: oomwarden/v1alpha1", "kind: OOMConfig", "kind: OOMWardenConfig",
             "triggerExpression: true", "triggerExpression: \"memory_full_avg10 > 1.0\"", "cgroupRankingExpression: 1.0",
             "sampleInterval: 1s", "sampleInterval: -3h", "sampleInterval: [", "strictCgroupClassOrdering: no",
-            "dryRun: yes", "stateDir: /x", "---", "  - a", "x: &a [*a]", "? complex", "'", "{", "",
+            "dryRun: yes", "stateDir: /x", "layout:", "layout: host", "  name: x", "  metrics:",
+            "  candidates:", "    - dir: a", "    - childrenOf: '*/b'", "      class: System", "      include: [x]",
+            "      exclude: 3", "---", "  - a", "x: &a [*a]", "? complex", "'", "{", "",
         ]), 0..12)) {
             let _ = Settings::from_yaml(&lines.join("\n"), "fuzz.yaml");
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use oomwarden_actuate::{Actuator, protect_self};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::{Collector, detect_layout};
-use oomwarden_config::{ConfigErrors, Overrides, Settings};
+use oomwarden_config::{ConfigErrors, LayoutSetting, Overrides, Settings};
 use oomwarden_model::Layout;
 use oomwarden_procfs::ProcFs;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -126,11 +126,15 @@ pub fn resolve_layout(
     settings: &Settings,
     cgroups: &CgroupFs,
 ) -> Result<(Layout, String), RunError> {
-    match settings.warden.layout.as_str() {
-        "auto" => detect_layout(cgroups).map_err(|e| RunError::Config(e.to_string())),
-        name => Layout::builtin(name)
+    match &settings.warden.layout {
+        LayoutSetting::Auto => detect_layout(cgroups).map_err(|e| RunError::Config(e.to_string())),
+        LayoutSetting::Builtin(name) => Layout::builtin(name)
             .map(|l| (l, "set in the configuration".to_owned()))
             .ok_or_else(|| RunError::Config(format!("unknown layout {name:?}"))),
+        LayoutSetting::Custom(layout) => Ok((
+            layout.clone(),
+            "custom layout written in the configuration".to_owned(),
+        )),
     }
 }
 

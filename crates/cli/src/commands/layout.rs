@@ -20,8 +20,12 @@ pub(crate) struct Args {
     #[command(flatten)]
     node: NodeArgs,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "definition")]
     json: bool,
+    /// Print the layout in use as data: an OOMWardenConfig document with a custom layout, to
+    /// copy and edit.
+    #[arg(long)]
+    definition: bool,
     #[command(flatten)]
     overrides: OverrideArgs,
 }
@@ -43,6 +47,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             return Ok(Exit::Failure);
         }
     };
+    if args.definition {
+        writeln!(
+            out,
+            "# the {} layout written as a custom layout; in use because: {why}",
+            layout.name
+        )?;
+        write!(out, "{}", oomwarden_config::layout_document(&layout))?;
+        return Ok(Exit::Ok);
+    }
     let name = layout.name.clone();
     let collector = Collector::new(cgroups, ProcFs::new("/proc"), layout, None);
     let (sample, problems) = collector.metrics(0);

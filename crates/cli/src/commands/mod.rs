@@ -72,7 +72,10 @@ impl OverrideArgs {
             dry_run: self.dry_run.then_some(true),
             state_dir: self.state_dir.clone(),
             kill_timeout: self.kill_timeout,
-            layout: self.layout.clone(),
+            layout: self
+                .layout
+                .as_deref()
+                .and_then(oomwarden_config::LayoutSetting::from_name),
         }
     }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The reaction benchmark: the same episode (see bench/episode.sh) under the kernel alone,
-# earlyoom and oomwarden, REPS times each, interleaved, one VM per run. Prints a table of
+# earlyoom, oomwarden with the default configuration and oomwarden with a memory-level trigger, REPS times each, interleaved, one VM per run. Prints a table of
 # medians and writes target/vm/bench/results.json.
 #   tests/vm/bench.sh [REPS=3]
+#   CONTENDERS="earlyoom oomwarden-memory" tests/vm/bench.sh 1   # a subset
 # earlyoom is Debian's package, unpacked into the cache and copied into the VM with its
 # libraries; it is never installed on the host.
 set -euo pipefail
@@ -20,7 +21,7 @@ fi
 out="$root/target/vm/bench"
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
-    for c in kernel earlyoom oomwarden; do
+    for c in ${CONTENDERS:-kernel earlyoom oomwarden oomwarden-memory}; do
         d="$out/$c-$r"
         echo "=== bench: $c run $r/$reps" >&2
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$d.console.log" --out "$d" \
@@ -29,6 +30,7 @@ for ((r = 1; r <= reps; r++)); do
             --add "$bin/service:/usr/local/bin/service" --add "$bin/canary:/usr/local/bin/canary" \
             --add-bin "$eo/x/usr/bin/earlyoom:/usr/local/bin/earlyoom" \
             --add "$here/lib.sh:/root/lib.sh" --add "$here/bench/episode.sh:/root/episode.sh" \
+            --add "$root/examples/config/memory-level.yaml:/root/memory-level.yaml" \
             -- /bin/sh /root/episode.sh "$c" || echo "bench: $c run $r failed" >&2
         cat "$d/episode.json" 2>/dev/null >&2 || true
     done
@@ -41,7 +43,7 @@ for f in sorted(out.glob("*/episode.json")):
     e = json.loads(f.read_text())
     runs.setdefault(e["contender"], []).append(e)
 rows = {}
-for c in ["kernel", "earlyoom", "oomwarden"]:
+for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory"]:
     es = runs.get(c, [])
     if not es:
         continue

@@ -217,3 +217,45 @@ pub fn pressure(text: &str) -> Result<Pressure, ParseError> {
     }
     Ok(out)
 }
+
+/// `/proc/meminfo`: `Key:   value kB` lines (a few, such as `HugePages_Total`, have no unit),
+/// values in bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Meminfo(pub Vec<(String, u64)>);
+
+impl Meminfo {
+    /// The value of `key` (`MemTotal`, `MemAvailable`, …) in bytes (a count for unit-less keys).
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+/// Parses `/proc/meminfo`. A line that is not `Key: number [kB]` is an error (the format is
+/// stable since Linux 2.6); `kB` values are converted to bytes.
+pub fn meminfo(text: &str) -> Result<Meminfo, ParseError> {
+    let mut out = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let n = i + 1;
+        let (key, rest) = line
+            .split_once(':')
+            .ok_or_else(|| error(n, format!("expected \"Key: value\", found {line:?}")))?;
+        let mut fields = rest.split_whitespace();
+        let value: u64 = fields
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| error(n, format!("{key}: expected a number, found {rest:?}")))?;
+        let value = match (fields.next(), fields.next()) {
+            (None, _) => value,
+            (Some("kB"), None) => value
+                .checked_mul(1024)
+                .ok_or_else(|| error(n, format!("{key}: {value} kB overflows")))?,
+            _ => return Err(error(n, format!("{key}: unexpected unit in {rest:?}"))),
+        };
+        out.push((key.trim().to_owned(), value));
+    }
+    Ok(Meminfo(out))
+}

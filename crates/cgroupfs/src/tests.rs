@@ -176,6 +176,26 @@ fn children_are_sorted_directories_only() {
     assert_eq!(join("a", "b"), "a/b");
 }
 
+#[test]
+fn meminfo_of_a_real_kernel() {
+    // Linux 6.12, the head of /proc/meminfo on the benchmark VM.
+    let text = "MemTotal:         998096 kB\nMemFree:          702212 kB\nMemAvailable:     782780 kB\nBuffers:            2528 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\n";
+    let m = parse::meminfo(text).unwrap();
+    assert_eq!(m.get("MemTotal"), Some(998_096 * 1024));
+    assert_eq!(m.get("MemAvailable"), Some(782_780 * 1024));
+    assert_eq!(m.get("HugePages_Total"), Some(0));
+    assert_eq!(m.get("SwapTotal"), None);
+    for bad in [
+        "MemTotal 5 kB\n",
+        "MemTotal: x kB\n",
+        "MemTotal: 5 MB\n",
+        "MemTotal: 5 kB extra\n",
+        "MemTotal: 18446744073709551615 kB\n",
+    ] {
+        assert!(parse::meminfo(bad).is_err(), "{bad:?}");
+    }
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
@@ -189,6 +209,14 @@ mod properties {
             let _ = parse::limit(&text);
             let _ = parse::unsigned(&text);
             let _ = parse::cgroup_events(&text);
+            let _ = parse::meminfo(&text);
+        }
+
+        #[test]
+        fn meminfo_values_round_trip(kb in 0u64..(u64::MAX / 1024), count in any::<u64>()) {
+            let m = parse::meminfo(&format!("MemAvailable:   {kb} kB\nHugePages_Total:   {count}\n")).unwrap();
+            prop_assert_eq!(m.get("MemAvailable"), Some(kb * 1024));
+            prop_assert_eq!(m.get("HugePages_Total"), Some(count));
         }
 
         #[test]

@@ -81,6 +81,7 @@ fn check_talos_examples() {
         "disabled",
         "oomwarden",
         "custom-layout",
+        "memory-level",
     ] {
         let file = format!("examples/config/{name}.yaml");
         golden(&format!("check-{name}"), &["check", &file], None);
@@ -211,6 +212,22 @@ fn eval_trigger() {
         ],
         None,
     );
+    for (name, available) in [("low", "90000000"), ("high", "500000000")] {
+        golden(
+            &format!("eval-trigger-memory-level-{name}"),
+            &[
+                "eval",
+                "trigger",
+                "--config",
+                "examples/config/memory-level.yaml",
+                "--context",
+                "-",
+            ],
+            Some(&format!(
+                "{{\"node_memory_available\": {available}, \"node_memory_total\": 1000000000}}"
+            )),
+        );
+    }
     golden(
         "eval-trigger-type-error",
         &["eval", "trigger", "memory_full_avg10 > 12"],

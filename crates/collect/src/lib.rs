@@ -14,8 +14,8 @@ use std::fmt;
 
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::{
-    CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource, MetricsSample, PsiKind,
-    PsiReading, PsiSpan, SubtreeSample, glob_match,
+    CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource, MetricsSample,
+    NodeMemory, PsiKind, PsiReading, PsiSpan, SubtreeSample, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -24,6 +24,8 @@ use oomwarden_procfs::ProcFs;
 pub enum Problem {
     /// A file of a metrics subtree could not be read or parsed; the value counts as missing.
     Read(ReadError),
+    /// A procfs file (`meminfo`) could not be read or parsed; its variables count as 0.
+    Proc(oomwarden_procfs::ReadError),
     /// A candidate parent could not be listed (Talos: `cannot list cgroup members`).
     List {
         /// Relative directory.
@@ -37,6 +39,7 @@ impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Problem::Read(e) => write!(f, "{e}"),
+            Problem::Proc(e) => write!(f, "{e}"),
             Problem::List { dir, error } => {
                 write!(f, "cannot list cgroup members of {dir}: {error}")
             }
@@ -187,7 +190,35 @@ impl Collector {
                 }
             }
         }
-        (MetricsSample { at_ns, subtrees }, problems)
+        let node_memory = self.node_memory(&mut problems);
+        (
+            MetricsSample {
+                at_ns,
+                subtrees,
+                node_memory,
+            },
+            problems,
+        )
+    }
+
+    /// `MemTotal` and `MemAvailable`; `None` (with a problem) when either is missing.
+    fn node_memory(&self, problems: &mut Vec<Problem>) -> Option<NodeMemory> {
+        let meminfo = self
+            .proc
+            .meminfo()
+            .map_err(|e| problems.push(Problem::Proc(e)))
+            .ok()?;
+        let (total, available) = (meminfo.get("MemTotal"), meminfo.get("MemAvailable"));
+        match (total, available) {
+            (Some(total), Some(available)) => Some(NodeMemory { total, available }),
+            _ => {
+                problems.push(Problem::Proc(oomwarden_procfs::ReadError::Parse {
+                    path: self.proc.root().join("meminfo"),
+                    reason: "no MemTotal or MemAvailable line".into(),
+                }));
+                None
+            }
+        }
     }
 
     fn subtree(

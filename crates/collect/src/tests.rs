@@ -49,7 +49,7 @@ fn a_directory_named_twice_counts_once() {
     };
     let c = Collector::new(
         CgroupFs::new(tmp.path()),
-        ProcFs::new("/nonexistent"),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
         layout,
         None,
     );
@@ -70,4 +70,40 @@ fn a_directory_named_twice_counts_once() {
     let (cands, _) = c.candidates();
     let got: Vec<_> = cands.iter().map(|c| (c.dir.as_str(), c.class)).collect();
     assert_eq!(got, [("apps/a", Besteffort), ("apps/b", Burstable)]);
+}
+
+#[test]
+fn node_memory_comes_from_meminfo_and_its_absence_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let with = Collector::new(
+        CgroupFs::new(tmp.path()),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
+        Layout::talos(),
+        None,
+    );
+    let (sample, problems) = with.metrics(0);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(
+        sample.node_memory,
+        Some(oomwarden_model::NodeMemory {
+            total: 998_096 * 1024,
+            available: 782_780 * 1024
+        })
+    );
+    let proc = tempfile::tempdir().unwrap();
+    write(proc.path(), "meminfo", "MemTotal: 1000 kB\n");
+    for root in [proc.path(), std::path::Path::new("/nonexistent")] {
+        let without = Collector::new(
+            CgroupFs::new(tmp.path()),
+            ProcFs::new(root),
+            Layout::talos(),
+            None,
+        );
+        let (sample, problems) = without.metrics(0);
+        assert_eq!(sample.node_memory, None);
+        assert!(
+            matches!(problems.as_slice(), [Problem::Proc(_)]),
+            "{problems:?}"
+        );
+    }
 }

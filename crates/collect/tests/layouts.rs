@@ -55,7 +55,7 @@ fn classes_of(
 ) {
     let c = Collector::new(
         CgroupFs::new(root),
-        ProcFs::new("/nonexistent"),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
         layout,
         None,
     );
@@ -160,7 +160,7 @@ fn systemd_driver_node() {
     // The pod_uid extension lets a ranking exempt one pod by UID (decoded, dashes restored).
     let c = Collector::new(
         CgroupFs::new(r),
-        ProcFs::new("/nonexistent"),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
         Layout::systemd(),
         None,
     );

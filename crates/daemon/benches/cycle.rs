@@ -235,7 +235,7 @@ fn main() {
         let root = tree(base.path(), pods);
         let collector = Collector::new(
             CgroupFs::new(&root),
-            ProcFs::new("/nonexistent"),
+            ProcFs::new(oomwarden_testkit::proc_fixture()),
             Layout::talos(),
             None,
         );

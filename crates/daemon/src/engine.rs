@@ -177,7 +177,7 @@ impl Engine {
             memory_current_bytes: None,
             kill_duration_ms: None,
             error: None,
-            trigger_context: ctx.to_talos_json(),
+            trigger_context: ctx.to_json(),
         };
         match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
             None => tracing::warn!(
@@ -259,8 +259,10 @@ impl Engine {
     /// Logs read problems, each distinct file at most once a minute (they can repeat every tick).
     fn log_problems(&mut self, problems: Vec<Problem>, now_ns: u64) {
         for p in problems {
-            let (key, message) = match &p {
-                Problem::Read(e) => (e.path().display().to_string(), p.to_string()),
+            let (key, message, proc) = match &p {
+                Problem::Read(e) => (e.path().display().to_string(), p.to_string(), false),
+                // One file (meminfo); its message names it.
+                Problem::Proc(_) => ("procfs".to_owned(), p.to_string(), true),
                 Problem::List { dir, error } => {
                     tracing::error!(%dir, %error, "cannot list cgroup members");
                     continue;
@@ -272,7 +274,11 @@ impl Engine {
                 .is_none_or(|t| now_ns.saturating_sub(*t) >= PROBLEM_LOG_EVERY_NS);
             if due {
                 self.problem_logged_at.insert(key, now_ns);
-                tracing::warn!(error = %message, "cannot read cgroup file; counting it as missing");
+                if proc {
+                    tracing::warn!(error = %message, "cannot read node memory; node_memory_* count as 0");
+                } else {
+                    tracing::warn!(error = %message, "cannot read cgroup file; counting it as missing");
+                }
             }
         }
     }

@@ -11,7 +11,7 @@ use cel_core::{
     Activation, CelType, Env, EvalError as CelEvalError, EvalErrorKind, FunctionDecl, MapKey,
     OverloadDecl, Value,
 };
-use oomwarden_model::{MAP_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER};
+use oomwarden_model::{MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER};
 
 /// The unit constants, all `uint` (Talos `celenv.go`).
 pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
@@ -66,6 +66,10 @@ pub(crate) static TRIGGER_ENV: LazyLock<Env> = LazyLock::new(|| {
         env.add_variable(name, CelType::map(CelType::Int, CelType::Double));
     }
     env.add_variable(TIME_SINCE_TRIGGER, CelType::Duration);
+    // Extensions: a Talos expression never names them.
+    for name in NODE_NAMES {
+        env.add_variable(name, CelType::Double);
+    }
     let class_map = CelType::map(CelType::Dyn, CelType::Double);
     env.add_function(
         FunctionDecl::new("multiply_qos_vectors").with_overload(
@@ -159,6 +163,7 @@ static TRIGGER_SLOTS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| 
         .iter()
         .chain(MAP_NAMES.iter())
         .chain(std::iter::once(&TIME_SINCE_TRIGGER))
+        .chain(NODE_NAMES.iter())
         .enumerate()
         .map(|(i, n)| (*n, i))
         .collect()

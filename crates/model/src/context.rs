@@ -1,9 +1,11 @@
-//! The trigger context: every variable the trigger expression can read (Talos 1.14 §3.4).
+//! The trigger context: every variable the trigger expression can read.
 //!
-//! 16 root scalars (`memory_*`, `d_memory_*`), 22 per-class maps (`qos_*`, `d_qos_*`) that
-//! always hold all five classes, and `time_since_trigger`. The JSON form is Talos's
-//! `triggerContext`: sorted keys, class maps keyed `"0"`…`"4"`, the duration in integer
-//! nanoseconds, numbers as Go prints them, no whitespace.
+//! Talos 1.14's 39 (§3.4): 16 root scalars (`memory_*`, `d_memory_*`), 22 per-class maps
+//! (`qos_*`, `d_qos_*`) that always hold all five classes, and `time_since_trigger`. Then our
+//! extensions ([`NODE_NAMES`]: the node's `MemAvailable` and `MemTotal`), which a Talos
+//! expression never names. The JSON form is Talos's `triggerContext`: sorted keys, class maps
+//! keyed `"0"`…`"4"`, the duration in integer nanoseconds, numbers as Go prints them, no
+//! whitespace.
 
 use std::fmt::Write as _;
 
@@ -128,6 +130,11 @@ pub const MAP_NAMES: [&str; 22] = [
 /// The name of the duration variable.
 pub const TIME_SINCE_TRIGGER: &str = "time_since_trigger";
 
+/// Extension variables (not in Talos), doubles in bytes from `/proc/meminfo`: `MemAvailable`
+/// (the kernel's estimate of memory available without swapping, page cache it can drop
+/// included) and `MemTotal`. 0 when `/proc/meminfo` could not be read.
+pub const NODE_NAMES: [&str; 2] = ["node_memory_available", "node_memory_total"];
+
 /// One value per class, indexed by [`QosClass::index`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ClassMap(pub [f64; 5]);
@@ -157,7 +164,7 @@ pub enum Variable<'a> {
     DurationNanos(i64),
 }
 
-/// The 39 trigger variables of one cycle.
+/// The trigger variables of one cycle: Talos's 39 and our extensions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TriggerContext {
     scalars: [f64; 16],
@@ -165,6 +172,8 @@ pub struct TriggerContext {
     /// `None` before the first trigger: the variable is then the largest duration (~292 years),
     /// as in Talos.
     time_since_trigger_ns: Option<i64>,
+    /// [`NODE_NAMES`], in that order.
+    node: [f64; 2],
 }
 
 impl Default for TriggerContext {
@@ -173,6 +182,7 @@ impl Default for TriggerContext {
             scalars: [0.0; 16],
             maps: [ClassMap::default(); 22],
             time_since_trigger_ns: None,
+            node: [0.0; 2],
         }
     }
 }
@@ -186,7 +196,7 @@ pub enum ContextJsonError {
     /// The top level is not an object.
     #[error("the trigger context must be a JSON object")]
     NotObject,
-    /// A key that is not one of the 39 variables.
+    /// A key that is not one of the variables.
     #[error("unknown variable {0:?}")]
     UnknownVariable(String),
     /// A value of the wrong JSON type or range.
@@ -286,8 +296,29 @@ impl TriggerContext {
         self.time_since_trigger_ns.unwrap_or(i64::MAX)
     }
 
-    /// Every variable with its name, scalars first, then maps, then the duration.
+    /// Sets the extension variables `node_memory_available` and `node_memory_total` (bytes).
+    pub fn set_node_memory(&mut self, available: f64, total: f64) {
+        self.node = [finite_or_zero(available), finite_or_zero(total)];
+    }
+
+    /// `node_memory_available` and `node_memory_total`, bytes.
+    pub fn node_memory(&self) -> (f64, f64) {
+        (self.node[0], self.node[1])
+    }
+
+    /// Every variable with its name: Talos's (scalars, maps, the duration), then the
+    /// extensions.
     pub fn variables(&self) -> impl Iterator<Item = (&'static str, Variable<'_>)> {
+        self.talos_variables().chain(
+            NODE_NAMES
+                .iter()
+                .zip(self.node.iter())
+                .map(|(n, v)| (*n, Variable::Double(*v))),
+        )
+    }
+
+    /// Talos's 39 variables with their names, scalars first, then maps, then the duration.
+    pub fn talos_variables(&self) -> impl Iterator<Item = (&'static str, Variable<'_>)> {
         let scalars = SCALAR_NAMES
             .iter()
             .zip(self.scalars.iter())
@@ -302,9 +333,22 @@ impl TriggerContext {
         )))
     }
 
-    /// The context as Talos writes `triggerContext`: Go `encoding/json` of the activation map.
+    /// Talos's 39 variables exactly as Talos writes `triggerContext`: Go `encoding/json` of
+    /// the activation map.
     pub fn to_talos_json(&self) -> String {
-        let mut entries: Vec<(&'static str, Variable<'_>)> = self.variables().collect();
+        json_of(self.talos_variables().collect())
+    }
+
+    /// Every variable (Talos's and the extensions) in Talos's `triggerContext` format: what
+    /// action records hold, a superset of Talos's keys with the same values.
+    pub fn to_json(&self) -> String {
+        json_of(self.variables().collect())
+    }
+}
+
+/// Go `encoding/json` of an activation map: sorted keys, no whitespace.
+fn json_of(mut entries: Vec<(&'static str, Variable<'_>)>) -> String {
+    {
         entries.sort_by(|a, b| a.0.cmp(b.0));
         let mut out = String::with_capacity(4096);
         out.push('{');
@@ -333,7 +377,9 @@ impl TriggerContext {
         out.push('}');
         out
     }
+}
 
+impl TriggerContext {
     /// Reads a context from JSON: a Talos `triggerContext` dump, or a hand-written subset.
     /// Variables left out are 0 (and `time_since_trigger` "never"). Class maps take keys
     /// `"0"`…`"4"` or the class names; `time_since_trigger` takes integer nanoseconds or a Go
@@ -356,6 +402,10 @@ impl TriggerContext {
                 }
             } else if name == TIME_SINCE_TRIGGER {
                 ctx.time_since_trigger_ns = Some(json_duration(name, value)?);
+            } else if let Some(i) = NODE_NAMES.iter().position(|n| n == name) {
+                if let Some(slot) = ctx.node.get_mut(i) {
+                    *slot = json_double(name, value)?;
+                }
             } else {
                 return Err(ContextJsonError::UnknownVariable(name.clone()));
             }
@@ -423,14 +473,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn has_the_39_talos_variables() {
+    fn has_the_39_talos_variables_then_the_extensions() {
         let ctx = TriggerContext::new();
         let names: Vec<&str> = ctx.variables().map(|(n, _)| n).collect();
-        assert_eq!(names.len(), 39);
+        assert_eq!(names.len(), 41);
+        assert_eq!(names.get(39..), Some(&NODE_NAMES[..]));
+        assert_eq!(ctx.talos_variables().count(), 39);
         let mut dedup = names.clone();
         dedup.sort_unstable();
         dedup.dedup();
-        assert_eq!(dedup.len(), 39);
+        assert_eq!(dedup.len(), 41);
+    }
+
+    #[test]
+    fn extensions_are_in_records_but_not_in_the_talos_form() {
+        let mut ctx = TriggerContext::new();
+        ctx.set_node_memory(104857600.0, 1073741824.0);
+        assert!(!ctx.to_talos_json().contains("node_memory"));
+        let all = ctx.to_json();
+        assert!(
+            all.contains("\"node_memory_available\":104857600,\"node_memory_total\":1073741824,"),
+            "{all}"
+        );
+        let back = TriggerContext::from_json(&all).unwrap();
+        assert_eq!(back.to_json(), all);
+        assert_eq!(back.node_memory(), (104857600.0, 1073741824.0));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //!
 //! - [`QosClass`]: the five cgroup classes of the Talos OOM controller, ordered from the least
 //!   important (killed first) to the most important.
-//! - [`TriggerContext`]: the 39 variables the trigger expression sees, with the exact JSON
-//!   encoding Talos stores in its action records (`triggerContext`).
+//! - [`TriggerContext`]: Talos's 39 variables the trigger expression sees and our extensions,
+//!   with the exact JSON encoding Talos stores in its action records (`triggerContext`).
 //!
 //! - [`Layout`]: which cgroup directories make up each class (data, not code).
 //! - [`MetricsSample`], [`CandidateSample`]: what one cycle read, as plain data.
@@ -22,12 +22,14 @@ mod sample;
 
 pub use class::QosClass;
 pub use context::{
-    ClassMap, ContextJsonError, MAP_NAMES, PsiKind, PsiSpan, SCALAR_NAMES, TIME_SINCE_TRIGGER,
-    TriggerContext, UsageKind, Variable,
+    ClassMap, ContextJsonError, MAP_NAMES, NODE_NAMES, PsiKind, PsiSpan, SCALAR_NAMES,
+    TIME_SINCE_TRIGGER, TriggerContext, UsageKind, Variable,
 };
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::format_go_float;
 pub use layout::{CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match};
 pub use limit::Limit;
 pub use record::{ActionRecord, Outcome};
-pub use sample::{CandidateSample, MemoryReading, MetricsSample, PsiReading, SubtreeSample};
+pub use sample::{
+    CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, SubtreeSample,
+};

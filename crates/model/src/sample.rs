@@ -53,6 +53,15 @@ pub struct SubtreeSample {
     pub memory: MemoryReading,
 }
 
+/// The node's memory from `/proc/meminfo`, bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeMemory {
+    /// `MemTotal`.
+    pub total: u64,
+    /// `MemAvailable`.
+    pub available: u64,
+}
+
 /// Everything the trigger reads in one cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricsSample {
@@ -60,6 +69,8 @@ pub struct MetricsSample {
     pub at_ns: u64,
     /// In the layout's order; Guaranteed pods name-sorted.
     pub subtrees: Vec<SubtreeSample>,
+    /// `None` when `/proc/meminfo` could not be read (the variables are then 0).
+    pub node_memory: Option<NodeMemory>,
 }
 
 /// One kill candidate, read when the trigger fires.

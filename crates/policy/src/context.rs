@@ -68,6 +68,10 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
     }
     let now = sample.at_ns;
     let mut ctx = TriggerContext::new();
+    if let Some(node) = sample.node_memory {
+        #[allow(clippy::cast_precision_loss)] // bytes: exact below 8 PiB
+        ctx.set_node_memory(node.available as f64, node.total as f64);
+    }
     ctx.set_time_since_trigger(
         state
             .last_trigger_ns

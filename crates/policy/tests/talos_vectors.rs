@@ -25,7 +25,7 @@ const DEFAULT_RANKING: &str = "memory_max.hasValue() ? 0.0 :\n{Besteffort: 1.0, 
 fn collector(root: &Path) -> Collector {
     Collector::new(
         CgroupFs::new(root),
-        ProcFs::new("/nonexistent-proc"),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
         Layout::talos(),
         None,
     )
@@ -44,7 +44,9 @@ fn classes(m: ClassMap) -> [f64; 5] {
 #[test]
 fn t2_1_empty_tree_is_all_zeros() {
     let ctx = build_context(&sample(&fixture("does-not-exist"), 0), &mut State::new()).unwrap();
-    assert_eq!(ctx, TriggerContext::new());
+    // Talos's 39 variables are all zero; our extensions come from /proc, not the tree.
+    assert_eq!(ctx.to_talos_json(), TriggerContext::new().to_talos_json());
+    assert_eq!(ctx.node_memory(), (782_780.0 * 1024.0, 998_096.0 * 1024.0));
 }
 
 #[test]
@@ -630,7 +632,7 @@ fn collector_marks_empty_and_own_candidates() {
     .unwrap();
     let c = Collector::new(
         CgroupFs::new(dir.path()),
-        ProcFs::new("/nonexistent"),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
         Layout::talos(),
         Some("kubepods/burstable/podABC/oomwarden".into()),
     );

@@ -1,4 +1,4 @@
-//! Read `/proc` (or a fixture tree standing in for it): `pressure/memory`,
+//! Read `/proc` (or a fixture tree standing in for it): `pressure/memory`, `meminfo`,
 //! `<pid>/cmdline`, `<pid>/cgroup`. A process that has exited is [`ReadError::Gone`], an ordinary
 //! outcome. This crate never writes.
 
@@ -72,6 +72,15 @@ impl ProcFs {
         let bytes = self.read_bytes("pressure/memory")?;
         parse::pressure(&String::from_utf8_lossy(&bytes)).map_err(|e| ReadError::Parse {
             path: self.root.join("pressure/memory"),
+            reason: e.to_string(),
+        })
+    }
+
+    /// `meminfo`: the node's memory counters, in bytes.
+    pub fn meminfo(&self) -> Result<parse::Meminfo, ReadError> {
+        let bytes = self.read_bytes("meminfo")?;
+        parse::meminfo(&String::from_utf8_lossy(&bytes)).map_err(|e| ReadError::Parse {
+            path: self.root.join("meminfo"),
             reason: e.to_string(),
         })
     }

@@ -58,3 +58,9 @@ pub fn copy_talos_fixture(name: &str) -> Copied {
     }
     Copied { _dir: dir, root }
 }
+
+/// A procfs fixture (`testdata/proc`) holding a real `meminfo` (1 GiB VM: MemTotal 998,096 kB,
+/// MemAvailable 782,780 kB), for tests that read the node's memory but no processes.
+pub fn proc_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/proc")
+}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # One benchmark episode in the guest: the S1 node (services with hot file working sets, a
 # canary in system/, a BestEffort pod that takes 450 MiB then leaks 5 MiB/s) under one
-# contender: `kernel` (nothing), `earlyoom` (Debian's, defaults), `oomwarden` (defaults).
+# contender: `kernel` (nothing), `earlyoom` (Debian's, defaults), `oomwarden` (defaults),
+# `oomwarden-memory` (examples/config/memory-level.yaml: also act below 10 % MemAvailable).
 # Writes /out/episode.json.
 CONTENDER=$1
 SCENARIO=bench-$CONTENDER
@@ -14,6 +15,7 @@ mkdir -p "$CG/system/canary"
 CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
 case "$CONTENDER" in
     oomwarden) start_oomwarden ;;
+    oomwarden-memory) start_oomwarden --config /root/memory-level.yaml ;;
     earlyoom)
         mkdir -p "$CG/system/earlyoom"
         start_in "$CG/system/earlyoom" sh -c "exec earlyoom -r 5 > $OUT/earlyoom.log 2>&1" > /dev/null ;;
@@ -43,12 +45,13 @@ alive "$SVC2" || died="$died system/svc2"
 alive "$RUNTIME" || died="$died podruntime/runtime"
 [ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
 case "$CONTENDER" in
-    oomwarden) kills=$(count_outcome killed) ;;
+    oomwarden*) kills=$(count_outcome killed) ;;
     earlyoom) kills=$(grep -c 'sending SIG[A-Z]* to process' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
     *) kills=0 ;;
 esac
-printf '{"contender":"%s","hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
-    "$CONTENDER" "$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b - a}')" \
+printf '{"contender":"%s","hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
+    "$CONTENDER" "$(awk -v a="$T0" 'BEGIN{printf "%.0f", a * 1000}')" "$(awk -v b="$T1" 'BEGIN{printf "%.0f", b * 1000}')" \
+    "$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b - a}')" \
     "$(awk -v a="$FULL0" -v b="$FULL1" 'BEGIN{printf "%.3f", (b - a) / 1e6}')" \
     "$kills" "$(( $(oom_kills) - OOM0 ))" "$(echo $died)" "$(cat "$OUT/canary.json")" > "$OUT/episode.json"
 cat "$OUT/episode.json"

@@ -2,8 +2,9 @@
  * canary: a node component that must stay responsive. Every 10 ms it touches its small
  * working set (a mapped file, like a binary, plus 1 MiB of heap) and measures how late it
  * is. On SIGTERM (or after DURATION s) it writes a JSON summary:
- *   {"samples":N,"worstMs":W,"p99Ms":P,"p999Ms":Q,"over100ms":K}
- * where a delay is the time past the intended 10 ms period.
+ *   {"samples":N,"worstMs":W,"p99Ms":P,"p999Ms":Q,"over100ms":K,"late":[[T,D],...]}
+ * where a delay is the time past the intended 10 ms period, and "late" lists (up to 256) the
+ * periods later than 5 ms: T = CLOCK_MONOTONIC in ms when the period ended, D = its delay.
  *   canary FILE OUT.json [DURATION_s]
  */
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 #include <sys/stat.h>
 
 #define MAX_SAMPLES (1 << 20)
+#define MAX_LATE 256
+#define LATE_MS 5.0
 static volatile sig_atomic_t stop;
 static void on_term(int sig) { (void)sig; stop = 1; }
 static double now_ms(void) {
@@ -42,7 +45,8 @@ int main(int argc, char **argv) {
     if (!heap || !delays) return 1;
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
-    size_t n = 0;
+    size_t n = 0, nlate = 0;
+    static double late_at[MAX_LATE], late_ms[MAX_LATE];
     static volatile unsigned long sum;
     double start = now_ms(), next = start + 10;
     while (!stop && (duration == 0 || now_ms() - start < duration)) {
@@ -55,6 +59,7 @@ int main(int argc, char **argv) {
         }
         double late = now_ms() - next;
         if (n < MAX_SAMPLES) delays[n++] = late > 0 ? late : 0;
+        if (late > LATE_MS && nlate < MAX_LATE) { late_at[nlate] = now_ms(); late_ms[nlate++] = late; }
         next += 10;
         if (now_ms() > next + 10) next = now_ms() + 10; /* do not try to catch up */
     }
@@ -63,8 +68,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) over += delays[i] > 100;
     FILE *out = fopen(argv[2], "w");
     if (!out) { perror(argv[2]); return 1; }
-    fprintf(out, "{\"samples\":%zu,\"worstMs\":%.1f,\"p99Ms\":%.1f,\"p999Ms\":%.1f,\"over100ms\":%zu}\n", n,
+    fprintf(out, "{\"samples\":%zu,\"worstMs\":%.1f,\"p99Ms\":%.1f,\"p999Ms\":%.1f,\"over100ms\":%zu,\"late\":[", n,
             n ? delays[n - 1] : 0, n ? delays[(size_t)(n * 0.99)] : 0, n ? delays[(size_t)(n * 0.999)] : 0, over);
+    for (size_t i = 0; i < nlate; i++) fprintf(out, "%s[%.0f,%.1f]", i ? "," : "", late_at[i], late_ms[i]);
+    fprintf(out, "]}\n");
     fclose(out);
     return 0;
 }

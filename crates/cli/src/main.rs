@@ -30,6 +30,8 @@ enum Command {
     Run(commands::run::Args),
     /// Show the node layout: each cgroup's class and whether it could be killed.
     Layout(commands::layout::Args),
+    /// List the kernel's OOM kills from a kernel log (default: the live one), one per line.
+    Oomlog(commands::oomlog::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),
         Command::Run(args) => commands::run::run(&args, &mut out, &mut err),
         Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),
+        Command::Oomlog(args) => commands::oomlog::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

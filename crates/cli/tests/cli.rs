@@ -358,3 +358,44 @@ fn layout_shows_classes_and_candidates() {
         None,
     );
 }
+
+#[test]
+fn oomlog_reads_kernel_logs() {
+    golden(
+        "oomlog-real-world",
+        &["oomlog", "testdata/oomlog/real-world-supplementary.log"],
+        None,
+    );
+    golden(
+        "oomlog-real-world-json",
+        &[
+            "oomlog",
+            "--json",
+            "testdata/oomlog/real-world-supplementary.log",
+        ],
+        None,
+    );
+    golden(
+        "oomlog-syslog-system-oom",
+        &[
+            "oomlog",
+            "testdata/oomlog/cadvisor-2015-systemOomExampleLog.txt",
+        ],
+        None,
+    );
+    golden(
+        "oomlog-vm-debian-6.12",
+        &["oomlog", "testdata/oomlog/vm-debian-trixie-6.12-dmesg.txt"],
+        None,
+    );
+    golden(
+        "oomlog-stdin-nothing",
+        &["oomlog", "-"],
+        Some("[    0.000000] Linux version 6.12.0\nnot a kernel line at all \u{1}\n"),
+    );
+    golden(
+        "oomlog-missing-file",
+        &["oomlog", "testdata/oomlog/does-not-exist.log"],
+        None,
+    );
+}

@@ -3,6 +3,7 @@
 pub(crate) mod check;
 pub(crate) mod eval;
 pub(crate) mod layout;
+pub(crate) mod oomlog;
 pub(crate) mod run;
 
 use std::io::Read;

@@ -43,7 +43,7 @@ for f in sorted(out.glob("*/episode.json")):
     e = json.loads(f.read_text())
     runs.setdefault(e["contender"], []).append(e)
 rows = {}
-for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory"]:
+for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory", "earlyoom-oomwarden-idle"]:
     es = runs.get(c, [])
     if not es:
         continue

@@ -233,29 +233,36 @@ impl Meminfo {
 /// Parses `/proc/meminfo`. A line that is not `Key: number [kB]` is an error (the format is
 /// stable since Linux 2.6); `kB` values are converted to bytes.
 pub fn meminfo(text: &str) -> Result<Meminfo, ParseError> {
-    let mut out = Vec::new();
-    for (i, line) in text
-        .lines()
+    meminfo_entries(text)
+        .map(|r| r.map(|(k, v)| (k.to_owned(), v)))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Meminfo)
+}
+
+/// The `(key, bytes)` entries of `/proc/meminfo`, lazily and without allocating (the daemon
+/// reads two of them every cycle).
+pub fn meminfo_entries(text: &str) -> impl Iterator<Item = Result<(&str, u64), ParseError>> {
+    text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let n = i + 1;
-        let (key, rest) = line
-            .split_once(':')
-            .ok_or_else(|| error(n, format!("expected \"Key: value\", found {line:?}")))?;
-        let mut fields = rest.split_whitespace();
-        let value: u64 = fields
-            .next()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| error(n, format!("{key}: expected a number, found {rest:?}")))?;
-        let value = match (fields.next(), fields.next()) {
-            (None, _) => value,
-            (Some("kB"), None) => value
-                .checked_mul(1024)
-                .ok_or_else(|| error(n, format!("{key}: {value} kB overflows")))?,
-            _ => return Err(error(n, format!("{key}: unexpected unit in {rest:?}"))),
-        };
-        out.push((key.trim().to_owned(), value));
-    }
-    Ok(Meminfo(out))
+        .map(|(i, line)| meminfo_line(i + 1, line))
+}
+
+fn meminfo_line(n: usize, line: &str) -> Result<(&str, u64), ParseError> {
+    let (key, rest) = line
+        .split_once(':')
+        .ok_or_else(|| error(n, format!("expected \"Key: value\", found {line:?}")))?;
+    let mut fields = rest.split_whitespace();
+    let value: u64 = fields
+        .next()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| error(n, format!("{key}: expected a number, found {rest:?}")))?;
+    let value = match (fields.next(), fields.next()) {
+        (None, _) => value,
+        (Some("kB"), None) => value
+            .checked_mul(1024)
+            .ok_or_else(|| error(n, format!("{key}: {value} kB overflows")))?,
+        _ => return Err(error(n, format!("{key}: unexpected unit in {rest:?}"))),
+    };
+    Ok((key.trim(), value))
 }

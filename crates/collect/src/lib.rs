@@ -203,22 +203,11 @@ impl Collector {
 
     /// `MemTotal` and `MemAvailable`; `None` (with a problem) when either is missing.
     fn node_memory(&self, problems: &mut Vec<Problem>) -> Option<NodeMemory> {
-        let meminfo = self
-            .proc
-            .meminfo()
+        self.proc
+            .node_memory()
+            .map(|(total, available)| NodeMemory { total, available })
             .map_err(|e| problems.push(Problem::Proc(e)))
-            .ok()?;
-        let (total, available) = (meminfo.get("MemTotal"), meminfo.get("MemAvailable"));
-        match (total, available) {
-            (Some(total), Some(available)) => Some(NodeMemory { total, available }),
-            _ => {
-                problems.push(Problem::Proc(oomwarden_procfs::ReadError::Parse {
-                    path: self.proc.root().join("meminfo"),
-                    reason: "no MemTotal or MemAvailable line".into(),
-                }));
-                None
-            }
-        }
+            .ok()
     }
 
     fn subtree(

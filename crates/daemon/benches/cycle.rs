@@ -123,7 +123,7 @@ fn quiet_files(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             .filter(|n| *n != "besteffort" && *n != "burstable")
             .map(|n| root.join("kubepods").join(n)),
     );
-    let files = dirs
+    let mut files: Vec<PathBuf> = dirs
         .iter()
         .flat_map(|d| {
             [
@@ -135,6 +135,8 @@ fn quiet_files(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             .map(|f| d.join(f))
         })
         .collect();
+    // The node's memory (`node_memory_*`), read every cycle too.
+    files.push(oomwarden_testkit::proc_fixture().join("meminfo"));
     (files, vec![root.join("kubepods")])
 }
 

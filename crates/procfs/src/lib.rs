@@ -85,6 +85,28 @@ impl ProcFs {
         })
     }
 
+    /// `MemTotal` and `MemAvailable` from `meminfo`, in bytes, reading no further than needed.
+    pub fn node_memory(&self) -> Result<(u64, u64), ReadError> {
+        let bytes = self.read_bytes("meminfo")?;
+        let text = String::from_utf8_lossy(&bytes);
+        let parse_error = |reason: String| ReadError::Parse {
+            path: self.root.join("meminfo"),
+            reason,
+        };
+        let (mut total, mut available) = (None, None);
+        for entry in parse::meminfo_entries(&text) {
+            match entry.map_err(|e| parse_error(e.to_string()))? {
+                ("MemTotal", v) => total = Some(v),
+                ("MemAvailable", v) => available = Some(v),
+                _ => {}
+            }
+            if let (Some(t), Some(a)) = (total, available) {
+                return Ok((t, a));
+            }
+        }
+        Err(parse_error("no MemTotal or MemAvailable line".into()))
+    }
+
     /// `<pid>/cmdline`, formatted as Talos records it: trailing NULs stripped, the remaining
     /// NULs turned into spaces. Kernel threads and zombies give `""`.
     pub fn cmdline(&self, pid: u32) -> Result<String, ReadError> {
@@ -130,6 +152,26 @@ mod tests {
             "/bin/sh -c sleep 10"
         );
         assert_eq!(format_cmdline(b"x\xff\0"), "x\u{fffd}");
+    }
+
+    #[test]
+    fn node_memory_from_meminfo() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc = ProcFs::new(dir.path());
+        assert!(matches!(proc.node_memory(), Err(ReadError::Gone { .. })));
+        let write = |text: &str| std::fs::write(dir.path().join("meminfo"), text).unwrap();
+        write("MemTotal: 1000 kB\nMemFree: 10 kB\nMemAvailable: 500 kB\ngarbage\n");
+        // Stops at MemAvailable: a malformed line after it does not matter.
+        assert_eq!(proc.node_memory().unwrap(), (1_024_000, 512_000));
+        write("MemTotal: 1000 kB\n");
+        let e = proc.node_memory().unwrap_err().to_string();
+        assert!(
+            e.ends_with("meminfo: no MemTotal or MemAvailable line"),
+            "{e}"
+        );
+        write("MemTotal: lots\nMemAvailable: 5 kB\n");
+        let e = proc.node_memory().unwrap_err().to_string();
+        assert!(e.contains("line 1: MemTotal: expected a number"), "{e}");
     }
 
     #[test]

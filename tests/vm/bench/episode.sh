@@ -2,7 +2,9 @@
 # One benchmark episode in the guest: the S1 node (services with hot file working sets, a
 # canary in system/, a BestEffort pod that takes 450 MiB then leaks 5 MiB/s) under one
 # contender: `kernel` (nothing), `earlyoom` (Debian's, defaults), `oomwarden` (defaults),
-# `oomwarden-memory` (examples/config/memory-level.yaml: also act below 10 % MemAvailable).
+# `oomwarden-memory` (examples/config/memory-level.yaml: also act below 10 % MemAvailable), and
+# a diagnostic one, `earlyoom-oomwarden-idle` (earlyoom acts while oomwarden samples every
+# 100 ms with a trigger that never fires: what oomwarden's sampling costs the canary).
 # Writes /out/episode.json.
 CONTENDER=$1
 SCENARIO=bench-$CONTENDER
@@ -16,7 +18,11 @@ CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
 case "$CONTENDER" in
     oomwarden) start_oomwarden ;;
     oomwarden-memory) start_oomwarden --config /root/memory-level.yaml ;;
-    earlyoom)
+    earlyoom*)
+        if [ "$CONTENDER" = earlyoom-oomwarden-idle ]; then
+            printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > /root/idle.yaml
+            start_oomwarden --config /root/idle.yaml
+        fi
         mkdir -p "$CG/system/earlyoom"
         start_in "$CG/system/earlyoom" sh -c "exec earlyoom -r 5 > $OUT/earlyoom.log 2>&1" > /dev/null ;;
     kernel) ;;
@@ -46,7 +52,7 @@ alive "$RUNTIME" || died="$died podruntime/runtime"
 [ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
 case "$CONTENDER" in
     oomwarden*) kills=$(count_outcome killed) ;;
-    earlyoom) kills=$(grep -c 'sending SIG[A-Z]* to process' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
+    earlyoom*) kills=$(grep -c 'sending SIG[A-Z]* to process' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
     *) kills=0 ;;
 esac
 printf '{"contender":"%s","hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \

@@ -32,6 +32,9 @@ enum Command {
     Layout(commands::layout::Args),
     /// List the kernel's OOM kills from a kernel log (default: the live one), one per line.
     Oomlog(commands::oomlog::Args),
+    /// Per pod manifest: QoS class, each container's oom_score_adj, the pod's memory.max and
+    /// whether the OOM handler's default ranking can kill it.
+    Score(commands::score::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args, &mut out, &mut err),
         Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),
         Command::Oomlog(args) => commands::oomlog::run(&args, &mut out, &mut err),
+        Command::Score(args) => commands::score::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

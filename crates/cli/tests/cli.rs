@@ -399,3 +399,74 @@ fn oomlog_reads_kernel_logs() {
         None,
     );
 }
+
+#[test]
+fn score_pods() {
+    golden(
+        "score-web",
+        &["score", "--node-memory", "16Gi", "examples/pods/web.yaml"],
+        None,
+    );
+    golden(
+        "score-node-pods-json",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "--json",
+            "examples/pods/node-pods.json",
+        ],
+        None,
+    );
+    golden(
+        "score-node-pods",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "examples/pods/node-pods.json",
+        ],
+        None,
+    );
+    // Seed 004's oomtest pod: its kernel log shows oom_score_adj:984.
+    golden(
+        "score-oomtest",
+        &[
+            "score",
+            "--node-memory",
+            "4000000000",
+            "examples/pods/oomtest.yaml",
+        ],
+        None,
+    );
+    golden(
+        "score-bad-inputs",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "-",
+            "examples/pods/missing.yaml",
+        ],
+        Some(
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    resources:\n      requests: {memory: 1GB}\n",
+        ),
+    );
+    golden(
+        "score-bad-node-memory",
+        &["score", "--node-memory", "0", "examples/pods/web.yaml"],
+        None,
+    );
+    golden(
+        "score-unsupported-gate",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "--feature-gates",
+            "KubeletOOMScoreAdjTieBreak=true",
+            "examples/pods/web.yaml",
+        ],
+        None,
+    );
+}

@@ -6,6 +6,13 @@
 //!   cri-containerd-<id>.scope`) and the runtimes' container names (containerd, CRI-O,
 //!   docker/cri-dockerd).
 
+//! - [`Quantity`]: resource quantities, parsed exactly (`Value()` semantics).
+//! - [`pod::score`]: a pod's QoS class, each container's `oom_score_adj`, the pod cgroup's
+//!   `memory.max` and whether oomwarden's default ranking can choose it.
+
 mod path;
+pub mod pod;
+mod quantity;
 
 pub use path::{CgroupIdentity, cgroup_identity};
+pub use quantity::{Quantity, QuantityError};

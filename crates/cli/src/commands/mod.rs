@@ -5,6 +5,7 @@ pub(crate) mod eval;
 pub(crate) mod layout;
 pub(crate) mod oomlog;
 pub(crate) mod run;
+pub(crate) mod score;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

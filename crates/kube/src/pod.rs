@@ -1,0 +1,573 @@
+//! Pods as the kubelet sees them: QoS class, each container's `oom_score_adj`, the pod cgroup's
+//! `memory.max`, and whether oomwarden's default ranking can choose the pod.
+//!
+//! The rules are the kubelet's (pkg/kubelet/qos/policy.go and helpers.go, pkg/apis/core/v1/
+//! helper/qos, component-helpers resource helpers, kubelet cm `ResourceConfigForPod`), as
+//! `kube-semantics.md` §1, §2 and §7 record them. Manifests are taken as written, with the API
+//! server's one defaulting that matters here applied first: a resource with a limit and no
+//! request gets the limit as its request.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::quantity::{Quantity, QuantityError};
+
+/// `oom_score_adj` of Guaranteed and node-critical pods' containers.
+pub const GUARANTEED_OOM_SCORE_ADJ: i64 = -997;
+/// `oom_score_adj` of BestEffort pods' containers.
+pub const BESTEFFORT_OOM_SCORE_ADJ: i64 = 1000;
+/// `spec.priority` from which a pod is critical (`SystemCriticalPriority`).
+pub const SYSTEM_CRITICAL_PRIORITY: i64 = 2_000_000_000;
+
+/// Kubelet feature gates that change these computations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `PodLevelResources` (beta and on by default since Kubernetes 1.34).
+    pub pod_level_resources: bool,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        FeatureGates {
+            pod_level_resources: true,
+        }
+    }
+}
+
+/// Why `--feature-gates` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// Not `Name=true|false`.
+    #[error("invalid feature gate {0:?}: expected Name=true or Name=false")]
+    Syntax(String),
+    /// A gate that changes the results but is not modelled: refusing beats a wrong number.
+    #[error(
+        "feature gate {0} is not modelled (its oom_score_adj tie-break is not computed); remove it or set it to false"
+    )]
+    Unsupported(String),
+}
+
+impl FeatureGates {
+    /// Parses kubelet syntax: `PodLevelResources=false,OtherGate=true`. Gates that do not
+    /// affect these computations are accepted and ignored.
+    pub fn parse(text: &str) -> Result<FeatureGates, GateError> {
+        let mut gates = FeatureGates::default();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| GateError::Syntax(item.to_owned()))?;
+            let on = match value.trim() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(GateError::Syntax(item.to_owned())),
+            };
+            match name.trim() {
+                "PodLevelResources" => gates.pod_level_resources = on,
+                "KubeletOOMScoreAdjTieBreak" | "DRANodeAllocatableResources" if on => {
+                    return Err(GateError::Unsupported(name.trim().to_owned()));
+                }
+                _ => {}
+            }
+        }
+        Ok(gates)
+    }
+}
+
+/// The pod fields these rules read. Unknown fields are ignored.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Pod {
+    /// `kind` (`Pod` when given).
+    pub kind: Option<String>,
+    /// Name, namespace, UID, annotations.
+    pub metadata: Metadata,
+    /// The spec.
+    pub spec: PodSpec,
+    /// `status.qosClass`, which wins over computing it.
+    pub status: PodStatus,
+}
+
+/// `metadata`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Metadata {
+    /// `name`.
+    pub name: String,
+    /// `namespace`.
+    pub namespace: Option<String>,
+    /// `uid`.
+    pub uid: Option<String>,
+    /// `annotations`.
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// `spec`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSpec {
+    /// `containers`.
+    pub containers: Vec<Container>,
+    /// `initContainers`.
+    pub init_containers: Vec<Container>,
+    /// `priority`.
+    pub priority: Option<i64>,
+    /// `priorityClassName`.
+    pub priority_class_name: Option<String>,
+    /// Pod-level `resources`.
+    pub resources: Option<Resources>,
+    /// `overhead` (RuntimeClass).
+    pub overhead: BTreeMap<String, Value>,
+}
+
+/// `status`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodStatus {
+    /// `qosClass`.
+    pub qos_class: Option<String>,
+}
+
+/// A container.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Container {
+    /// `name`.
+    pub name: String,
+    /// `resources`.
+    pub resources: Resources,
+    /// `restartPolicy` (`Always` makes an init container a sidecar).
+    pub restart_policy: Option<String>,
+}
+
+/// `requests` and `limits`, quantities as written (strings or numbers).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Resources {
+    /// `requests`.
+    pub requests: BTreeMap<String, Value>,
+    /// `limits`.
+    pub limits: BTreeMap<String, Value>,
+}
+
+/// The pod QoS class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum PodQos {
+    /// Every container has equal, non-zero cpu and memory requests and limits.
+    Guaranteed,
+    /// Anything between.
+    Burstable,
+    /// No cpu or memory request or limit anywhere.
+    BestEffort,
+}
+
+/// What kind of container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainerKind {
+    /// A non-restartable init container.
+    Init,
+    /// A restartable init container (`restartPolicy: Always`).
+    Sidecar,
+    /// A regular container.
+    Regular,
+}
+
+/// A quantity that could not be read, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {error}")]
+pub struct FieldError {
+    /// JSON path of the field (`spec.containers[0].resources.limits.memory`).
+    pub path: String,
+    /// The quantity error.
+    pub error: QuantityError,
+}
+
+fn quantity_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn read(
+    map: &BTreeMap<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<Quantity>, FieldError> {
+    map.get(key)
+        .map(|v| {
+            Quantity::parse(&quantity_text(v)).map_err(|error| FieldError {
+                path: format!("{path}.{key}"),
+                error,
+            })
+        })
+        .transpose()
+}
+
+/// A container's cpu and memory, after defaulting, as nanounits (cpu) and bytes (memory).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Amounts {
+    cpu_request: i128,
+    cpu_limit: i128,
+    memory_request: i128,
+    memory_limit: i128,
+    /// Any request or limit at all (any resource), before defaulting.
+    any: bool,
+    has_memory_limit: bool,
+}
+
+fn nano(q: Option<Quantity>) -> i128 {
+    q.and_then(|q| q.scaled_nanos()).unwrap_or(0)
+}
+
+fn bytes(q: Option<Quantity>) -> i128 {
+    q.and_then(|q| q.value()).map_or(0, i128::from)
+}
+
+fn amounts(r: &Resources, path: &str) -> Result<Amounts, FieldError> {
+    let rq = format!("{path}.requests");
+    let lm = format!("{path}.limits");
+    let (cpu_l, mem_l) = (
+        read(&r.limits, "cpu", &lm)?,
+        read(&r.limits, "memory", &lm)?,
+    );
+    // API defaulting: a limit without a request makes the request.
+    let cpu_r = read(&r.requests, "cpu", &rq)?.or(cpu_l);
+    let mem_r = read(&r.requests, "memory", &rq)?.or(mem_l);
+    Ok(Amounts {
+        cpu_request: nano(cpu_r),
+        cpu_limit: nano(cpu_l),
+        memory_request: bytes(mem_r),
+        memory_limit: bytes(mem_l),
+        any: !r.requests.is_empty() || !r.limits.is_empty(),
+        has_memory_limit: mem_l.is_some(),
+    })
+}
+
+/// QoS shape of one `ResourceRequirements` (`kube-semantics.md` §2, step 3).
+fn shape(a: &Amounts) -> PodQos {
+    if !a.any {
+        return PodQos::BestEffort;
+    }
+    let one = |req: i128, lim: i128| {
+        if req != lim {
+            PodQos::Burstable
+        } else if req == 0 {
+            PodQos::BestEffort
+        } else {
+            PodQos::Guaranteed
+        }
+    };
+    match (
+        one(a.cpu_request, a.cpu_limit),
+        one(a.memory_request, a.memory_limit),
+    ) {
+        (x, y) if x == y => x,
+        _ => PodQos::Burstable,
+    }
+}
+
+/// Everything computed about one pod.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodScore {
+    /// `namespace/name` (or `name`).
+    pub pod: String,
+    /// Its QoS class.
+    pub qos_class: PodQos,
+    /// The QoS class came from `status.qosClass`.
+    pub qos_from_status: bool,
+    /// Node-critical: static or mirror pod, or priority ≥ 2e9, with `system-node-critical`.
+    pub node_critical: bool,
+    /// `memory.max` the kubelet writes on the pod cgroup; `None` is unlimited.
+    pub pod_memory_max_bytes: Option<i64>,
+    /// oomwarden's default ranking can choose this pod.
+    pub oom_handler_candidate: bool,
+    /// Why or why not.
+    pub oom_handler_reason: String,
+    /// Per container: init containers first, then regular ones.
+    pub containers: Vec<ContainerScore>,
+}
+
+/// One container's numbers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerScore {
+    /// `name`.
+    pub name: String,
+    /// `init`, `sidecar` or `regular`.
+    pub kind: ContainerKind,
+    /// Memory request after defaulting, bytes (0 when none).
+    pub memory_request_bytes: i64,
+    /// Memory limit, bytes.
+    pub memory_limit_bytes: Option<i64>,
+    /// The `oom_score_adj` the kubelet gives it.
+    pub oom_score_adj: i64,
+}
+
+/// Computes a pod's numbers on a node with `capacity` bytes of memory (`MemTotal`).
+pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, FieldError> {
+    let spec = &pod.spec;
+    let init: Vec<Amounts> = spec
+        .init_containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| amounts(&c.resources, &format!("spec.initContainers[{i}].resources")))
+        .collect::<Result<_, _>>()?;
+    let regular: Vec<Amounts> = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| amounts(&c.resources, &format!("spec.containers[{i}].resources")))
+        .collect::<Result<_, _>>()?;
+    let pod_level = match (&spec.resources, gates.pod_level_resources) {
+        (Some(r), true) => Some((amounts(r, "spec.resources")?, r)),
+        _ => None,
+    };
+    let sidecar = |c: &Container| c.restart_policy.as_deref() == Some("Always");
+
+    // QoS: status wins; else pod-level resources alone (gate on), else every container.
+    let status_qos = match pod.status.qos_class.as_deref() {
+        Some("Guaranteed") => Some(PodQos::Guaranteed),
+        Some("Burstable") => Some(PodQos::Burstable),
+        Some("BestEffort") => Some(PodQos::BestEffort),
+        _ => None,
+    };
+    let computed = match &pod_level {
+        Some((a, _)) => shape(a),
+        None => {
+            let mut class: Option<PodQos> = None;
+            for s in init.iter().chain(regular.iter()).map(shape) {
+                class = Some(match (class, s) {
+                    (_, PodQos::Burstable) | (Some(PodQos::Burstable), _) => PodQos::Burstable,
+                    (Some(c), s) if c != s => PodQos::Burstable,
+                    (_, s) => s,
+                });
+            }
+            class.unwrap_or(PodQos::BestEffort)
+        }
+    };
+    let qos = status_qos.unwrap_or(computed);
+
+    let annotations = &pod.metadata.annotations;
+    let static_pod = annotations
+        .get("kubernetes.io/config.source")
+        .is_some_and(|s| s != "api");
+    let mirror = annotations.contains_key("kubernetes.io/config.mirror");
+    let critical = static_pod || mirror || spec.priority.unwrap_or(0) >= SYSTEM_CRITICAL_PRIORITY;
+    let node_critical =
+        critical && spec.priority_class_name.as_deref() == Some("system-node-critical");
+
+    // Aggregate container memory requests and limits (component-helpers): regular + sidecars,
+    // or an init container's peak (its own + the sidecars before it), whichever is larger.
+    let aggregate = |f: fn(&Amounts) -> i128| -> i128 {
+        let mut sidecars = 0_i128;
+        let mut peak = 0_i128;
+        for (c, a) in spec.init_containers.iter().zip(init.iter()) {
+            if sidecar(c) {
+                sidecars += f(a);
+                peak = peak.max(sidecars);
+            } else {
+                peak = peak.max(f(a) + sidecars);
+            }
+        }
+        (regular.iter().map(f).sum::<i128>() + sidecars).max(peak)
+    };
+
+    // Pod-level requests spread over the containers (KEP-2837).
+    let containers_count = i128::try_from(spec.containers.len() + spec.init_containers.len())
+        .unwrap_or(i128::MAX)
+        .max(1);
+    let remaining = match &pod_level {
+        Some((a, r))
+            if r.requests
+                .keys()
+                .any(|k| k == "cpu" || k == "memory" || k.starts_with("hugepages-")) =>
+        {
+            if a.memory_request == 0 {
+                0
+            } else {
+                (a.memory_request - aggregate(|a| a.memory_request)) / containers_count
+            }
+        }
+        _ => 0,
+    };
+    let cap = i128::from(capacity.max(1));
+    let formula = |req: i128| 1000 - (1000 * req) / cap;
+    let min_regular = regular.iter().map(|a| a.memory_request + remaining).min();
+    let adj = |c: &Container, a: &Amounts| -> i64 {
+        if node_critical || qos == PodQos::Guaranteed {
+            return GUARANTEED_OOM_SCORE_ADJ;
+        }
+        if qos == PodQos::BestEffort {
+            return BESTEFFORT_OOM_SCORE_ADJ;
+        }
+        let mut v = formula(a.memory_request + remaining);
+        if sidecar(c)
+            && spec.init_containers.iter().any(|i| i.name == c.name)
+            && let Some(min) = min_regular
+        {
+            v = v.min(formula(min));
+        }
+        if v < 1000 + i128::from(GUARANTEED_OOM_SCORE_ADJ) {
+            v = 1000 + i128::from(GUARANTEED_OOM_SCORE_ADJ);
+        }
+        if v == 1000 {
+            v = 999;
+        }
+        i64::try_from(v).unwrap_or(999)
+    };
+    let to_i64 = |v: i128| i64::try_from(v).unwrap_or(i64::MAX);
+    let mut containers = Vec::new();
+    for (c, a) in spec.init_containers.iter().zip(init.iter()) {
+        // Sidecars are only init containers with restartPolicy Always.
+        let kind = if sidecar(c) {
+            ContainerKind::Sidecar
+        } else {
+            ContainerKind::Init
+        };
+        containers.push(ContainerScore {
+            name: c.name.clone(),
+            kind,
+            memory_request_bytes: to_i64(a.memory_request),
+            memory_limit_bytes: a.has_memory_limit.then(|| to_i64(a.memory_limit)),
+            oom_score_adj: adj(c, a),
+        });
+    }
+    for (c, a) in spec.containers.iter().zip(regular.iter()) {
+        containers.push(ContainerScore {
+            name: c.name.clone(),
+            kind: ContainerKind::Regular,
+            memory_request_bytes: to_i64(a.memory_request),
+            memory_limit_bytes: a.has_memory_limit.then(|| to_i64(a.memory_limit)),
+            oom_score_adj: adj(c, a),
+        });
+    }
+
+    // Pod cgroup memory.max (ResourceConfigForPod): a pod-level limit, else the aggregate of
+    // the containers' limits (plus overhead) when every container has one, else unlimited.
+    let pod_level_limit = pod_level
+        .as_ref()
+        .filter(|(a, _)| a.has_memory_limit)
+        .map(|(a, _)| a.memory_limit);
+    let all_limited = init
+        .iter()
+        .chain(regular.iter())
+        .all(|a| a.has_memory_limit)
+        && !(init.is_empty() && regular.is_empty());
+    let overhead = read(&spec.overhead, "memory", "spec.overhead")?.map_or(0, |q| bytes(Some(q)));
+    let pod_memory_max = match pod_level_limit {
+        Some(l) => Some(l),
+        None if all_limited => {
+            let sum = aggregate(|a| a.memory_limit);
+            Some(if sum > 0 { sum + overhead } else { sum })
+        }
+        None => None,
+    }
+    .map(to_i64);
+
+    let (candidate, reason) = match (pod_memory_max, qos) {
+        (Some(_), _) => (
+            false,
+            "no: the pod cgroup has memory.max (every container has a memory limit), so the default ranking scores it 0".to_owned(),
+        ),
+        (None, PodQos::Guaranteed) => (false, "no: Guaranteed scores 0".to_owned()),
+        (None, PodQos::BestEffort) => (
+            true,
+            "yes: BestEffort without a limit, scored by its memory.current".to_owned(),
+        ),
+        (None, PodQos::Burstable) => (
+            true,
+            "yes: a container has no memory limit, so the pod cgroup has none; scored at half its memory.current".to_owned(),
+        ),
+    };
+    let reason = if candidate && node_critical {
+        format!(
+            "{reason}. It is node-critical: give it a memory limit, or exempt it in the ranking by pod_uid"
+        )
+    } else {
+        reason
+    };
+    let name = match &pod.metadata.namespace {
+        Some(ns) => format!("{ns}/{}", pod.metadata.name),
+        None => pod.metadata.name.clone(),
+    };
+    Ok(PodScore {
+        pod: name,
+        qos_class: qos,
+        qos_from_status: status_qos.is_some(),
+        node_critical,
+        pod_memory_max_bytes: pod_memory_max,
+        oom_handler_candidate: candidate,
+        oom_handler_reason: reason,
+        containers,
+    })
+}
+
+/// Why a manifest file holds no pods it can read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// Not YAML (or JSON).
+    #[error("invalid YAML or JSON: {0}")]
+    Syntax(String),
+    /// A document that is not a Pod or a list of them.
+    #[error("document {document}: {message}")]
+    Document {
+        /// 1-based document number.
+        document: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The pods in a manifest text: YAML or JSON, one or several documents, each a Pod or a
+/// `List`/`PodList` of them (`kubectl get pods -o json`).
+pub fn parse_pods(text: &str) -> Result<Vec<Pod>, ManifestError> {
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| ManifestError::Syntax(e.to_string()))?;
+    let mut pods = Vec::new();
+    for (i, doc) in documents.into_iter().enumerate() {
+        let document = i + 1;
+        let bad = |message: String| ManifestError::Document { document, message };
+        let kind = doc.get("kind").and_then(Value::as_str).map(str::to_owned);
+        match kind.as_deref() {
+            _ if doc.is_null() => {}
+            Some("Pod") => pods.push(pod_from(doc, "").map_err(bad)?),
+            Some("List" | "PodList") => {
+                let items = doc
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for (j, item) in items.into_iter().enumerate() {
+                    match item.get("kind").and_then(Value::as_str) {
+                        Some("Pod") | None => {
+                            pods.push(pod_from(item, &format!("items[{j}]: ")).map_err(bad)?)
+                        }
+                        Some(other) => {
+                            return Err(bad(format!(
+                                "items[{j}]: kind {other} is not a Pod (oomwarden audit reads workloads)"
+                            )));
+                        }
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(bad(format!(
+                    "kind {other} is not a Pod or a List of pods (oomwarden audit reads workloads)"
+                )));
+            }
+            None => return Err(bad("no kind; expected a Pod or a List".to_owned())),
+        }
+    }
+    Ok(pods)
+}
+
+fn pod_from(v: Value, at: &str) -> Result<Pod, String> {
+    serde_json::from_value(v).map_err(|e| format!("{at}not a valid Pod: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,328 @@
+use super::*;
+
+const GI: i64 = 1 << 30;
+const MI: i64 = 1 << 20;
+
+/// A pod from YAML (the `spec:` part indented under it).
+fn pod(spec: &str) -> Pod {
+    let text =
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\nspec:\n{spec}");
+    match parse_pods(&text) {
+        Ok(mut pods) if pods.len() == 1 => pods.remove(0),
+        other => panic!("{other:?}\n{text}"),
+    }
+}
+
+fn ctr(name: &str, requests: &str, limits: &str) -> String {
+    format!(
+        "  - name: {name}\n    resources:\n      requests: {{{requests}}}\n      limits: {{{limits}}}\n"
+    )
+}
+
+fn adjs(p: &Pod, capacity: i64) -> Vec<i64> {
+    score(p, capacity, FeatureGates::default())
+        .unwrap()
+        .containers
+        .iter()
+        .map(|c| c.oom_score_adj)
+        .collect()
+}
+
+#[test]
+fn burstable_formula_on_a_16_gib_node() {
+    // The worked examples of the oom_score_adj article (seed 001).
+    for (request, want) in [("1Gi", 938), ("4Gi", 750), ("8Gi", 500), ("16Gi", 3)] {
+        let p = pod(&format!(
+            "  containers:\n{}",
+            ctr("app", &format!("memory: {request}"), "")
+        ));
+        let s = score(&p, 16 * GI, FeatureGates::default()).unwrap();
+        assert_eq!(s.qos_class, PodQos::Burstable);
+        assert_eq!(adjs(&p, 16 * GI), [want], "{request}");
+    }
+    // "A container requesting 10% of a system's memory will have an OOM score adjust of 900."
+    let p = pod(&format!(
+        "  containers:\n{}",
+        ctr("app", "memory: 100M", "")
+    ));
+    assert_eq!(adjs(&p, 1_000_000_000), [900]);
+}
+
+#[test]
+fn fixed_classes_and_critical_pods() {
+    let g = pod(&format!(
+        "  containers:\n{}",
+        ctr("app", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi")
+    ));
+    assert_eq!(adjs(&g, 16 * GI), [-997]);
+    let be = pod("  containers:\n  - name: app\n");
+    assert_eq!(adjs(&be, 16 * GI), [1000]);
+    // system-cluster-critical is critical but not node-critical: QoS decides.
+    let cluster = pod(
+        "  priority: 2000000000\n  priorityClassName: system-cluster-critical\n  containers:\n  - name: app\n",
+    );
+    assert_eq!(adjs(&cluster, 16 * GI), [1000]);
+    let node = pod(
+        "  priority: 2000001000\n  priorityClassName: system-node-critical\n  containers:\n  - name: app\n",
+    );
+    let s = score(&node, 16 * GI, FeatureGates::default()).unwrap();
+    assert!(s.node_critical);
+    assert_eq!(adjs(&node, 16 * GI), [-997]);
+    // A static pod (config.source file) with system-node-critical and a low priority value.
+    let text = "kind: Pod\nmetadata:\n  name: etcd\n  annotations:\n    kubernetes.io/config.source: file\nspec:\n  priorityClassName: system-node-critical\n  containers:\n  - name: etcd\n    resources:\n      requests: {memory: 100Mi}\n";
+    let p = parse_pods(text).unwrap().remove(0);
+    assert_eq!(adjs(&p, 16 * GI), [-997]);
+}
+
+#[test]
+fn burstable_caps_and_floors() {
+    // CPU only: Burstable, memory request 0 → 1000 → 999.
+    let p = pod(&format!("  containers:\n{}", ctr("app", "cpu: 100m", "")));
+    assert_eq!(adjs(&p, 16 * GI), [999]);
+    // A tiny request truncates to 1000 too.
+    let p = pod(&format!("  containers:\n{}", ctr("app", "memory: 1Mi", "")));
+    assert_eq!(adjs(&p, 16 * GI * 1024), [999]);
+    // More than the node: floor 3.
+    let p = pod(&format!(
+        "  containers:\n{}",
+        ctr("app", "memory: 64Gi", "")
+    ));
+    assert_eq!(adjs(&p, 16 * GI), [3]);
+}
+
+#[test]
+fn sidecars_are_clamped_to_the_smallest_regular_container() {
+    let p = pod(&format!(
+        "  initContainers:\n{}{}  containers:\n{}{}",
+        ctr("setup", "memory: 64Mi", "").as_str(),
+        "  - name: proxy\n    restartPolicy: Always\n    resources:\n      requests: {memory: 64Mi}\n",
+        ctr("app", "memory: 1Gi", "").as_str(),
+        ctr("worker", "memory: 2Gi", "").as_str(),
+    ));
+    let s = score(&p, 16 * GI, FeatureGates::default()).unwrap();
+    let kinds: Vec<ContainerKind> = s.containers.iter().map(|c| c.kind).collect();
+    use ContainerKind::*;
+    assert_eq!(kinds, [Init, Sidecar, Regular, Regular]);
+    // setup: plain formula 1000 - 1000*64Mi/16Gi = 997; proxy: min(997, 938) = 938.
+    assert_eq!(adjs(&p, 16 * GI), [997, 938, 938, 875]);
+}
+
+#[test]
+fn pod_level_requests_are_spread_over_the_containers() {
+    let text = format!(
+        "  resources:\n    requests: {{memory: 4Gi}}\n  containers:\n{}{}",
+        ctr("a", "memory: 1Gi", ""),
+        ctr("b", "", "")
+    );
+    let p = pod(&text);
+    // rem = (4Gi - 1Gi) / 2 = 1.5Gi: a → 1000 - 1000*2.5/16 = 844, b → 1000 - 93 = 907.
+    assert_eq!(adjs(&p, 16 * GI), [844, 907]);
+    let off = FeatureGates {
+        pod_level_resources: false,
+    };
+    let s = score(&p, 16 * GI, off).unwrap();
+    let v: Vec<i64> = s.containers.iter().map(|c| c.oom_score_adj).collect();
+    assert_eq!(v, [938, 999]);
+}
+
+#[test]
+fn qos_classes() {
+    use PodQos::*;
+    for (containers, want) in [
+        // Limits only: the API server defaults requests to limits.
+        (ctr("a", "", "cpu: 1, memory: 1Gi"), Guaranteed),
+        (
+            ctr("a", "cpu: 1, memory: 1Gi", "cpu: 2, memory: 1Gi"),
+            Burstable,
+        ),
+        (ctr("a", "memory: 1Gi", "memory: 1Gi"), Burstable),
+        (
+            ctr("a", "cpu: 500m, memory: 1Gi", "cpu: '0.5', memory: 1024Mi"),
+            Guaranteed,
+        ),
+        (ctr("a", "ephemeral-storage: 1Gi", ""), BestEffort),
+        // Sums match but the containers differ: Burstable (the legacy sum rule said Guaranteed).
+        (
+            ctr("a", "cpu: 1, memory: 1Gi", "cpu: 2, memory: 1Gi")
+                + &ctr("b", "cpu: 2, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+            Burstable,
+        ),
+        (
+            ctr("a", "", "") + &ctr("b", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+            Burstable,
+        ),
+    ] {
+        let p = pod(&format!("  containers:\n{containers}"));
+        assert_eq!(
+            score(&p, GI, FeatureGates::default()).unwrap().qos_class,
+            want,
+            "{containers}"
+        );
+    }
+    let p = pod("  containers:\n  - name: a\n");
+    let mut with_status = p.clone();
+    with_status.status.qos_class = Some("Burstable".into());
+    let s = score(&with_status, 16 * GI, FeatureGates::default()).unwrap();
+    assert!(s.qos_from_status && s.qos_class == Burstable);
+}
+
+#[test]
+fn pod_cgroup_memory_max() {
+    let max = |spec: &str| {
+        score(&pod(spec), 16 * GI, FeatureGates::default())
+            .unwrap()
+            .pod_memory_max_bytes
+    };
+    assert_eq!(
+        max(&format!(
+            "  containers:\n{}{}",
+            ctr("a", "", "memory: 100Mi"),
+            ctr("b", "", "memory: 100Mi")
+        )),
+        Some(200 * MI)
+    );
+    assert_eq!(
+        max(&format!(
+            "  containers:\n{}{}",
+            ctr("a", "", "memory: 100Mi"),
+            ctr("b", "", "")
+        )),
+        None
+    );
+    // An init container without a limit leaves the pod unlimited.
+    assert_eq!(
+        max(&format!(
+            "  initContainers:\n{}  containers:\n{}",
+            ctr("i", "", ""),
+            ctr("a", "", "memory: 100Mi")
+        )),
+        None
+    );
+    // A pod-level limit wins.
+    assert_eq!(
+        max(&format!(
+            "  resources:\n    limits: {{memory: 200Mi}}\n  containers:\n{}",
+            ctr("a", "", "memory: 100Mi")
+        )),
+        Some(200 * MI)
+    );
+    // Overhead is added to a non-zero limit.
+    assert_eq!(
+        max(&format!(
+            "  overhead: {{memory: 10Mi}}\n  containers:\n{}",
+            ctr("a", "", "memory: 100Mi")
+        )),
+        Some(110 * MI)
+    );
+    // Init peaks: init 5, sidecars 1, 2, 3, regular 1 → 7 (sidecars 6 + regular 1).
+    let sc = |n: &str, v: u32| {
+        format!(
+            "  - name: {n}\n    restartPolicy: Always\n    resources:\n      limits: {{memory: {v}Mi}}\n"
+        )
+    };
+    assert_eq!(
+        max(&format!(
+            "  initContainers:\n{}{}{}{}  containers:\n{}",
+            ctr("i", "", "memory: 5Mi"),
+            sc("s1", 1),
+            sc("s2", 2),
+            sc("s3", 3),
+            ctr("a", "", "memory: 1Mi")
+        )),
+        Some(7 * MI)
+    );
+    // Sidecar 10, init 200, regular 100 → 210 (the init container runs beside the sidecar).
+    assert_eq!(
+        max(&format!(
+            "  initContainers:\n{}{}  containers:\n{}",
+            sc("s", 10),
+            ctr("i", "", "memory: 200Mi"),
+            ctr("a", "", "memory: 100Mi")
+        )),
+        Some(210 * MI)
+    );
+}
+
+#[test]
+fn oom_handler_verdicts() {
+    let verdict = |spec: &str| {
+        let s = score(&pod(spec), 16 * GI, FeatureGates::default()).unwrap();
+        (s.oom_handler_candidate, s.oom_handler_reason)
+    };
+    assert!(verdict("  containers:\n  - name: a\n").0);
+    assert!(verdict(&format!("  containers:\n{}", ctr("a", "memory: 1Gi", ""))).0);
+    let (c, why) = verdict(&format!(
+        "  containers:\n{}",
+        ctr("a", "memory: 1Gi", "memory: 2Gi")
+    ));
+    assert!(!c && why.contains("memory.max"), "{why}");
+}
+
+#[test]
+fn manifests_and_their_errors() {
+    let list = "apiVersion: v1\nkind: List\nitems:\n- kind: Pod\n  metadata: {name: a}\n  spec: {containers: [{name: c1}]}\n- metadata: {name: b}\n  spec: {containers: [{name: c2}]}\n---\n{\"kind\": \"Pod\", \"metadata\": {\"name\": \"c\"}, \"spec\": {\"containers\": [{\"name\": \"z\"}]}}\n";
+    let names: Vec<String> = parse_pods(list)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    let e = parse_pods("kind: Deployment\n").unwrap_err().to_string();
+    assert!(
+        e.starts_with("document 1: kind Deployment is not a Pod"),
+        "{e}"
+    );
+    let e = parse_pods("kind: Pod\nspec: {containers: 3}\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a valid Pod"), "{e}");
+    let p = pod(&format!("  containers:\n{}", ctr("a", "memory: 12XB", "")));
+    let e = score(&p, GI, FeatureGates::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("spec.containers[0].resources.requests.memory: invalid quantity \"12XB\""),
+        "{e}"
+    );
+    // Numbers are quantities too.
+    let p =
+        pod("  containers:\n  - name: a\n    resources:\n      requests: {memory: 1073741824}\n");
+    assert_eq!(adjs(&p, 16 * GI), [938]);
+}
+
+#[test]
+fn feature_gates() {
+    assert_eq!(FeatureGates::parse("").unwrap(), FeatureGates::default());
+    assert!(
+        !FeatureGates::parse("PodLevelResources=false, Foo=true")
+            .unwrap()
+            .pod_level_resources
+    );
+    assert!(matches!(
+        FeatureGates::parse("PodLevelResources"),
+        Err(GateError::Syntax(_))
+    ));
+    assert!(matches!(
+        FeatureGates::parse("KubeletOOMScoreAdjTieBreak=true"),
+        Err(GateError::Unsupported(_))
+    ));
+    assert!(FeatureGates::parse("KubeletOOMScoreAdjTieBreak=false").is_ok());
+}
+
+proptest::proptest! {
+    #[test]
+    fn any_manifest_text_parses_or_errors(text in "\\PC{0,200}") {
+        if let Ok(pods) = parse_pods(&text) {
+            for p in pods {
+                let _ = score(&p, 16 * GI, FeatureGates::default());
+            }
+        }
+    }
+
+    #[test]
+    fn burstable_scores_stay_between_3_and_999(req in 0i64..(1 << 40), cap in 1i64..(1 << 42)) {
+        let p = pod(&format!("  containers:\n{}", ctr("a", &format!("memory: {req}"), "")));
+        let v = adjs(&p, cap)[0];
+        proptest::prop_assert!((3..=999).contains(&v), "{v}");
+    }
+}

@@ -428,6 +428,23 @@ fn score_pods() {
         ],
         None,
     );
+    golden(
+        "score-memory-qos",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "--memory-qos",
+            "--memory-throttling-factor",
+            "0.9",
+            "--memory-reservation-policy",
+            "TieredReservation",
+            "--node-allocatable",
+            "15Gi",
+            "examples/pods/web.yaml",
+        ],
+        None,
+    );
     // Seed 004's oomtest pod: its kernel log shows oom_score_adj:984.
     golden(
         "score-oomtest",

@@ -289,6 +289,35 @@ pub struct PodScore {
     pub oom_handler_reason: String,
     /// Per container: init containers first, then regular ones.
     pub containers: Vec<ContainerScore>,
+    /// The pod cgroup's `memory.min`/`memory.low` under MemoryQoS, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_qos: Option<MemoryQosValues>,
+}
+
+/// MemoryQoS (KEP-2570, Kubernetes 1.36+) settings, as in the kubelet configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryQos {
+    /// `memoryThrottlingFactor`; `None` (the 1.37 default) writes no `memory.high`.
+    pub throttling_factor: Option<f64>,
+    /// `memoryReservationPolicy: TieredReservation` (otherwise `None`: no `memory.min`/`low`).
+    pub tiered_reservation: bool,
+    /// Node allocatable memory, bytes: stands in for an absent container limit.
+    pub node_allocatable: i64,
+}
+
+/// Page size the kubelet rounds `memory.high` down to (`os.Getpagesize()` on x86-64).
+pub const PAGE_SIZE: i64 = 4096;
+
+/// Values the kubelet writes under MemoryQoS; `None` is "not written".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryQosValues {
+    /// `memory.high` (containers only).
+    pub memory_high: Option<i64>,
+    /// `memory.min` (Guaranteed, TieredReservation).
+    pub memory_min: Option<i64>,
+    /// `memory.low` (Burstable, TieredReservation).
+    pub memory_low: Option<i64>,
 }
 
 /// One container's numbers.
@@ -305,10 +334,23 @@ pub struct ContainerScore {
     pub memory_limit_bytes: Option<i64>,
     /// The `oom_score_adj` the kubelet gives it.
     pub oom_score_adj: i64,
+    /// The container cgroup's MemoryQoS values, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_qos: Option<MemoryQosValues>,
 }
 
 /// Computes a pod's numbers on a node with `capacity` bytes of memory (`MemTotal`).
 pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, FieldError> {
+    score_with_qos(pod, capacity, gates, None)
+}
+
+/// [`score`], plus the MemoryQoS values the kubelet would write under `qos`.
+pub fn score_with_qos(
+    pod: &Pod,
+    capacity: i64,
+    gates: FeatureGates,
+    memory_qos: Option<MemoryQos>,
+) -> Result<PodScore, FieldError> {
     let spec = &pod.spec;
     let init: Vec<Amounts> = spec
         .init_containers
@@ -434,6 +476,7 @@ pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, 
             memory_request_bytes: to_i64(a.memory_request),
             memory_limit_bytes: a.has_memory_limit.then(|| to_i64(a.memory_limit)),
             oom_score_adj: adj(c, a),
+            memory_qos: memory_qos.map(|m| container_qos(&m, qos, a)),
         });
     }
     for (c, a) in spec.containers.iter().zip(regular.iter()) {
@@ -443,6 +486,7 @@ pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, 
             memory_request_bytes: to_i64(a.memory_request),
             memory_limit_bytes: a.has_memory_limit.then(|| to_i64(a.memory_limit)),
             oom_score_adj: adj(c, a),
+            memory_qos: memory_qos.map(|m| container_qos(&m, qos, a)),
         });
     }
 
@@ -457,7 +501,7 @@ pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, 
         .chain(regular.iter())
         .all(|a| a.has_memory_limit)
         && !(init.is_empty() && regular.is_empty());
-    let overhead = read(&spec.overhead, "memory", "spec.overhead")?.map_or(0, |q| bytes(Some(q)));
+    let overhead = overhead_request(spec)?;
     let pod_memory_max = match pod_level_limit {
         Some(l) => Some(l),
         None if all_limited => {
@@ -467,6 +511,14 @@ pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, 
         None => None,
     }
     .map(to_i64);
+
+    // The pod's memory request (PodRequests): a pod-level request, else the containers'
+    // aggregate plus the RuntimeClass overhead.
+    let pod_request = match &pod_level {
+        Some((a, r)) if r.requests.contains_key("memory") => a.memory_request,
+        _ => aggregate(|a| a.memory_request) + overhead_request(spec)?,
+    };
+    let pod_qos = memory_qos.map(|m| reservation(&m, qos, pod_request));
 
     let (candidate, reason) = match (pod_memory_max, qos) {
         (Some(_), _) => (
@@ -503,7 +555,55 @@ pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, 
         oom_handler_candidate: candidate,
         oom_handler_reason: reason,
         containers,
+        memory_qos: pod_qos.map(|(min, low)| MemoryQosValues {
+            memory_high: None,
+            memory_min: min,
+            memory_low: low,
+        }),
     })
+}
+
+fn overhead_request(spec: &PodSpec) -> Result<i128, FieldError> {
+    Ok(bytes(read(&spec.overhead, "memory", "spec.overhead")?))
+}
+
+/// `memory.min`/`memory.low` of a cgroup with this request under TieredReservation.
+fn reservation(m: &MemoryQos, qos: PodQos, request: i128) -> (Option<i64>, Option<i64>) {
+    let r = i64::try_from(request).ok();
+    match (m.tiered_reservation, qos) {
+        (true, PodQos::Guaranteed) => (r, None),
+        (true, PodQos::Burstable) if request > 0 => (None, r),
+        _ => (None, None),
+    }
+}
+
+/// A container cgroup's MemoryQoS values (`kube-semantics.md` §6).
+fn container_qos(m: &MemoryQos, qos: PodQos, a: &Amounts) -> MemoryQosValues {
+    let (min, low) = reservation(m, qos, a.memory_request);
+    let high = m.throttling_factor.and_then(|factor| {
+        // A container whose request equals its limit keeps memory.high at max.
+        if a.has_memory_limit && a.memory_limit > 0 && a.memory_request == a.memory_limit {
+            return None;
+        }
+        let limit = if a.has_memory_limit && a.memory_limit > 0 {
+            a.memory_limit
+        } else {
+            i128::from(m.node_allocatable)
+        };
+        #[allow(clippy::cast_precision_loss)] // the kubelet computes in float64 too
+        let (req, lim) = (a.memory_request as f64, limit as f64);
+        #[allow(clippy::cast_precision_loss)]
+        let page = PAGE_SIZE as f64;
+        let high = ((req + factor * (lim - req)) / page).floor() * page;
+        #[allow(clippy::cast_possible_truncation)] // bounded by the limit
+        let high = high as i64;
+        (high > 0 && i128::from(high) > a.memory_request).then_some(high)
+    });
+    MemoryQosValues {
+        memory_high: high,
+        memory_min: min,
+        memory_low: low,
+    }
 }
 
 /// Why a manifest file holds no pods it can read.

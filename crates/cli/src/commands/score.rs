@@ -6,7 +6,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use oomwarden_kube::Quantity;
-use oomwarden_kube::pod::{FeatureGates, PodScore, parse_pods, score};
+use oomwarden_kube::pod::{
+    FeatureGates, MemoryQos, MemoryQosValues, PodScore, parse_pods, score_with_qos,
+};
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
@@ -27,9 +29,33 @@ pub(crate) struct Args {
     /// Kubelet feature gates, kubelet syntax: `PodLevelResources=false,...`.
     #[arg(long, value_name = "GATES", value_parser = parse_gates, default_value = "")]
     feature_gates: FeatureGates,
+    /// Also show the memory.high/min/low the kubelet writes under MemoryQoS (cgroup v2,
+    /// Kubernetes 1.36+ semantics).
+    #[arg(long)]
+    memory_qos: bool,
+    /// MemoryQoS `memoryThrottlingFactor` (0 < F ≤ 1); unset (the 1.37 default) writes no
+    /// memory.high.
+    #[arg(long, value_name = "F", value_parser = parse_factor, requires = "memory_qos")]
+    memory_throttling_factor: Option<f64>,
+    /// MemoryQoS `memoryReservationPolicy`.
+    #[arg(long, value_name = "POLICY", default_value = "None", value_parser = ["None", "TieredReservation"], requires = "memory_qos")]
+    memory_reservation_policy: String,
+    /// Node allocatable memory (stands in for an absent container limit in memory.high).
+    /// Default: the node memory.
+    #[arg(long, value_name = "BYTES|QUANTITY", value_parser = parse_memory, requires = "memory_qos")]
+    node_allocatable: Option<i64>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_factor(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+        _ => Err(format!(
+            "{text:?}: memoryThrottlingFactor must be greater than 0 and at most 1"
+        )),
+    }
 }
 
 fn parse_memory(text: &str) -> Result<i64, String> {
@@ -63,6 +89,11 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             }
         },
     };
+    let memory_qos = args.memory_qos.then(|| MemoryQos {
+        throttling_factor: args.memory_throttling_factor,
+        tiered_reservation: args.memory_reservation_policy == "TieredReservation",
+        node_allocatable: args.node_allocatable.unwrap_or(capacity),
+    });
     let mut scores: Vec<PodScore> = Vec::new();
     let mut failed = false;
     for file in &args.files {
@@ -84,7 +115,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             }
         };
         for pod in &pods {
-            match score(pod, capacity, args.feature_gates) {
+            match score_with_qos(pod, capacity, args.feature_gates, memory_qos) {
                 Ok(s) => scores.push(s),
                 Err(e) => {
                     writeln!(err, "{name}: pod {}: {e}", pod.metadata.name)?;
@@ -100,6 +131,11 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let doc = json!({
             "nodeMemoryBytes": capacity,
             "featureGates": {"PodLevelResources": args.feature_gates.pod_level_resources},
+            "memoryQoS": memory_qos.map(|m| json!({
+                "memoryThrottlingFactor": m.throttling_factor,
+                "memoryReservationPolicy": args.memory_reservation_policy,
+                "nodeAllocatableBytes": m.node_allocatable,
+            })),
             "pods": scores,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -135,6 +171,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             "  oomwarden default ranking can kill it: {}",
             s.oom_handler_reason
         )?;
+        if let Some(q) = &s.memory_qos {
+            writeln!(out, "  pod cgroup MemoryQoS: {}", qos_text(q))?;
+        }
         writeln!(
             out,
             "  {:<24} {:<8} {:>16} {:>16} {:>13}",
@@ -151,7 +190,20 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                     .map_or_else(|| "-".to_owned(), |b| b.to_string()),
                 c.oom_score_adj
             )?;
+            if let Some(q) = &c.memory_qos {
+                writeln!(out, "  {:<24} MemoryQoS: {}", "", qos_text(q))?;
+            }
         }
     }
     Ok(Exit::Ok)
+}
+
+fn qos_text(q: &MemoryQosValues) -> String {
+    let v = |x: Option<i64>| x.map_or_else(|| "-".to_owned(), |b| b.to_string());
+    format!(
+        "memory.high {}, memory.min {}, memory.low {}",
+        v(q.memory_high),
+        v(q.memory_min),
+        v(q.memory_low)
+    )
 }

@@ -326,3 +326,81 @@ proptest::proptest! {
         proptest::prop_assert!((3..=999).contains(&v), "{v}");
     }
 }
+
+#[test]
+fn memory_qos_values() {
+    let qos = |spec: &str, m: MemoryQos| {
+        score_with_qos(&pod(spec), 16 * GI, FeatureGates::default(), Some(m)).unwrap()
+    };
+    let tiered = MemoryQos {
+        throttling_factor: Some(0.9),
+        tiered_reservation: true,
+        node_allocatable: 8 * GI,
+    };
+    // Burstable with a limit: high = floor((1Gi + 0.9 × 1Gi) / 4096) × 4096; low = request.
+    let s = qos(
+        &format!("  containers:\n{}", ctr("a", "memory: 1Gi", "memory: 2Gi")),
+        tiered,
+    );
+    let c = s.containers[0].memory_qos.unwrap();
+    assert_eq!(c.memory_high, Some(2_040_107_008));
+    assert_eq!((c.memory_min, c.memory_low), (None, Some(GI)));
+    assert_eq!(s.memory_qos.unwrap().memory_low, Some(GI));
+    // Without a limit, node allocatable stands in: 1Gi + 0.8 × 7Gi, page-rounded.
+    let m = MemoryQos {
+        throttling_factor: Some(0.8),
+        ..tiered
+    };
+    let s = qos(
+        &format!("  containers:\n{}", ctr("a", "memory: 1Gi", "")),
+        m,
+    );
+    assert_eq!(
+        s.containers[0].memory_qos.unwrap().memory_high,
+        Some(7_086_694_400)
+    );
+    // Request equal to the limit keeps max; Guaranteed gets memory.min at both levels.
+    let s = qos(
+        &format!(
+            "  containers:\n{}{}",
+            ctr("a", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+            ctr("b", "cpu: 1, memory: 2Gi", "cpu: 1, memory: 2Gi")
+        ),
+        tiered,
+    );
+    let c = s.containers[0].memory_qos.unwrap();
+    assert_eq!(
+        (c.memory_high, c.memory_min, c.memory_low),
+        (None, Some(GI), None)
+    );
+    assert_eq!(s.memory_qos.unwrap().memory_min, Some(3 * GI));
+    // BestEffort: no reservation; memory.high from allocatable alone.
+    let s = qos("  containers:\n  - name: a\n", tiered);
+    let c = s.containers[0].memory_qos.unwrap();
+    assert_eq!((c.memory_min, c.memory_low), (None, None));
+    assert_eq!(c.memory_high, Some(7_730_941_132 / 4096 * 4096));
+    assert_eq!(s.memory_qos.unwrap(), MemoryQosValues::default());
+    // No factor (the 1.37 default): no memory.high; policy None: no min or low.
+    let none = MemoryQos {
+        throttling_factor: None,
+        tiered_reservation: false,
+        node_allocatable: 8 * GI,
+    };
+    let s = qos(
+        &format!("  containers:\n{}", ctr("a", "memory: 1Gi", "memory: 2Gi")),
+        none,
+    );
+    assert_eq!(
+        s.containers[0].memory_qos.unwrap(),
+        MemoryQosValues::default()
+    );
+    // The pod's request includes the RuntimeClass overhead.
+    let s = qos(
+        &format!(
+            "  overhead: {{memory: 10Mi}}\n  containers:\n{}",
+            ctr("a", "memory: 1Gi", "")
+        ),
+        tiered,
+    );
+    assert_eq!(s.memory_qos.unwrap().memory_low, Some(GI + 10 * MI));
+}

@@ -35,6 +35,9 @@ enum Command {
     /// Per pod manifest: QoS class, each container's oom_score_adj, the pod's memory.max and
     /// whether the OOM handler's default ranking can kill it.
     Score(commands::score::Args),
+    /// From kubectl output: pods and workloads the OOM handler may kill (no memory limit), and
+    /// containers a default memory limit would block at admission.
+    Audit(commands::audit::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),
         Command::Oomlog(args) => commands::oomlog::run(&args, &mut out, &mut err),
         Command::Score(args) => commands::score::run(&args, &mut out, &mut err),
+        Command::Audit(args) => commands::audit::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

@@ -487,3 +487,39 @@ fn score_pods() {
         None,
     );
 }
+
+#[test]
+fn audit_cluster_objects() {
+    let file = "examples/cluster/system-namespaces.json";
+    golden("audit-all", &["audit", file], None);
+    golden(
+        "audit-system-4gi",
+        &[
+            "audit",
+            "--namespace-selector",
+            "cozystack.io/system=true",
+            "--default-limit",
+            "4Gi",
+            file,
+        ],
+        None,
+    );
+    golden(
+        "audit-system-json",
+        &[
+            "audit",
+            "--json",
+            "--namespace-selector",
+            "cozystack.io/system=true",
+            "--default-limit",
+            "9Gi",
+            file,
+        ],
+        None,
+    );
+    golden(
+        "audit-selector-without-namespaces",
+        &["audit", "--namespace-selector", "cozystack.io/system=true", "-"],
+        Some("kind: Pod\nmetadata: {name: p, namespace: x}\nspec: {containers: [{name: c}]}\n"),
+    );
+}

@@ -7,9 +7,12 @@
 //!   docker/cri-dockerd).
 
 //! - [`Quantity`]: resource quantities, parsed exactly (`Value()` semantics).
+//! - [`audit::Input`]: workloads and pods that stay OOM-handler candidates, and containers a
+//!   default memory limit would block at admission.
 //! - [`pod::score`]: a pod's QoS class, each container's `oom_score_adj`, the pod cgroup's
 //!   `memory.max` and whether oomwarden's default ranking can choose it.
 
+pub mod audit;
 mod path;
 pub mod pod;
 mod quantity;

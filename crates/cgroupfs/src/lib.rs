@@ -143,6 +143,12 @@ impl CgroupFs {
         self.read_parsed(cgroup, "memory.max", parse::limit)
     }
 
+    /// A memory limit file other than `memory.max` (`memory.high`, `memory.low`,
+    /// `memory.min`): bytes or `max`.
+    pub fn memory_limit_file(&self, cgroup: &str, name: &str) -> Result<Limit, ReadError> {
+        self.read_parsed(cgroup, name, parse::limit)
+    }
+
     /// `memory.stat`: flat keyed counters.
     pub fn memory_stat(&self, cgroup: &str) -> Result<Vec<(String, u64)>, ReadError> {
         self.read_parsed(cgroup, "memory.stat", parse::flat_keyed)

@@ -266,3 +266,26 @@ fn meminfo_line(n: usize, line: &str) -> Result<(&str, u64), ParseError> {
     };
     Ok((key.trim(), value))
 }
+
+/// `/proc/zoneinfo`: the sum of every zone's `low` watermark, in pages (what
+/// `si_mem_available()` compares half the page cache against).
+pub fn zoneinfo_low_pages(text: &str) -> Result<u64, ParseError> {
+    let mut sum: u64 = 0;
+    let mut zones = 0;
+    for (i, line) in text.lines().enumerate() {
+        let mut fields = line.split_whitespace();
+        if fields.next() != Some("low") {
+            continue;
+        }
+        let value: u64 = fields
+            .next()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| error(i + 1, format!("expected \"low <pages>\", found {line:?}")))?;
+        sum = sum.saturating_add(value);
+        zones += 1;
+    }
+    if zones == 0 {
+        return Err(error(0, "no zone has a low watermark"));
+    }
+    Ok(sum)
+}

@@ -177,6 +177,15 @@ fn children_are_sorted_directories_only() {
 }
 
 #[test]
+fn zoneinfo_low_watermarks() {
+    // Linux 6.12 on the benchmark VM (abridged: two zones).
+    let text = "Node 0, zone      DMA\n  per-node stats\n      nr_inactive_anon 10\n  pages free     3968\n        boost    0\n        min      32\n        low      40\n        high     48\nNode 0, zone    DMA32\n  pages free     170000\n        min      5000\n        low      6250\n        high     7500\n";
+    assert_eq!(parse::zoneinfo_low_pages(text), Ok(6290));
+    assert!(parse::zoneinfo_low_pages("Node 0, zone DMA\n").is_err());
+    assert!(parse::zoneinfo_low_pages("        low      x\n").is_err());
+}
+
+#[test]
 fn meminfo_of_a_real_kernel() {
     // Linux 6.12, the head of /proc/meminfo on the benchmark VM.
     let text = "MemTotal:         998096 kB\nMemFree:          702212 kB\nMemAvailable:     782780 kB\nBuffers:            2528 kB\nHugePages_Total:       0\nHugepagesize:       2048 kB\n";
@@ -210,6 +219,7 @@ mod properties {
             let _ = parse::unsigned(&text);
             let _ = parse::cgroup_events(&text);
             let _ = parse::meminfo(&text);
+            let _ = parse::zoneinfo_low_pages(&text);
         }
 
         #[test]

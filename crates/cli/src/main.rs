@@ -38,6 +38,9 @@ enum Command {
     /// From kubectl output: pods and workloads the OOM handler may kill (no memory limit), and
     /// containers a default memory limit would block at admission.
     Audit(commands::audit::Args),
+    /// Every cgroup's memory numbers, the node as the kubelet and node-exporter see it, and the
+    /// kubelet's eviction order.
+    Top(commands::top::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Oomlog(args) => commands::oomlog::run(&args, &mut out, &mut err),
         Command::Score(args) => commands::score::run(&args, &mut out, &mut err),
         Command::Audit(args) => commands::audit::run(&args, &mut out, &mut err),
+        Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

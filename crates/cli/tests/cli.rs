@@ -519,7 +519,59 @@ fn audit_cluster_objects() {
     );
     golden(
         "audit-selector-without-namespaces",
-        &["audit", "--namespace-selector", "cozystack.io/system=true", "-"],
+        &[
+            "audit",
+            "--namespace-selector",
+            "cozystack.io/system=true",
+            "-",
+        ],
         Some("kind: Pod\nmetadata: {name: p, namespace: x}\nspec: {containers: [{name: c}]}\n"),
+    );
+}
+
+#[test]
+fn top_on_a_real_kernel_snapshot() {
+    // Files captured from Debian's 6.12 kernel by the VM scenario S9.
+    let (cg, proc) = ("testdata/top/vm-6.12/cgroup", "testdata/top/vm-6.12/proc");
+    golden(
+        "top-vm",
+        &[
+            "top",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--containers",
+            "--pods",
+            "testdata/top/pods.json",
+        ],
+        None,
+    );
+    golden(
+        "top-vm-json",
+        &[
+            "top",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--json",
+            "--eviction-hard",
+            "memory.available<10%,nodefs.available<5%",
+        ],
+        None,
+    );
+    golden(
+        "top-bad-threshold",
+        &[
+            "top",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--eviction-hard",
+            "memory.available<1GB",
+        ],
+        None,
     );
 }

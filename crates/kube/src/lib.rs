@@ -9,10 +9,13 @@
 //! - [`Quantity`]: resource quantities, parsed exactly (`Value()` semantics).
 //! - [`audit::Input`]: workloads and pods that stay OOM-handler candidates, and containers a
 //!   default memory limit would block at admission.
+//! - [`node`]: the node's memory as the kubelet and node-exporter see it, the eviction
+//!   threshold and order.
 //! - [`pod::score`]: a pod's QoS class, each container's `oom_score_adj`, the pod cgroup's
 //!   `memory.max` and whether oomwarden's default ranking can choose it.
 
 pub mod audit;
+pub mod node;
 mod path;
 pub mod pod;
 mod quantity;

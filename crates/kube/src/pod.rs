@@ -279,8 +279,18 @@ pub struct PodScore {
     pub qos_class: PodQos,
     /// The QoS class came from `status.qosClass`.
     pub qos_from_status: bool,
-    /// Node-critical: static or mirror pod, or priority ≥ 2e9, with `system-node-critical`.
+    /// `metadata.uid`, when the manifest has it.
+    #[serde(rename = "podUID")]
+    pub pod_uid: Option<String>,
+    /// Critical (static or mirror pod, or priority ≥ 2e9): never evicted by the kubelet.
+    pub critical: bool,
+    /// Node-critical: critical and `system-node-critical`.
     pub node_critical: bool,
+    /// `spec.priority` (0 when unset).
+    pub priority: i64,
+    /// The pod's memory request (PodRequests): a pod-level request, or the containers'
+    /// aggregate plus the RuntimeClass overhead.
+    pub memory_request_bytes: i64,
     /// `memory.max` the kubelet writes on the pod cgroup; `None` is unlimited.
     pub pod_memory_max_bytes: Option<i64>,
     /// oomwarden's default ranking can choose this pod.
@@ -550,7 +560,11 @@ pub fn score_with_qos(
         pod: name,
         qos_class: qos,
         qos_from_status: status_qos.is_some(),
+        pod_uid: pod.metadata.uid.clone(),
+        critical,
         node_critical,
+        priority: spec.priority.unwrap_or(0),
+        memory_request_bytes: to_i64(pod_request),
         pod_memory_max_bytes: pod_memory_max,
         oom_handler_candidate: candidate,
         oom_handler_reason: reason,

@@ -36,6 +36,30 @@ pub struct Ranking {
     pub excluded: Vec<(usize, Exclusion)>,
 }
 
+impl Ranking {
+    /// What became of candidate `index`: its score (when it has one), whether it is eligible,
+    /// and a short reason for people.
+    pub fn verdict(&self, index: usize) -> (Option<f64>, bool, String) {
+        if let Some(s) = self.eligible.iter().find(|s| s.index == index) {
+            return (Some(s.score), true, "eligible".to_owned());
+        }
+        match self
+            .excluded
+            .iter()
+            .find(|(j, _)| *j == index)
+            .map(|(_, e)| e)
+        {
+            Some(Exclusion::NotPositive(score)) => {
+                (Some(*score), false, "score is not above 0".to_owned())
+            }
+            Some(Exclusion::Empty) => (None, false, "no live process".to_owned()),
+            Some(Exclusion::OwnCgroup) => (None, false, "oomwarden's own cgroup".to_owned()),
+            Some(Exclusion::EvalError(e)) => (None, false, format!("ranking failed: {e}")),
+            None => (None, false, "not a candidate".to_owned()),
+        }
+    }
+}
+
 /// Scores every candidate. Empty cgroups and oomwarden's own are excluded before scoring.
 pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
     let mut ranking = Ranking::default();

@@ -85,6 +85,15 @@ impl ProcFs {
         })
     }
 
+    /// The sum of the zones' low watermarks from `zoneinfo`, in pages.
+    pub fn watermark_low_pages(&self) -> Result<u64, ReadError> {
+        let bytes = self.read_bytes("zoneinfo")?;
+        parse::zoneinfo_low_pages(&String::from_utf8_lossy(&bytes)).map_err(|e| ReadError::Parse {
+            path: self.root.join("zoneinfo"),
+            reason: e.to_string(),
+        })
+    }
+
     /// `MemTotal` and `MemAvailable` from `meminfo`, in bytes, reading no further than needed.
     pub fn node_memory(&self) -> Result<(u64, u64), ReadError> {
         let bytes = self.read_bytes("meminfo")?;

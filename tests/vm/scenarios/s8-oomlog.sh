@@ -7,13 +7,18 @@ SCENARIO=s8-oomlog
 . /root/lib.sh
 node_layout
 gone() { grep -q 'populated 0' "$1/cgroup.events"; }
+# died CGROUP SECONDS: the kernel OOM-killed a process of it (memory.events oom_kill counts
+# kills by any OOM killer), then all of it is gone. An empty cgroup alone proves nothing:
+# `start_in` moves the process in the background.
+killed() { grep -q '^oom_kill [1-9]' "$1/memory.events"; }
+died() { wait_for "$2" killed "$1" && wait_for 10 gone "$1"; }
 
 # 1. memcg: a container limited to 64 MiB allocates 200 MiB.
 P1=$(pod burstable memcg)
 C1=$(ctr "$P1")
 echo 64M > "$C1/memory.max"
 M1=$(start_in "$C1" hog -s 8 -i 10 -m 200 -H -1)
-check "memcg OOM killed the container's process" "$M1" wait_for 60 gone "$C1"
+check "memcg OOM killed the container's process" "$M1" died "$C1" 60
 
 # 2. group: the same with memory.oom.group=1 and a second, small process that must die too.
 P2=$(pod burstable group)
@@ -22,14 +27,15 @@ echo 64M > "$C2/memory.max"
 echo 1 > "$C2/memory.oom.group"
 S2=$(start_in "$C2" hog -s 1 -i 10 -m 1 -H -1)
 sleep 1
+wait_for 10 populated "$C2"
 M2=$(start_in "$C2" hog -s 8 -i 10 -m 200 -H -1)
-check "group OOM killed the whole container" "$M2 $S2" wait_for 60 gone "$C2"
+check "group OOM killed the whole container" "$M2 $S2" died "$C2" 60
 
 # 3. global: a BestEffort pod without limits takes more than the node has.
 P3=$(pod besteffort global)
 C3=$(ctr "$P3")
 M3=$(start_in "$C3" hog -s 32 -i 10 -m 4000 -H -1)
-check "global OOM killed the hog" "$M3" wait_for 180 gone "$C3"
+check "global OOM killed the hog" "$M3" died "$C3" 180
 
 oomwarden oomlog --json > "$OUT/oomlog-live.json" 2> "$OUT/oomlog-live.err"
 check "oomlog reads the live kernel log" "exit $?" test -s "$OUT/oomlog-live.json"

@@ -7,7 +7,7 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_daemon::{load_settings, resolve_layout};
 use oomwarden_model::Limit;
-use oomwarden_policy::{Exclusion, rank};
+use oomwarden_policy::rank;
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
@@ -64,25 +64,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         writeln!(err, "warning: {p}")?;
     }
     let ranking = rank(&settings.oom.ranking, &candidates);
-    let verdict = |i: usize| -> (Option<f64>, bool, String) {
-        if let Some(s) = ranking.eligible.iter().find(|s| s.index == i) {
-            return (Some(s.score), true, "eligible".to_owned());
-        }
-        match ranking
-            .excluded
-            .iter()
-            .find(|(j, _)| *j == i)
-            .map(|(_, e)| e)
-        {
-            Some(Exclusion::NotPositive(score)) => {
-                (Some(*score), false, "score is not above 0".to_owned())
-            }
-            Some(Exclusion::Empty) => (None, false, "no live process".to_owned()),
-            Some(Exclusion::OwnCgroup) => (None, false, "oomwarden's own cgroup".to_owned()),
-            Some(Exclusion::EvalError(e)) => (None, false, format!("ranking failed: {e}")),
-            None => (None, false, String::new()),
-        }
-    };
+    let verdict = |i: usize| ranking.verdict(i);
     if args.json {
         let metrics: Vec<_> = sample
             .subtrees

@@ -7,6 +7,7 @@ pub(crate) mod layout;
 pub(crate) mod oomlog;
 pub(crate) mod run;
 pub(crate) mod score;
+pub(crate) mod top;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -404,3 +404,125 @@ fn memory_qos_values() {
     );
     assert_eq!(s.memory_qos.unwrap().memory_low, Some(GI + 10 * MI));
 }
+
+/// The explicit cases of the kubelet's QoS table (`kube-semantics.md` §2), each built as its
+/// name describes.
+#[test]
+fn kubelet_qos_table() {
+    use PodQos::*;
+    let gi = |r: &str, l: &str| ctr("c", r, l);
+    let cases: Vec<(&str, String, PodQos)> = vec![
+        (
+            "guaranteed",
+            gi("cpu: 100m, memory: 100Mi", "cpu: 100m, memory: 100Mi"),
+            Guaranteed,
+        ),
+        (
+            "guaranteed-guaranteed",
+            gi("cpu: 100m, memory: 100Mi", "cpu: 100m, memory: 100Mi")
+                + &ctr("d", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+            Guaranteed,
+        ),
+        (
+            "best-effort-best-effort",
+            gi("", "") + &ctr("d", "", ""),
+            BestEffort,
+        ),
+        ("best-effort", gi("", ""), BestEffort),
+        (
+            "best-effort-burstable",
+            gi("", "") + &ctr("d", "cpu: 1", ""),
+            Burstable,
+        ),
+        (
+            "best-effort-guaranteed",
+            gi("", "") + &ctr("d", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+            Burstable,
+        ),
+        (
+            "burstable-cpu-guaranteed-memory",
+            gi("cpu: 100m, memory: 100Mi", "memory: 100Mi"),
+            Burstable,
+        ),
+        (
+            "burstable-no-limits",
+            gi("cpu: 100m, memory: 100Mi", ""),
+            Burstable,
+        ),
+        (
+            "burstable-guaranteed",
+            gi("cpu: 1, memory: 1Gi", "cpu: 2, memory: 1Gi")
+                + &ctr("d", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+            Burstable,
+        ),
+        (
+            "burstable-unbounded-but-requests-match-limits",
+            gi("cpu: 100m, memory: 100Mi", "cpu: 100m, memory: 100Mi") + &ctr("d", "cpu: 100m", ""),
+            Burstable,
+        ),
+        ("burstable-1", gi("cpu: 10m", "cpu: 100m"), Burstable),
+        (
+            "burstable-2",
+            gi("memory: 10Mi", "memory: 100Mi"),
+            Burstable,
+        ),
+        (
+            "best-effort-hugepages",
+            gi("hugepages-2Mi: 16Mi", "hugepages-2Mi: 16Mi"),
+            BestEffort,
+        ),
+    ];
+    for (name, containers, want) in cases {
+        let p = pod(&format!("  containers:\n{containers}"));
+        let got = score(&p, 16 * GI, FeatureGates::default())
+            .unwrap()
+            .qos_class;
+        assert_eq!(got, want, "{name}");
+    }
+    // init-container: a Burstable init container makes a Guaranteed pod Burstable.
+    let p = pod(&format!(
+        "  initContainers:\n{}  containers:\n{}",
+        ctr("i", "cpu: 10m", ""),
+        ctr("c", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi")
+    ));
+    assert_eq!(
+        score(&p, GI, FeatureGates::default()).unwrap().qos_class,
+        Burstable
+    );
+    // Pod-level resources decide alone with the gate on.
+    let plr = |res: &str, containers: &str| {
+        pod(&format!("  resources:\n{res}  containers:\n{containers}"))
+    };
+    let g = plr(
+        "    requests: {cpu: 1, memory: 1Gi}\n    limits: {cpu: 1, memory: 1Gi}\n",
+        &ctr("c", "", ""),
+    );
+    assert_eq!(
+        score(&g, GI, FeatureGates::default()).unwrap().qos_class,
+        Guaranteed
+    );
+    let b = plr(
+        "    requests: {cpu: 1, memory: 1Gi}\n",
+        &ctr("c", "cpu: 1, memory: 1Gi", "cpu: 1, memory: 1Gi"),
+    );
+    assert_eq!(
+        score(&b, GI, FeatureGates::default()).unwrap().qos_class,
+        Burstable
+    );
+    // With the gate off the containers decide.
+    let off = FeatureGates {
+        pod_level_resources: false,
+    };
+    assert_eq!(score(&b, GI, off).unwrap().qos_class, Guaranteed);
+    // ResourceConfigForPod: pod-level requests only and a 200Mi/200Mi container → 200Mi.
+    let p = plr(
+        "    requests: {memory: 100Mi}\n",
+        &ctr("c", "memory: 200Mi", "memory: 200Mi"),
+    );
+    assert_eq!(
+        score(&p, GI, FeatureGates::default())
+            .unwrap()
+            .pod_memory_max_bytes,
+        Some(200 * MI)
+    );
+}

@@ -298,6 +298,86 @@ mod upstream {
     }
 
     #[test]
+    fn cadvisor_single_lines() {
+        let exp = expected();
+        let cases = exp["single_line"].as_array().unwrap();
+        assert_eq!(cases.len(), 4);
+        // The start line alone: a report cut before its kill, which cAdvisor never emits.
+        let e = &parse(cases[0]["line"].as_str().unwrap())[0];
+        assert!(e.incomplete && !e.kubelet_system_oom);
+        assert_eq!(e.invoked_by.as_deref(), Some("ruby"));
+        // The kill line alone.
+        let e = &parse(cases[1]["line"].as_str().unwrap())[0];
+        let want = &cases[1]["getProcessNamePid"];
+        assert_eq!(e.victim_pid.map(u64::from), want["Pid"].as_u64());
+        assert_eq!(e.victim_comm.as_deref(), want["ProcessName"].as_str());
+        // The legacy line: the task's cgroup and the one whose limit was hit.
+        let e = &parse(cases[2]["line"].as_str().unwrap())[0];
+        let want = &cases[2]["getContainerName"];
+        assert_eq!(e.task_memcg.as_deref(), want["ContainerName"].as_str());
+        assert_eq!(e.oom_memcg.as_deref(), want["VictimContainerName"].as_str());
+        // The summary line of Linux >= 5.0.
+        let e = &parse(cases[3]["line"].as_str().unwrap())[0];
+        let want = &cases[3]["getContainerName"];
+        assert_eq!(e.task_memcg.as_deref(), want["ContainerName"].as_str());
+        assert_eq!(e.oom_memcg.as_deref(), want["VictimContainerName"].as_str());
+        assert_eq!(e.victim_pid.map(u64::from), want["Pid"].as_u64());
+        assert_eq!(e.victim_comm.as_deref(), want["ProcessName"].as_str());
+        assert_eq!(e.constraint.as_deref(), want["Constraint"].as_str());
+        assert_eq!(
+            e.pod_uid.as_deref(),
+            Some("fbdfe8e3-1c87-4ff2-907c-b2ec8e25d012")
+        );
+    }
+
+    /// Every real-world line on its own gives what cAdvisor's regexes extract from it.
+    #[test]
+    fn real_world_lines_one_by_one() {
+        let exp = expected();
+        for case in exp["supplementary_per_line"].as_array().unwrap() {
+            let line = case["line"].as_str().unwrap();
+            let events = parse(line);
+            if let Some(c) = case.get("containerRegexp") {
+                let e = &events[0];
+                assert_eq!(e.constraint.as_deref(), c["constraint"].as_str(), "{line}");
+                assert_eq!(
+                    e.oom_memcg.as_deref(),
+                    c["oom_memcg(VictimContainerName)"].as_str(),
+                    "{line}"
+                );
+                assert_eq!(
+                    e.task_memcg.as_deref(),
+                    c["task_memcg(ContainerName)"].as_str(),
+                    "{line}"
+                );
+                assert_eq!(e.victim_comm.as_deref(), c["task"].as_str(), "{line}");
+                assert_eq!(e.victim_pid.map(u64::from), c["pid"].as_u64(), "{line}");
+            } else if let Some(c) = case.get("lastLineRegexp") {
+                let e = &events[0];
+                assert_eq!(e.victim_pid.map(u64::from), c["pid"].as_u64(), "{line}");
+                assert_eq!(e.victim_comm.as_deref(), c["name"].as_str(), "{line}");
+            } else if let Some(c) = case.get("legacyContainerRegexp") {
+                let e = &events[0];
+                assert_eq!(
+                    e.task_memcg.as_deref(),
+                    c["ContainerName"].as_str(),
+                    "{line}"
+                );
+                assert_eq!(
+                    e.oom_memcg.as_deref(),
+                    c["VictimContainerName"].as_str(),
+                    "{line}"
+                );
+            } else {
+                // Global summaries cAdvisor's regex misses still make an event here; the rest
+                // (task table rows, systemd and oom_reaper lines) make none.
+                let global = line.contains("global_oom");
+                assert_eq!(events.len(), usize::from(global), "{line}: {events:?}");
+            }
+        }
+    }
+
+    #[test]
     fn cadvisor_process_names() {
         for case in expected()["last_line_regex_process_names"]
             .as_array()

@@ -288,15 +288,7 @@ impl Parser {
             return None;
         }
         if let Some(c) = OOM_KILL.captures(msg) {
-            // A second summary means a new invocation whose start line is missing.
-            let done = match &self.current {
-                Some(open) if !open.named_victim() => None,
-                _ => {
-                    let done = self.close();
-                    self.current = Some(Open::new(&line));
-                    done
-                }
-            };
+            let done = self.open_for_victim(&line);
             if let Some(open) = self.current.as_mut() {
                 summary(open, c.get(1).map_or("", |m| m.as_str()));
                 open.stamp(&line);
@@ -304,14 +296,7 @@ impl Parser {
             return done;
         }
         if let Some(c) = LEGACY.captures(msg) {
-            let done = match &self.current {
-                Some(open) if !open.named_victim() => None,
-                _ => {
-                    let done = self.close();
-                    self.current = Some(Open::new(&line));
-                    done
-                }
-            };
+            let done = self.open_for_victim(&line);
             if let Some(open) = self.current.as_mut() {
                 let task = cadvisor_join(c.get(1).map_or("", |m| m.as_str()));
                 let limit = cadvisor_join(c.get(2).map_or("", |m| m.as_str()));
@@ -383,6 +368,20 @@ impl Parser {
             return done;
         }
         None
+    }
+
+    /// Makes sure an open report can take a line naming the victim: a second such line means
+    /// a new invocation whose start line is missing, so the current report is closed (and
+    /// returned) and a new one opened.
+    fn open_for_victim(&mut self, line: &Line<'_>) -> Option<OomEvent> {
+        match &self.current {
+            Some(open) if !open.named_victim() => None,
+            _ => {
+                let done = self.close();
+                self.current = Some(Open::new(line));
+                done
+            }
+        }
     }
 
     /// Ends the input; returns the event still open, if any.

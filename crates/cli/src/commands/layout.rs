@@ -3,15 +3,13 @@
 
 use std::io::Write;
 
-use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
-use oomwarden_daemon::{load_settings, resolve_layout};
 use oomwarden_model::Limit;
 use oomwarden_policy::rank;
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
-use crate::commands::{NodeArgs, OverrideArgs};
+use crate::commands::{NodeArgs, NodeSetup, OverrideArgs, node_and_layout};
 use crate::exit::Exit;
 
 /// Arguments of `oomwarden layout`.
@@ -31,21 +29,14 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
-    let settings = match load_settings(args.node.config.as_deref(), &args.overrides.to_overrides())
-    {
-        Ok(s) => s,
-        Err(e) => {
-            writeln!(err, "{e}")?;
-            return Ok(Exit::Failure);
-        }
-    };
-    let cgroups = CgroupFs::new(&args.node.cgroup_root);
-    let (layout, why) = match resolve_layout(&settings, &cgroups) {
-        Ok(l) => l,
-        Err(e) => {
-            writeln!(err, "{e}")?;
-            return Ok(Exit::Failure);
-        }
+    let NodeSetup {
+        settings,
+        cgroups,
+        layout,
+        why,
+    } = match node_and_layout(&args.node, &args.overrides, err)? {
+        Ok(v) => v,
+        Err(exit) => return Ok(exit),
     };
     if args.definition {
         writeln!(

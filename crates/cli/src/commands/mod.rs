@@ -94,3 +94,42 @@ pub(crate) struct NodeArgs {
     #[arg(long, value_name = "DIR", default_value = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)]
     pub(crate) cgroup_root: PathBuf,
 }
+
+/// The settings (configuration file and overrides) and the layout of the node under
+/// `--cgroup-root`, or the exit after printing why not (an invalid configuration, a tree that
+/// matches no layout).
+pub(crate) fn node_and_layout(
+    node: &NodeArgs,
+    overrides: &OverrideArgs,
+    err: &mut impl std::io::Write,
+) -> anyhow::Result<Result<NodeSetup, crate::exit::Exit>> {
+    let settings =
+        match oomwarden_daemon::load_settings(node.config.as_deref(), &overrides.to_overrides()) {
+            Ok(s) => s,
+            Err(e) => {
+                writeln!(err, "{e}")?;
+                return Ok(Err(crate::exit::Exit::Failure));
+            }
+        };
+    let cgroups = oomwarden_cgroupfs::CgroupFs::new(&node.cgroup_root);
+    match oomwarden_daemon::resolve_layout(&settings, &cgroups) {
+        Ok((layout, why)) => Ok(Ok(NodeSetup {
+            settings,
+            cgroups,
+            layout,
+            why,
+        })),
+        Err(e) => {
+            writeln!(err, "{e}")?;
+            Ok(Err(crate::exit::Exit::Failure))
+        }
+    }
+}
+
+/// A node's settings, cgroup tree and layout (with the reason it was chosen).
+pub(crate) struct NodeSetup {
+    pub(crate) settings: oomwarden_config::Settings,
+    pub(crate) cgroups: oomwarden_cgroupfs::CgroupFs,
+    pub(crate) layout: oomwarden_model::Layout,
+    pub(crate) why: String,
+}

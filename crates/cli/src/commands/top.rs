@@ -9,7 +9,6 @@ use std::path::PathBuf;
 
 use oomwarden_cgroupfs::{CgroupFs, Limit};
 use oomwarden_collect::Collector;
-use oomwarden_daemon::{load_settings, resolve_layout};
 use oomwarden_kube::node::{
     EvictionInput, NodeInputs, NodeView, Threshold, eviction_order, working_set,
 };
@@ -19,7 +18,7 @@ use oomwarden_policy::rank;
 use oomwarden_procfs::ProcFs;
 use serde::Serialize;
 
-use crate::commands::{NodeArgs, OverrideArgs, read_input};
+use crate::commands::{NodeArgs, NodeSetup, OverrideArgs, node_and_layout, read_input};
 use crate::exit::Exit;
 
 /// Arguments of `oomwarden top`.
@@ -190,21 +189,14 @@ fn read_row(cgroups: &CgroupFs, dir: &str, kind: &'static str, class: Option<&'s
 }
 
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
-    let settings = match load_settings(args.node.config.as_deref(), &args.overrides.to_overrides())
-    {
-        Ok(s) => s,
-        Err(e) => {
-            writeln!(err, "{e}")?;
-            return Ok(Exit::Failure);
-        }
-    };
-    let cgroups = CgroupFs::new(&args.node.cgroup_root);
-    let (layout, why) = match resolve_layout(&settings, &cgroups) {
-        Ok(l) => l,
-        Err(e) => {
-            writeln!(err, "{e}")?;
-            return Ok(Exit::Failure);
-        }
+    let NodeSetup {
+        settings,
+        cgroups,
+        layout,
+        why,
+    } = match node_and_layout(&args.node, &args.overrides, err)? {
+        Ok(v) => v,
+        Err(exit) => return Ok(exit),
     };
     let proc = ProcFs::new(&args.proc_root);
     let meminfo = match proc.meminfo() {

@@ -37,7 +37,9 @@ const WARDEN_FIELDS: &[&str] = &[
     "stateDir",
     "killTimeout",
     "layout",
+    "metrics",
 ];
+const METRICS_FIELDS: &[&str] = &["enabled", "listen"];
 
 /// Errors of one load, with the file name filled in.
 struct Errors<'a> {
@@ -74,6 +76,7 @@ struct Raw {
     state_dir: Option<PathBuf>,
     kill_timeout: Option<Duration>,
     layout: Option<LayoutSetting>,
+    metrics: Option<crate::MetricsSettings>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -172,6 +175,7 @@ fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
             state_dir: raw.state_dir.unwrap_or(defaults.state_dir),
             kill_timeout: raw.kill_timeout.unwrap_or(defaults.kill_timeout),
             layout: raw.layout.unwrap_or(defaults.layout),
+            metrics: raw.metrics.unwrap_or(defaults.metrics),
         },
     })
 }
@@ -328,6 +332,15 @@ pub(crate) fn sample_interval_from_text(text: &str) -> Result<Duration, String> 
     Ok(interval)
 }
 
+/// Validates a listen address: an IP address and a port (`127.0.0.1:9465`, `[::]:9465`).
+pub(crate) fn listen_from_text(text: &str) -> Result<std::net::SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!(
+            "invalid listen address {text:?}: expected IP:PORT such as 127.0.0.1:9465 or [::1]:9465"
+        )
+    })
+}
+
 /// Validates a kill timeout: a positive Go duration of at most 60 s.
 pub(crate) fn kill_timeout_from_text(text: &str) -> Result<Duration, String> {
     let nanos = parse_go_duration(text).map_err(|e| format!("invalid duration {text:?}: {e}"))?;
@@ -374,6 +387,42 @@ fn warden_document(
                 }
             }
         }
+    }
+    match map.get("metrics") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            let mut metrics = crate::MetricsSettings::default();
+            for key in m.keys().filter(|k| !METRICS_FIELDS.contains(&k.as_str())) {
+                errors.push(
+                    n,
+                    Some(kind),
+                    Some(&format!("metrics.{key}")),
+                    format!(
+                        "unknown field; known fields are {}",
+                        METRICS_FIELDS.join(", ")
+                    ),
+                );
+            }
+            if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+                metrics.enabled = on;
+            }
+            if let Some(text) = string_field(m, "listen", n, kind, errors) {
+                match listen_from_text(text) {
+                    Ok(addr) => metrics.listen = addr,
+                    Err(message) => errors.push(n, Some(kind), Some("metrics.listen"), message),
+                }
+            }
+            raw.metrics = Some(metrics);
+        }
+        Some(other) => errors.push(
+            n,
+            Some(kind),
+            Some("metrics"),
+            format!(
+                "expected a mapping with enabled and listen, found {}",
+                json_type(other)
+            ),
+        ),
     }
     if let Some(text) = string_field(map, "killTimeout", n, kind, errors) {
         match kill_timeout_from_text(text) {

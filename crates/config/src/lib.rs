@@ -79,6 +79,27 @@ pub struct WardenSettings {
     pub kill_timeout: Duration,
     /// `auto` (detect from the tree), a built-in layout, or a custom one.
     pub layout: LayoutSetting,
+    /// The metrics endpoint.
+    pub metrics: MetricsSettings,
+}
+
+/// The Prometheus/OpenMetrics endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// Serve it (off by default).
+    pub enabled: bool,
+    /// Where (`IP:port`); by default `127.0.0.1:9465`, loopback, as the metrics name the
+    /// node's classes and pods.
+    pub listen: std::net::SocketAddr,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        MetricsSettings {
+            enabled: false,
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 9465)),
+        }
+    }
 }
 
 /// The names `layout` accepts (it also takes a mapping: a custom layout).
@@ -91,6 +112,7 @@ impl Default for WardenSettings {
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             kill_timeout: DEFAULT_KILL_TIMEOUT,
             layout: LayoutSetting::Auto,
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -117,6 +139,8 @@ pub struct Overrides {
     pub kill_timeout: Option<Duration>,
     /// `--layout`.
     pub layout: Option<LayoutSetting>,
+    /// `--metrics-listen` (enables the endpoint there).
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// One problem found while loading a configuration.
@@ -195,6 +219,12 @@ impl Settings {
         if let Some(layout) = &overrides.layout {
             self.warden.layout.clone_from(layout);
         }
+        if let Some(listen) = overrides.metrics_listen {
+            self.warden.metrics = MetricsSettings {
+                enabled: true,
+                listen,
+            };
+        }
     }
 
     /// The effective settings as a configuration file (both documents, defaults filled in).
@@ -209,6 +239,11 @@ impl Settings {
 /// Loading the output gives the same metrics and candidates.
 pub fn layout_document(layout: &oomwarden_model::Layout) -> String {
     render::layout_document(layout)
+}
+
+/// Parses a listen address (`host:port`, `[::1]:port`) as `metrics.listen` does.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    document::listen_from_text(text)
 }
 
 /// Parses a `--kill-timeout` value with the same rules as the file's `killTimeout`.

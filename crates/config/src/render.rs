@@ -47,6 +47,13 @@ struct WardenDoc<'a> {
     state_dir: String,
     kill_timeout: String,
     layout: LayoutDoc<'a>,
+    metrics: MetricsDoc,
+}
+
+#[derive(Serialize)]
+struct MetricsDoc {
+    enabled: bool,
+    listen: String,
 }
 
 /// `layout`: a name, or a custom layout as a mapping.
@@ -168,6 +175,10 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         layout: match &s.warden.layout {
             LayoutSetting::Custom(layout) => LayoutDoc::Custom(custom_doc(layout)),
             other => LayoutDoc::Name(other.name()),
+        },
+        metrics: MetricsDoc {
+            enabled: s.warden.metrics.enabled,
+            listen: s.warden.metrics.listen.to_string(),
         },
     };
     // Serializing these plain structs cannot fail; should it ever, say so in the output.

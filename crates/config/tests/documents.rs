@@ -240,6 +240,32 @@ fn warden_document() {
 }
 
 #[test]
+fn metrics_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    let d = load("").unwrap().warden.metrics;
+    assert!(!d.enabled);
+    assert_eq!(d.listen.to_string(), "127.0.0.1:9465");
+    let m = load(&format!("{w}metrics:\n  enabled: true\n"))
+        .unwrap()
+        .warden
+        .metrics;
+    assert!(m.enabled && m.listen.to_string() == "127.0.0.1:9465");
+    let m = load(&format!(
+        "{w}metrics: {{enabled: true, listen: '0.0.0.0:9100'}}\n"
+    ))
+    .unwrap()
+    .warden
+    .metrics;
+    assert_eq!(m.listen.to_string(), "0.0.0.0:9100");
+    let e = messages(&format!(
+        "{w}metrics: {{enabled: maybe, listen: localhost:1, port: 3}}\n"
+    ));
+    assert_eq!(e.len(), 3, "{e:?}");
+    assert!(e.iter().any(|m| m.contains("expected IP:PORT")));
+    assert!(messages(&format!("{w}metrics: on\n"))[0].contains("expected a mapping"));
+}
+
+#[test]
 fn overrides_win_over_the_file() {
     let mut s =
         load("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: false\n").unwrap();
@@ -249,7 +275,10 @@ fn overrides_win_over_the_file() {
         state_dir: Some(PathBuf::from("/tmp/x")),
         kill_timeout: Some(Duration::from_millis(500)),
         layout: LayoutSetting::from_name("systemd"),
+        metrics_listen: Some("[::1]:9999".parse().unwrap()),
     });
+    assert!(s.warden.metrics.enabled);
+    assert_eq!(s.warden.metrics.listen.to_string(), "[::1]:9999");
     assert_eq!(s.warden.layout.name(), "systemd");
     assert_eq!(s.warden.kill_timeout, Duration::from_millis(500));
     assert!(s.warden.dry_run);

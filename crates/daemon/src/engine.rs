@@ -14,6 +14,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use oomwarden_actuate::{Actuator, KillResult, kill_cgroup, subtree_pids};
@@ -24,6 +25,7 @@ use oomwarden_policy::{Exclusion, State, build_context, rank, select};
 use oomwarden_procfs::ProcFs;
 
 use crate::history::History;
+use crate::metrics::Metrics;
 
 /// How often the same read problem may be logged.
 const PROBLEM_LOG_EVERY_NS: u64 = 60_000_000_000;
@@ -48,6 +50,7 @@ pub struct Engine {
     history: History,
     actuator: Box<dyn Actuator + Send>,
     problem_logged_at: HashMap<String, u64>,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -75,7 +78,13 @@ impl Engine {
             history,
             actuator,
             problem_logged_at: HashMap::new(),
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// The engine's metrics (shared with the metrics endpoint).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
     }
 
     /// The settings in force.
@@ -121,7 +130,10 @@ impl Engine {
                 return CycleOutcome::Skipped(error);
             }
         };
-        match self.settings.oom.trigger.eval(&ctx) {
+        self.metrics.observe_context(&ctx);
+        let fired = self.settings.oom.trigger.eval(&ctx);
+        self.metrics.evaluated(fired.as_ref().ok().copied());
+        match fired {
             Ok(false) => return CycleOutcome::Quiet,
             Ok(true) => {}
             Err(e) => {
@@ -139,6 +151,13 @@ impl Engine {
             }
         }
         let ranking = rank(&self.settings.oom.ranking, &candidates);
+        let failed = ranking
+            .excluded
+            .iter()
+            .filter(|(_, e)| matches!(e, Exclusion::EvalError(_)))
+            .count();
+        self.metrics
+            .ranking_errors(u64::try_from(failed).unwrap_or(u64::MAX));
         for (index, why) in &ranking.excluded {
             let Some(c) = candidates.get(*index) else {
                 continue;
@@ -208,6 +227,14 @@ impl Engine {
                 }
             }
         }
+        match (&record.class, record.outcome) {
+            (_, Outcome::NoEligibleCgroup) | (None, _) => self.metrics.no_victim(),
+            (Some(class), outcome) => self.metrics.killed(
+                class,
+                outcome.name(),
+                record.kill_duration_ms.map(|ms| ms / 1000.0),
+            ),
+        }
         if let Err(e) = self.history.push(record.clone()) {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
         }
@@ -258,6 +285,8 @@ impl Engine {
 
     /// Logs read problems, each distinct file at most once a minute (they can repeat every tick).
     fn log_problems(&mut self, problems: Vec<Problem>, now_ns: u64) {
+        self.metrics
+            .collection_errors(u64::try_from(problems.len()).unwrap_or(u64::MAX));
         for p in problems {
             let (key, message, proc) = match &p {
                 Problem::Read(e) => (e.path().display().to_string(), p.to_string(), false),

@@ -4,8 +4,10 @@
 
 mod engine;
 pub mod history;
+pub mod metrics;
 mod run;
 
 pub use engine::{CycleOutcome, Engine};
 pub use history::History;
+pub use metrics::Metrics;
 pub use run::{RunError, RunOptions, check_host, load_settings, monotonic_ns, resolve_layout, run};

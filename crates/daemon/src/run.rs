@@ -50,6 +50,9 @@ pub enum RunError {
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    /// The metrics endpoint could not listen.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::ServeError),
 }
 
 /// Loads the configuration file (or the defaults) and applies the overrides.
@@ -204,7 +207,12 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         "oomwarden started"
     );
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
+    let metrics_settings = settings.warden.metrics;
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
+    if metrics_settings.enabled {
+        let bound = crate::metrics::serve(metrics_settings.listen, engine.metrics())?;
+        tracing::info!(listen = %bound, "serving metrics at /metrics");
+    }
 
     let handle = signals.handle();
     std::thread::Builder::new()
@@ -236,6 +244,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         }
         let started = Instant::now();
         engine.cycle(monotonic_ns(), &wall_clock());
+        engine.metrics().cycle(started.elapsed().as_secs_f64());
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
             break;
@@ -263,6 +272,10 @@ fn reload(engine: &mut Engine, options: &RunOptions) {
     });
     match loaded {
         Ok((settings, (layout, why))) => {
+            engine.metrics().reloaded(true);
+            if settings.warden.metrics != engine.settings().warden.metrics {
+                tracing::warn!("the metrics settings changed; they take effect at the next start");
+            }
             if layout.name != engine.layout_name() {
                 tracing::info!(layout = %layout.name, layout_reason = %why, "layout changed");
             }
@@ -275,6 +288,7 @@ fn reload(engine: &mut Engine, options: &RunOptions) {
             engine.set_settings(settings);
         }
         Err(e) => {
+            engine.metrics().reloaded(false);
             tracing::error!(error = %e, "configuration reload rejected; the running configuration stays");
         }
     }

@@ -401,3 +401,142 @@ fn records_name_the_pod_and_its_containers() {
     let line = std::fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
     assert!(line.contains(&format!("\"podUID\":\"{uid}\"")), "{line}");
 }
+
+/// An HTTP GET on the metrics endpoint: (status line, body).
+fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_owned(), body.to_owned())
+}
+
+/// (name, sorted labels, value) of one sample.
+type Sample = (String, String, f64);
+
+/// Parses the OpenMetrics text: `# TYPE` lines into (name, type), samples into
+/// (name, sorted labels, value). Any other line fails the test.
+fn parse_exposition(body: &str) -> (Vec<(String, String)>, Vec<Sample>) {
+    let mut types = Vec::new();
+    let mut samples = Vec::new();
+    let mut lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.pop(), Some("# EOF"), "OpenMetrics ends with # EOF");
+    for line in &lines {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            types.push((name.to_owned(), kind.to_owned()));
+        } else if line.starts_with("# HELP ") || line.starts_with("# UNIT ") {
+        } else {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            let (name, labels) = match series.split_once('{') {
+                Some((n, l)) => (n, l.strip_suffix('}').unwrap()),
+                None => (series, ""),
+            };
+            let mut labels: Vec<&str> = labels.split(',').filter(|l| !l.is_empty()).collect();
+            labels.sort_unstable();
+            for l in &labels {
+                let (k, v) = l.split_once('=').unwrap();
+                assert!(
+                    k.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                    "{line}"
+                );
+                assert!(v.starts_with('"') && v.ends_with('"'), "{line}");
+            }
+            assert!(name.starts_with("oomwarden_"), "{line}");
+            samples.push((name.to_owned(), labels.join(","), value.parse().unwrap()));
+        }
+    }
+    (types, samples)
+}
+
+#[test]
+fn metrics_are_served_scraped_and_parsed() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
+    e.metrics().reloaded(false);
+    let addr =
+        oomwarden_daemon::metrics::serve("127.0.0.1:0".parse().unwrap(), e.metrics()).unwrap();
+    let (status, body) = http_get(addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        !body.contains("stress-ng") && !body.contains("pod-live"),
+        "no command lines or paths"
+    );
+    let (types, samples) = parse_exposition(&body);
+    let kind = |n: &str| types.iter().find(|(t, _)| t == n).map(|(_, k)| k.as_str());
+    for (name, want) in [
+        ("oomwarden_class_memory_pressure_avg10_ratio", "gauge"),
+        ("oomwarden_class_memory_pressure_stalled_seconds", "gauge"),
+        ("oomwarden_class_memory_usage_bytes", "gauge"),
+        ("oomwarden_node_memory_available_bytes", "gauge"),
+        ("oomwarden_trigger_evaluations", "counter"),
+        ("oomwarden_trigger_firings", "counter"),
+        ("oomwarden_kills", "counter"),
+        ("oomwarden_triggers_without_victim", "counter"),
+        ("oomwarden_kill_verification_seconds", "histogram"),
+        ("oomwarden_cycle_duration_seconds", "histogram"),
+        ("oomwarden_evaluation_errors", "counter"),
+        ("oomwarden_collection_errors", "counter"),
+        ("oomwarden_config_reloads", "counter"),
+        ("oomwarden_build_info", "gauge"),
+    ] {
+        assert_eq!(kind(name), Some(want), "{name}");
+    }
+    let value = |name: &str, labels: &str| {
+        samples
+            .iter()
+            .find(|(n, l, _)| n == name && l == labels)
+            .map(|(_, _, v)| *v)
+    };
+    assert_eq!(value("oomwarden_trigger_evaluations_total", ""), Some(2.0));
+    assert_eq!(value("oomwarden_trigger_firings_total", ""), Some(2.0));
+    assert_eq!(
+        value(
+            "oomwarden_kills_total",
+            "class=\"Besteffort\",outcome=\"killed\""
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        value("oomwarden_triggers_without_victim_total", ""),
+        Some(1.0)
+    );
+    assert_eq!(
+        value("oomwarden_kill_verification_seconds_count", ""),
+        Some(1.0)
+    );
+    assert_eq!(
+        value("oomwarden_config_reloads_total", "result=\"failure\""),
+        Some(1.0)
+    );
+    // System = init + system, 14.54 % full each.
+    let full = value(
+        "oomwarden_class_memory_pressure_avg10_ratio",
+        "class=\"System\",kind=\"full\"",
+    )
+    .unwrap();
+    assert!((full - 0.2908).abs() < 1e-9, "{full}");
+    assert_eq!(
+        value(
+            "oomwarden_build_info",
+            &format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))
+        ),
+        Some(1.0)
+    );
+    let (status, _) = http_get(addr, "/");
+    assert!(status.contains("404"), "{status}");
+}

@@ -18,6 +18,19 @@ pub enum Outcome {
     DryRun,
 }
 
+impl Outcome {
+    /// The name written in records (`killed`, `kill-failed`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Killed => "killed",
+            Outcome::KillFailed => "kill-failed",
+            Outcome::NotVerified => "not-verified",
+            Outcome::NoEligibleCgroup => "no-eligible-cgroup",
+            Outcome::DryRun => "dry-run",
+        }
+    }
+}
+
 /// One action record. Field names are a stable contract (`docs/operations.md`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,4 +75,25 @@ pub struct ActionRecord {
     pub error: Option<String>,
     /// The whole trigger context, byte-for-byte in Talos's `triggerContext` JSON format.
     pub trigger_context: String,
+}
+
+#[cfg(test)]
+mod outcome_names {
+    use super::*;
+
+    #[test]
+    fn names_are_the_serialized_ones() {
+        for o in [
+            Outcome::Killed,
+            Outcome::KillFailed,
+            Outcome::NotVerified,
+            Outcome::NoEligibleCgroup,
+            Outcome::DryRun,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&o).ok(),
+                Some(format!("\"{}\"", o.name()))
+            );
+        }
+    }
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# S6 dry-run: the decision is recorded, nothing dies.
+# S6 dry-run: the decision is recorded, nothing dies; the metrics endpoint counts it.
 SCENARIO=s6-dry-run
 . /root/lib.sh
 node_layout
@@ -12,7 +12,8 @@ sampleInterval: 200ms
 YAML
 P=$(pod besteffort hog)
 HOG=$(start_in "$(ctr "$P")" hog -s 16 -i 50 -m 200 -H -1)
-start_oomwarden --config /root/oom.yaml --dry-run
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+start_oomwarden --config /root/oom.yaml --dry-run --metrics-listen 127.0.0.1:9465
 check "a dry-run record is written" "actions.jsonl" wait_for 60 grep -q '"outcome":"dry-run"' "$STATE/actions.jsonl"
 sleep 2
 check "the victim is the hog's pod" "$P" grep -q "\"victim\":\"$P\"" "$STATE/actions.jsonl"
@@ -20,4 +21,8 @@ check "the record lists the hog's PID" "pid $HOG" grep -q "\"pids\":\[$HOG\]" "$
 check "the hog is alive" "pid $HOG" alive "$HOG"
 check "the pod is still populated" "$P" populated "$P"
 check "exactly one record (1 h cooldown)" "$(records)" [ "$(records)" = 1 ]
+wget -qO "$OUT/metrics.txt" http://127.0.0.1:9465/metrics
+check "the metrics endpoint counts the dry-run decision" "metrics.txt" \
+    grep -q '^oomwarden_kills_total{class="Besteffort",outcome="dry-run"} 1$' "$OUT/metrics.txt"
+check "and the trigger's firings" "metrics.txt" grep -q '^oomwarden_trigger_firings_total 1$' "$OUT/metrics.txt"
 finish

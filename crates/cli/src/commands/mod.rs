@@ -47,6 +47,9 @@ pub(crate) struct OverrideArgs {
     /// Node layout (`auto` detects it); overrides `layout`.
     #[arg(long, value_name = "LAYOUT", value_parser = clap::builder::PossibleValuesParser::new(oomwarden_config::LAYOUTS))]
     layout: Option<String>,
+    /// Serve the metrics endpoint at this address (`IP:PORT`); overrides `metrics`.
+    #[arg(long, value_name = "IP:PORT", value_parser = oomwarden_config::parse_listen)]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 fn parse_absolute_dir(text: &str) -> Result<PathBuf, String> {
@@ -80,6 +83,7 @@ impl OverrideArgs {
                 .layout
                 .as_deref()
                 .and_then(oomwarden_config::LayoutSetting::from_name),
+            metrics_listen: self.metrics_listen,
         }
     }
 }

@@ -1,0 +1,394 @@
+//! Prometheus/OpenMetrics metrics of the OOM handler, and the HTTP endpoint serving them.
+//!
+//! Names follow the Prometheus conventions: `oomwarden_` prefix, base units (seconds, bytes,
+//! ratios), `_total` counters. Labels are classes, outcomes and expression kinds, never pod
+//! names or command lines.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use oomwarden_model::{PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// `class` label: the class names as in expressions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClassLabel {
+    /// `Besteffort` … `System`.
+    pub class: String,
+}
+
+/// `class` and PSI `kind` (`some`, `full`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct PressureLabels {
+    /// The class.
+    pub class: String,
+    /// `some` or `full`.
+    pub kind: String,
+}
+
+/// A kill's class and outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct KillLabels {
+    /// The victim's class.
+    pub class: String,
+    /// `killed`, `kill-failed`, `not-verified` or `dry-run`.
+    pub outcome: String,
+}
+
+/// Which expression failed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelValue)]
+pub enum Expression {
+    /// The trigger expression.
+    Trigger,
+    /// The ranking expression.
+    Ranking,
+}
+
+/// `expression` label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ExpressionLabel {
+    /// `Trigger` or `Ranking`.
+    pub expression: Expression,
+}
+
+/// `result` label of reloads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ResultLabel {
+    /// `success` or `failure`.
+    pub result: String,
+}
+
+/// `version` label of the build info.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct VersionLabel {
+    /// The crate version.
+    pub version: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric, registered. Cheap to update from the cycle (atomics); shared with the HTTP
+/// thread through an `Arc`.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    class_pressure: Family<PressureLabels, FloatGauge>,
+    class_stalled: Family<PressureLabels, FloatGauge>,
+    class_memory: Family<ClassLabel, FloatGauge>,
+    node_available: FloatGauge,
+    node_total: FloatGauge,
+    evaluations: Counter,
+    firings: Counter,
+    kills: Family<KillLabels, Counter>,
+    no_victim: Counter,
+    verification: Histogram,
+    cycle: Histogram,
+    eval_errors: Family<ExpressionLabel, Counter>,
+    collection_errors: Counter,
+    reloads: Family<ResultLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// All metrics, at zero, with `oomwarden_build_info` set.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("oomwarden");
+        let class_pressure = Family::<PressureLabels, FloatGauge>::default();
+        registry.register_with_unit(
+            "class_memory_pressure_avg10",
+            "PSI memory pressure of each class over the last 10 s (some or full), summed over its cgroups as the trigger sees it",
+            Unit::Other("ratio".to_owned()),
+            class_pressure.clone(),
+        );
+        let class_stalled = Family::<PressureLabels, FloatGauge>::default();
+        registry.register_with_unit(
+            "class_memory_pressure_stalled",
+            "PSI memory stall time of each class since its cgroups were created (some or full), summed; drops when a cgroup goes away",
+            Unit::Seconds,
+            class_stalled.clone(),
+        );
+        let class_memory = Family::<ClassLabel, FloatGauge>::default();
+        registry.register_with_unit(
+            "class_memory_usage",
+            "memory.current of each class, summed over its cgroups",
+            Unit::Bytes,
+            class_memory.clone(),
+        );
+        let node_available = FloatGauge::default();
+        registry.register_with_unit(
+            "node_memory_available",
+            "MemAvailable of /proc/meminfo",
+            Unit::Bytes,
+            node_available.clone(),
+        );
+        let node_total = FloatGauge::default();
+        registry.register_with_unit(
+            "node_memory_total",
+            "MemTotal of /proc/meminfo",
+            Unit::Bytes,
+            node_total.clone(),
+        );
+        let evaluations = Counter::default();
+        registry.register(
+            "trigger_evaluations",
+            "Times the trigger expression was evaluated",
+            evaluations.clone(),
+        );
+        let firings = Counter::default();
+        registry.register(
+            "trigger_firings",
+            "Times the trigger expression was true",
+            firings.clone(),
+        );
+        let kills = Family::<KillLabels, Counter>::default();
+        registry.register(
+            "kills",
+            "Victims chosen, by class and outcome (killed, kill-failed, not-verified, dry-run)",
+            kills.clone(),
+        );
+        let no_victim = Counter::default();
+        registry.register(
+            "triggers_without_victim",
+            "Firings that found no eligible cgroup",
+            no_victim.clone(),
+        );
+        let verification = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ]);
+        registry.register_with_unit(
+            "kill_verification",
+            "Time from the kill to the victim cgroup found empty",
+            Unit::Seconds,
+            verification.clone(),
+        );
+        let cycle = Histogram::new([
+            0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0,
+        ]);
+        registry.register_with_unit(
+            "cycle_duration",
+            "Time one sample-decide(-kill) cycle took",
+            Unit::Seconds,
+            cycle.clone(),
+        );
+        let eval_errors = Family::<ExpressionLabel, Counter>::default();
+        registry.register(
+            "evaluation_errors",
+            "Expression evaluations that failed (Trigger: the cycle is skipped; Ranking: that cgroup is not a candidate)",
+            eval_errors.clone(),
+        );
+        let collection_errors = Counter::default();
+        registry.register(
+            "collection_errors",
+            "cgroup or proc files that could not be read or parsed (a vanished cgroup is not an error)",
+            collection_errors.clone(),
+        );
+        let reloads = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "config_reloads",
+            "Configuration reloads on SIGHUP, by result (success, failure)",
+            reloads.clone(),
+        );
+        let build = Family::<VersionLabel, Gauge>::default();
+        build
+            .get_or_create(&VersionLabel {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            })
+            .set(1);
+        registry.register("build_info", "oomwarden's version, as a label", build);
+        // Known label values start at 0, so that rates and alerts see the series from the
+        // start rather than from their first event.
+        for expression in [Expression::Trigger, Expression::Ranking] {
+            drop(eval_errors.get_or_create(&ExpressionLabel { expression }));
+        }
+        for result in ["success", "failure"] {
+            drop(reloads.get_or_create(&ResultLabel {
+                result: result.to_owned(),
+            }));
+        }
+        for class in QosClass::ALL {
+            for outcome in ["killed", "kill-failed", "not-verified", "dry-run"] {
+                drop(kills.get_or_create(&KillLabels {
+                    class: class.name().to_owned(),
+                    outcome: outcome.to_owned(),
+                }));
+            }
+        }
+        Metrics {
+            registry,
+            class_pressure,
+            class_stalled,
+            class_memory,
+            node_available,
+            node_total,
+            evaluations,
+            firings,
+            kills,
+            no_victim,
+            verification,
+            cycle,
+            eval_errors,
+            collection_errors,
+            reloads,
+        }
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Records the per-class and node gauges of a cycle's context.
+    pub fn observe_context(&self, ctx: &TriggerContext) {
+        for class in QosClass::ALL {
+            for (kind, name) in [(PsiKind::Some, "some"), (PsiKind::Full, "full")] {
+                let labels = PressureLabels {
+                    class: class.name().to_owned(),
+                    kind: name.to_owned(),
+                };
+                self.class_pressure
+                    .get_or_create(&labels)
+                    .set(ctx.class_psi(false, kind, PsiSpan::Avg10).get(class) / 100.0);
+                self.class_stalled
+                    .get_or_create(&labels)
+                    .set(ctx.class_psi(false, kind, PsiSpan::Total).get(class) / 1e6);
+            }
+            self.class_memory
+                .get_or_create(&ClassLabel {
+                    class: class.name().to_owned(),
+                })
+                .set(ctx.class_usage(false, UsageKind::Current).get(class));
+        }
+        let (available, total) = ctx.node_memory();
+        self.node_available.set(available);
+        self.node_total.set(total);
+    }
+
+    /// A trigger evaluation, fired or not (`None`: it failed).
+    pub fn evaluated(&self, fired: Option<bool>) {
+        self.evaluations.inc();
+        match fired {
+            Some(true) => {
+                self.firings.inc();
+            }
+            Some(false) => {}
+            None => {
+                self.eval_errors
+                    .get_or_create(&ExpressionLabel {
+                        expression: Expression::Trigger,
+                    })
+                    .inc();
+            }
+        }
+    }
+
+    /// Ranking evaluations that failed.
+    pub fn ranking_errors(&self, n: u64) {
+        if n > 0 {
+            self.eval_errors
+                .get_or_create(&ExpressionLabel {
+                    expression: Expression::Ranking,
+                })
+                .inc_by(n);
+        }
+    }
+
+    /// Files that could not be read.
+    pub fn collection_errors(&self, n: u64) {
+        self.collection_errors.inc_by(n);
+    }
+
+    /// A victim's outcome, and how long its kill took to verify (seconds).
+    pub fn killed(&self, class: &str, outcome: &str, verification_seconds: Option<f64>) {
+        self.kills
+            .get_or_create(&KillLabels {
+                class: class.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        if let Some(s) = verification_seconds {
+            self.verification.observe(s);
+        }
+    }
+
+    /// A firing that found no victim.
+    pub fn no_victim(&self) {
+        self.no_victim.inc();
+    }
+
+    /// One cycle's duration.
+    pub fn cycle(&self, seconds: f64) {
+        self.cycle.observe(seconds);
+    }
+
+    /// A configuration reload.
+    pub fn reloaded(&self, ok: bool) {
+        self.reloads
+            .get_or_create(&ResultLabel {
+                result: if ok { "success" } else { "failure" }.to_owned(),
+            })
+            .inc();
+    }
+}
+
+/// Why the endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serve metrics on {addr}: {message}")]
+pub struct ServeError {
+    /// The address.
+    pub addr: SocketAddr,
+    /// Why.
+    pub message: String,
+}
+
+/// Serves `GET /metrics` (OpenMetrics text) on `addr` from a thread; any other path is 404.
+/// Returns the address bound (with the port chosen when `addr` has port 0).
+pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr, ServeError> {
+    let server = tiny_http::Server::http(addr).map_err(|e| ServeError {
+        addr,
+        message: e.to_string(),
+    })?;
+    let bound = server.server_addr().to_ip().ok_or_else(|| ServeError {
+        addr,
+        message: "not an IP address".to_owned(),
+    })?;
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for request in server.incoming_requests() {
+                let response = match (request.method(), request.url()) {
+                    (tiny_http::Method::Get, "/metrics") => {
+                        let mut r = tiny_http::Response::from_string(metrics.encode());
+                        if let Ok(h) = tiny_http::Header::from_bytes(
+                            &b"Content-Type"[..],
+                            &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
+                        ) {
+                            r.add_header(h);
+                        }
+                        r
+                    }
+                    _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
+                };
+                // A client that went away is its own problem.
+                let _ = request.respond(response);
+            }
+        })
+        .map_err(|e| ServeError {
+            addr,
+            message: e.to_string(),
+        })?;
+    Ok(bound)
+}

@@ -41,6 +41,10 @@ enum Command {
     /// Every cgroup's memory numbers, the node as the kubelet and node-exporter see it, and the
     /// kubelet's eviction order.
     Top(commands::top::Args),
+    /// The OOM handler's action records (from the running daemon, else its history file).
+    Actions(commands::actions::ActionsArgs),
+    /// The running daemon's state: configuration, layout, last cycle, last trigger, errors.
+    Status(commands::actions::StatusArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,8 @@ fn main() -> ExitCode {
         Command::Score(args) => commands::score::run(&args, &mut out, &mut err),
         Command::Audit(args) => commands::audit::run(&args, &mut out, &mut err),
         Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
+        Command::Actions(args) => commands::actions::actions(&args, &mut out, &mut err),
+        Command::Status(args) => commands::actions::status(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

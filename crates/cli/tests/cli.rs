@@ -575,3 +575,25 @@ fn top_on_a_real_kernel_snapshot() {
         None,
     );
 }
+
+#[test]
+fn actions_and_status_without_a_daemon() {
+    let dir = "testdata/actions/state";
+    golden("actions-file", &["actions", "--state-dir", dir], None);
+    golden(
+        "actions-file-json",
+        &["actions", "--state-dir", dir, "--json"],
+        None,
+    );
+    golden(
+        "actions-file-yaml",
+        &["actions", "--state-dir", dir, "-o", "yaml"],
+        None,
+    );
+    golden("status-not-running", &["status", "--state-dir", dir], None);
+    golden(
+        "actions-empty",
+        &["actions", "--state-dir", "testdata/actions/none"],
+        None,
+    );
+}

@@ -25,6 +25,65 @@ pub const KEEP_LINES: usize = 5_000;
 /// The history file's name in the state directory.
 pub const FILE_NAME: &str = "actions.jsonl";
 
+/// What a history file holds, read without changing it.
+#[derive(Debug, Default)]
+pub struct FileContents {
+    /// Every record, oldest first.
+    pub records: Vec<ActionRecord>,
+    /// Non-empty lines.
+    pub lines: usize,
+    /// One per skipped line (torn or malformed).
+    pub warnings: Vec<String>,
+    /// The length of the complete lines when the last one is torn.
+    pub torn_at: Option<u64>,
+}
+
+/// Reads `<state_dir>/actions.jsonl` without changing anything (for `oomwarden actions`
+/// when the daemon is not running). A missing file is an empty history.
+pub fn read(state_dir: &Path) -> Result<FileContents, HistoryError> {
+    read_file(&state_dir.join(FILE_NAME))
+}
+
+fn read_file(path: &Path) -> Result<FileContents, HistoryError> {
+    let mut out = FileContents::default();
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => {
+            return Err(HistoryError {
+                path: path.to_owned(),
+                source: e,
+            });
+        }
+    };
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if complete < bytes.len() {
+        out.warnings.push(format!(
+            "{}: skipping a torn last line ({} bytes, probably a crash while writing)",
+            path.display(),
+            bytes.len() - complete
+        ));
+        out.torn_at = Some(complete as u64);
+    }
+    let text = String::from_utf8_lossy(bytes.get(..complete).unwrap_or_default());
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        out.lines += 1;
+        match serde_json::from_str::<ActionRecord>(line) {
+            Ok(record) => out.records.push(record),
+            Err(e) => out.warnings.push(format!(
+                "{}: line {}: skipping a malformed record: {e}",
+                path.display(),
+                n + 1
+            )),
+        }
+    }
+    Ok(out)
+}
+
 /// A failure to open or write the history.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {source}")]
@@ -63,51 +122,25 @@ impl History {
             .create(state_dir)
             .map_err(wrap(state_dir))?;
         let path = state_dir.join(FILE_NAME);
-        let mut warnings = Vec::new();
-        let mut recent = VecDeque::with_capacity(KEEP_IN_MEMORY);
-        let (mut lines, mut next_id) = (0, 0);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-                if complete < bytes.len() {
-                    warnings.push(format!(
-                        "{}: skipping a torn last line ({} bytes, probably a crash while writing)",
-                        path.display(),
-                        bytes.len() - complete
-                    ));
-                    let file = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(wrap(&path))?;
-                    file.set_len(complete as u64).map_err(wrap(&path))?;
-                    file.sync_all().map_err(wrap(&path))?;
-                }
-                let text = String::from_utf8_lossy(bytes.get(..complete).unwrap_or_default());
-                for (n, line) in text
-                    .lines()
-                    .enumerate()
-                    .filter(|(_, l)| !l.trim().is_empty())
-                {
-                    lines += 1;
-                    match serde_json::from_str::<ActionRecord>(line) {
-                        Ok(record) => {
-                            next_id = next_id.max(record.id.saturating_add(1));
-                            if recent.len() == KEEP_IN_MEMORY {
-                                recent.pop_front();
-                            }
-                            recent.push_back(record);
-                        }
-                        Err(e) => warnings.push(format!(
-                            "{}: line {}: skipping a malformed record: {e}",
-                            path.display(),
-                            n + 1
-                        )),
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(HistoryError { path, source: e }),
+        let read = read_file(&path)?;
+        if let Some(complete) = read.torn_at {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(wrap(&path))?;
+            file.set_len(complete).map_err(wrap(&path))?;
+            file.sync_all().map_err(wrap(&path))?;
         }
+        let next_id = read
+            .records
+            .iter()
+            .map(|r| r.id.saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        let lines = read.lines;
+        let warnings = read.warnings;
+        let skip = read.records.len().saturating_sub(KEEP_IN_MEMORY);
+        let recent: VecDeque<ActionRecord> = read.records.into_iter().skip(skip).collect();
         Ok((
             History {
                 path,

@@ -2,6 +2,7 @@
 //! the action records. The binary (`oomwarden run`) parses flags, installs the log
 //! subscriber, and calls [`run`] with a [`oomwarden_actuate::LinuxActuator`].
 
+pub mod api;
 mod engine;
 pub mod history;
 pub mod metrics;

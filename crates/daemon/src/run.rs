@@ -17,7 +17,7 @@ use oomwarden_model::Layout;
 use oomwarden_procfs::ProcFs;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::engine::Engine;
+use crate::engine::{CycleOutcome, Engine};
 use crate::history::{History, HistoryError};
 
 /// What `oomwarden run` needs.
@@ -53,6 +53,9 @@ pub enum RunError {
     /// The metrics endpoint could not listen.
     #[error(transparent)]
     Metrics(#[from] crate::metrics::ServeError),
+    /// The action API could not start.
+    #[error(transparent)]
+    Api(#[from] crate::api::ApiError),
 }
 
 /// Loads the configuration file (or the defaults) and applies the overrides.
@@ -208,7 +211,27 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     );
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
+    let state_dir = settings.warden.state_dir.clone();
+    let shared: crate::api::SharedState = Default::default();
+    {
+        let mut s = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.status = crate::api::Status {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            started_at: wall_clock(),
+            config_file: config_name(options),
+            configuration: settings.to_yaml(),
+            layout: layout_name_of(&collector),
+            layout_reason: why.clone(),
+            ..Default::default()
+        };
+        s.records = history.recent().cloned().collect();
+    }
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
+    let socket = crate::api::serve(&state_dir, shared.clone())?;
+    tracing::info!(socket = %socket.display(), "serving the action API");
     if metrics_settings.enabled {
         let bound = crate::metrics::serve(metrics_settings.listen, engine.metrics())?;
         tracing::info!(listen = %bound, "serving metrics at /metrics");
@@ -232,7 +255,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         let wait = tick.saturating_duration_since(Instant::now());
         match rx.recv_timeout(wait) {
             Ok(SIGHUP) => {
-                reload(&mut engine, options);
+                reload(&mut engine, options, Some(&shared));
                 continue;
             }
             Ok(signal) => {
@@ -243,8 +266,11 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         let started = Instant::now();
-        engine.cycle(monotonic_ns(), &wall_clock());
-        engine.metrics().cycle(started.elapsed().as_secs_f64());
+        let wall = wall_clock();
+        let outcome = engine.cycle(monotonic_ns(), &wall);
+        let took = started.elapsed();
+        engine.metrics().cycle(took.as_secs_f64());
+        publish(&shared, &engine, &outcome, &wall, took);
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
             break;
@@ -261,10 +287,54 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         tick = next;
     }
     handle.close();
+    // Best effort: a stale socket is replaced at the next start anyway.
+    let _ = std::fs::remove_file(&socket);
     Ok(())
 }
 
-fn reload(engine: &mut Engine, options: &RunOptions) {
+fn config_name(options: &RunOptions) -> String {
+    options
+        .config_file
+        .as_deref()
+        .map_or("<defaults>".to_owned(), |f| f.display().to_string())
+}
+
+fn layout_name_of(collector: &Collector) -> String {
+    collector.layout().name.clone()
+}
+
+/// Updates what the action API serves after a cycle.
+fn publish(
+    shared: &crate::api::SharedState,
+    engine: &Engine,
+    outcome: &CycleOutcome,
+    wall: &str,
+    took: Duration,
+) {
+    let mut s = shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let st = &mut s.status;
+    st.cycles += 1;
+    st.last_cycle_at = Some(wall.to_owned());
+    st.last_cycle_ms = Some((took.as_secs_f64() * 1e6).round() / 1e3);
+    st.layout = engine.layout_name().to_owned();
+    match outcome {
+        CycleOutcome::Quiet => st.last_cycle_result = Some("quiet".to_owned()),
+        CycleOutcome::Skipped(error) => {
+            st.last_cycle_result = Some("skipped".to_owned());
+            st.last_error = Some(format!("{wall}: {error}"));
+            st.errors += 1;
+        }
+        CycleOutcome::Acted(record) => {
+            st.last_cycle_result = Some(record.outcome.name().to_owned());
+            st.last_trigger_at = Some(wall.to_owned());
+            s.records = engine.history().recent().cloned().collect();
+        }
+    }
+}
+
+fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api::SharedState>) {
     let file = options.config_file.as_deref();
     let loaded = load_settings(file, &options.overrides).and_then(|settings| {
         let layout = resolve_layout(&settings, engine.cgroups())?;
@@ -285,6 +355,13 @@ fn reload(engine: &mut Engine, options: &RunOptions) {
                 sample_interval = ?settings.oom.sample_interval,
                 "configuration reloaded"
             );
+            if let Some(shared) = shared {
+                let mut s = shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                s.status.configuration = settings.to_yaml();
+                s.status.layout_reason = why;
+            }
             engine.set_settings(settings);
         }
         Err(e) => {

@@ -1,5 +1,6 @@
 #!/bin/sh
-# S6 dry-run: the decision is recorded, nothing dies; the metrics endpoint counts it.
+# S6 dry-run: the decision is recorded, nothing dies; the metrics endpoint counts it, and the
+# action API (oomwarden status / actions on the daemon's socket) shows it.
 SCENARIO=s6-dry-run
 . /root/lib.sh
 node_layout
@@ -25,4 +26,9 @@ wget -qO "$OUT/metrics.txt" http://127.0.0.1:9465/metrics
 check "the metrics endpoint counts the dry-run decision" "metrics.txt" \
     grep -q '^oomwarden_kills_total{class="Besteffort",outcome="dry-run"} 1$' "$OUT/metrics.txt"
 check "and the trigger's firings" "metrics.txt" grep -q '^oomwarden_trigger_firings_total 1$' "$OUT/metrics.txt"
+check "the action API socket is root-only" "$(ls -l "$STATE/oomwarden.sock")" sh -c "ls -l $STATE/oomwarden.sock | grep -q '^srw------- '"
+oomwarden status --json --state-dir "$STATE" > "$OUT/status.json" 2>&1
+check "oomwarden status answers from the daemon" "status.json" sh -c "grep -q '\"lastCycleResult\": \"quiet\"' $OUT/status.json && grep -q 'dryRun: true' $OUT/status.json && grep -q '\"lastTriggerAt\": \"20' $OUT/status.json"
+oomwarden actions --state-dir "$STATE" > "$OUT/actions.txt" 2>&1
+check "oomwarden actions lists the decision from the daemon" "actions.txt" sh -c "grep -q 'dry-run' $OUT/actions.txt && ! grep -q 'not answering' $OUT/actions.txt"
 finish

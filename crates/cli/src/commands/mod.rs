@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod actions;
 pub(crate) mod audit;
 pub(crate) mod check;
 pub(crate) mod eval;

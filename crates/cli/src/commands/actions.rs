@@ -1,0 +1,322 @@
+//! `oomwarden actions` and `oomwarden status`: what the daemon did and is doing, from its
+//! Unix socket, or from the persisted history when it is not running.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oomwarden_daemon::api::{self, Status};
+use oomwarden_daemon::{history, load_settings};
+use oomwarden_model::ActionRecord;
+use serde::Serialize;
+
+use crate::exit::Exit;
+
+/// Where the daemon keeps its state.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StateArgs {
+    /// State directory (default: `stateDir` of --config, else /var/lib/oomwarden).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Configuration file to take `stateDir` from.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+impl StateArgs {
+    fn dir(&self) -> anyhow::Result<PathBuf> {
+        if let Some(d) = &self.state_dir {
+            return Ok(d.clone());
+        }
+        let settings = load_settings(self.config.as_deref(), &Default::default())?;
+        Ok(settings.warden.state_dir)
+    }
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// A table.
+    Table,
+    /// Full records, one JSON object per line.
+    Json,
+    /// `talosctl get oomactions -o yaml`-style documents.
+    Yaml,
+}
+
+/// Arguments of `oomwarden actions`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ActionsArgs {
+    #[command(flatten)]
+    state: StateArgs,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    output: Format,
+    /// Same as `-o json`.
+    #[arg(long, conflicts_with = "output")]
+    json: bool,
+    /// Keep printing new records as they come (until interrupted).
+    #[arg(long)]
+    follow: bool,
+}
+
+/// Arguments of `oomwarden status`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    state: StateArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Records from the daemon (`actions since=N`), or from the file when it does not answer.
+fn fetch(dir: &Path, since: Option<u64>) -> anyhow::Result<(Vec<ActionRecord>, &'static str)> {
+    let line = since.map_or("actions".to_owned(), |s| format!("actions since={s}"));
+    match api::request(dir, &line) {
+        Ok(answer) => Ok((serde_json::from_str(&answer)?, "daemon")),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(anyhow::anyhow!(
+            "{}: permission denied: the action API and history are root-only (they hold command lines)",
+            dir.join(api::SOCKET_NAME).display()
+        )),
+        Err(_) => {
+            let read = history::read(dir)?;
+            let records = read
+                .records
+                .into_iter()
+                .filter(|r| since.is_none_or(|s| r.id > s))
+                .collect();
+            Ok((records, "file"))
+        }
+    }
+}
+
+pub(crate) fn actions(
+    args: &ActionsArgs,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<Exit> {
+    let dir = args.state.dir()?;
+    let format = if args.json { Format::Json } else { args.output };
+    let (records, source) = match fetch(&dir, None) {
+        Ok(r) => r,
+        Err(e) => {
+            writeln!(err, "oomwarden: {e:#}")?;
+            return Ok(Exit::Failure);
+        }
+    };
+    if source == "file" && format == Format::Table {
+        writeln!(
+            err,
+            "(the daemon is not answering; read {})",
+            dir.join(history::FILE_NAME).display()
+        )?;
+    }
+    let mut last = records.last().map(|r| r.id);
+    print(&records, format, true, out)?;
+    if !args.follow {
+        return Ok(Exit::Ok);
+    }
+    loop {
+        out.flush()?;
+        std::thread::sleep(Duration::from_secs(1));
+        let (new, _) = match fetch(&dir, last) {
+            Ok(r) => r,
+            Err(e) => {
+                writeln!(err, "oomwarden: {e:#}")?;
+                continue;
+            }
+        };
+        if let Some(r) = new.last() {
+            last = Some(r.id);
+        }
+        print(&new, format, false, out)?;
+    }
+}
+
+fn print(
+    records: &[ActionRecord],
+    format: Format,
+    header: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            for r in records {
+                writeln!(out, "{}", serde_json::to_string(r)?)?;
+            }
+        }
+        Format::Yaml => {
+            for r in records {
+                write!(out, "{}", talos_yaml(r)?)?;
+            }
+        }
+        Format::Table => {
+            if header {
+                writeln!(
+                    out,
+                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<36} VICTIM",
+                    "ID", "TIME", "OUTCOME", "CLASS", "SCORE", "POD UID"
+                )?;
+            }
+            for r in records {
+                writeln!(
+                    out,
+                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<36} {}",
+                    r.id,
+                    r.time,
+                    r.outcome.name(),
+                    r.class.as_deref().unwrap_or("-"),
+                    oomwarden_model::format_go_float(r.score),
+                    r.pod_uid.as_deref().unwrap_or("-"),
+                    r.victim.as_deref().unwrap_or("-"),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A record as `talosctl get oomactions -o yaml` prints an `OOMAction`: metadata, then the
+/// spec with Talos's fields first (`triggerContext`, `score`, `processes`) and oomwarden's
+/// after them.
+fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
+    #[derive(Serialize)]
+    struct Metadata<'a> {
+        namespace: &'a str,
+        #[serde(rename = "type")]
+        kind: &'a str,
+        id: String,
+        version: u32,
+        owner: &'a str,
+        phase: &'a str,
+        created: &'a str,
+        updated: &'a str,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Spec<'a> {
+        // Talos's fields, `omitempty` as in Talos.
+        #[serde(skip_serializing_if = "str::is_empty")]
+        trigger_context: &'a str,
+        #[serde(skip_serializing_if = "is_zero")]
+        score: f64,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        processes: &'a [String],
+        outcome: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        victim: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        class: Option<&'a str>,
+        #[serde(rename = "podUID", skip_serializing_if = "Option::is_none")]
+        pod_uid: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[u32]>::is_empty")]
+        pids: &'a [u32],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        memory_current_bytes: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kill_duration_ms: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        metadata: Metadata<'a>,
+        spec: Spec<'a>,
+    }
+    let doc = Doc {
+        metadata: Metadata {
+            namespace: "runtime",
+            kind: "OOMActions.talos.dev",
+            id: r.id.to_string(),
+            version: 1,
+            owner: "oomwarden",
+            phase: "running",
+            created: &r.time,
+            updated: &r.time,
+        },
+        spec: Spec {
+            trigger_context: &r.trigger_context,
+            score: r.score,
+            processes: &r.processes,
+            outcome: r.outcome.name(),
+            victim: r.victim.as_deref(),
+            class: r.class.as_deref(),
+            pod_uid: r.pod_uid.as_deref(),
+            pids: &r.pids,
+            memory_current_bytes: r.memory_current_bytes,
+            kill_duration_ms: r.kill_duration_ms,
+            error: r.error.as_deref(),
+        },
+    };
+    Ok(format!("---\n{}", serde_saphyr::to_string(&doc)?))
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+pub(crate) fn status(
+    args: &StatusArgs,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<Exit> {
+    let dir = args.state.dir()?;
+    let status: Status = match api::request(&dir, "status") {
+        Ok(answer) => serde_json::from_str(&answer)?,
+        Err(e) => {
+            let why = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                "permission denied (the action API is root-only)".to_owned()
+            } else {
+                format!("oomwarden is not running ({e})")
+            };
+            writeln!(err, "{}: {why}", dir.join(api::SOCKET_NAME).display())?;
+            if let Ok(read) = history::read(&dir)
+                && let Some(last) = read.records.last()
+            {
+                writeln!(
+                    err,
+                    "last recorded action: #{} {} {} {}",
+                    last.id,
+                    last.time,
+                    last.outcome.name(),
+                    last.victim.as_deref().unwrap_or("-")
+                )?;
+            }
+            return Ok(Exit::Failure);
+        }
+    };
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&status)?)?;
+        return Ok(Exit::Ok);
+    }
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());
+    writeln!(
+        out,
+        "oomwarden {} (pid {}), running since {}",
+        status.version, status.pid, status.started_at
+    )?;
+    writeln!(out, "layout: {} ({})", status.layout, status.layout_reason)?;
+    writeln!(
+        out,
+        "cycles: {}; last at {} ({} ms): {}",
+        status.cycles,
+        opt(&status.last_cycle_at),
+        status
+            .last_cycle_ms
+            .map_or("-".to_owned(), |m| m.to_string()),
+        opt(&status.last_cycle_result)
+    )?;
+    writeln!(out, "last trigger: {}", opt(&status.last_trigger_at))?;
+    writeln!(
+        out,
+        "errors: {}; last: {}",
+        status.errors,
+        opt(&status.last_error)
+    )?;
+    writeln!(out, "configuration ({}):", status.config_file)?;
+    for line in status.configuration.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,72 @@
+//! The action API socket: permissions, requests, a stale socket replaced, a second daemon
+//! refused.
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
+use std::os::unix::fs::PermissionsExt;
+
+use oomwarden_daemon::api::{self, ApiError, SOCKET_NAME, Shared, SharedState, Status};
+use oomwarden_model::{ActionRecord, Outcome};
+
+fn record(id: u64) -> ActionRecord {
+    ActionRecord {
+        id,
+        time: format!("2026-11-29T12:00:0{id}.000Z"),
+        monotonic_ns: id,
+        outcome: Outcome::Killed,
+        victim: Some("/sys/fs/cgroup/kubepods/besteffort/podx".into()),
+        class: Some("Besteffort".into()),
+        pod_uid: None,
+        containers: Vec::new(),
+        score: 1.0,
+        pids: vec![100],
+        processes: vec!["secret --token=xyz".into()],
+        memory_current_bytes: Some(1),
+        kill_duration_ms: Some(1.0),
+        error: None,
+        trigger_context: "{}".into(),
+    }
+}
+
+#[test]
+fn the_socket_is_root_only_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    // A stale socket, as a crash leaves it: bound, then nobody listening.
+    drop(std::os::unix::net::UnixListener::bind(dir.path().join(SOCKET_NAME)).unwrap());
+    let shared: SharedState = std::sync::Arc::new(std::sync::Mutex::new(Shared {
+        status: Status {
+            version: "0.1.0".into(),
+            layout: "talos".into(),
+            cycles: 7,
+            ..Default::default()
+        },
+        records: vec![record(0), record(1), record(2)],
+    }));
+    let path = api::serve(dir.path(), shared.clone()).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+
+    let status: Status =
+        serde_json::from_str(&api::request(dir.path(), "status").unwrap()).unwrap();
+    assert_eq!((status.layout.as_str(), status.cycles), ("talos", 7));
+    let all: Vec<ActionRecord> =
+        serde_json::from_str(&api::request(dir.path(), "actions").unwrap()).unwrap();
+    assert_eq!(all.len(), 3);
+    let newer: Vec<ActionRecord> =
+        serde_json::from_str(&api::request(dir.path(), "actions since=0").unwrap()).unwrap();
+    assert_eq!(newer.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
+    let bad: serde_json::Value =
+        serde_json::from_str(&api::request(dir.path(), "kill everything").unwrap()).unwrap();
+    assert!(bad["error"].as_str().unwrap().contains("unknown request"));
+
+    // The loop's updates are what the next request sees.
+    shared.lock().unwrap().status.cycles = 8;
+    let status: Status =
+        serde_json::from_str(&api::request(dir.path(), "status").unwrap()).unwrap();
+    assert_eq!(status.cycles, 8);
+
+    // A second daemon on the same state directory is refused.
+    let second = api::serve(dir.path(), shared);
+    assert!(matches!(second, Err(ApiError::Running(_))), "{second:?}");
+}

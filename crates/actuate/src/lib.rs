@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use oomwarden_cgroupfs::{CgroupFs, join};
 use oomwarden_procfs::ProcFs;
 
-pub use linux::{LinuxActuator, SelfProtection, protect_self};
+pub use linux::{LinuxActuator, SelfProtection, log_hook, protect_self, run_command};
 pub use recording::{Call, KillEffect, RecordingActuator};
 
 /// The system calls that act on processes and cgroups.
@@ -37,6 +37,38 @@ pub trait Actuator {
     fn release_memory(&mut self, pid: u32) -> io::Result<()>;
     /// Closes every pidfd.
     fn close_all(&mut self);
+    /// Runs a hook command and waits for it, at most `hook.timeout` (then kills it).
+    fn run_hook(&mut self, hook: &HookCall) -> HookResult;
+    /// Starts a hook command without waiting; its result is logged when it ends.
+    fn spawn_hook(&mut self, hook: HookCall);
+}
+
+/// A hook command to run: argv, environment, standard input, time limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCall {
+    /// `pre-kill` or `post-kill` (for logs).
+    pub event: &'static str,
+    /// The command and its arguments (no shell).
+    pub argv: Vec<String>,
+    /// Variables added to oomwarden's environment.
+    pub env: Vec<(String, String)>,
+    /// Written to its standard input, then closed.
+    pub stdin: Vec<u8>,
+    /// How long it may run.
+    pub timeout: Duration,
+}
+
+/// How a hook ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookResult {
+    /// It exited with this status.
+    Exited(i32),
+    /// A signal ended it.
+    Signaled,
+    /// It ran past its timeout and was killed.
+    TimedOut,
+    /// It could not be started.
+    SpawnFailed(String),
 }
 
 /// How a kill ended.

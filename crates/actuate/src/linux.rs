@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
-use crate::Actuator;
+use crate::{Actuator, HookCall, HookResult};
 
 /// Makes the real system calls.
 #[derive(Debug, Default)]
@@ -48,6 +48,78 @@ impl Actuator for LinuxActuator {
 
     fn close_all(&mut self) {
         self.pidfds.clear();
+    }
+
+    fn run_hook(&mut self, hook: &HookCall) -> HookResult {
+        run_command(hook)
+    }
+
+    fn spawn_hook(&mut self, hook: HookCall) {
+        let spawned = std::thread::Builder::new()
+            .name("hook".into())
+            .spawn(move || log_hook(&hook, &run_command(&hook)));
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start a thread for the post-kill hook");
+        }
+    }
+}
+
+/// Logs how a hook ended.
+pub fn log_hook(hook: &HookCall, result: &HookResult) {
+    let command = hook.argv.first().map_or("", String::as_str);
+    match result {
+        HookResult::Exited(0) => tracing::info!(hook = hook.event, command, "hook succeeded"),
+        HookResult::Exited(code) => {
+            tracing::warn!(hook = hook.event, command, code, "hook failed")
+        }
+        HookResult::Signaled => {
+            tracing::warn!(hook = hook.event, command, "hook ended by a signal")
+        }
+        HookResult::TimedOut => tracing::warn!(
+            hook = hook.event,
+            command,
+            timeout_ms = hook.timeout.as_millis(),
+            "hook timed out and was killed"
+        ),
+        HookResult::SpawnFailed(error) => {
+            tracing::error!(hook = hook.event, command, %error, "cannot run hook")
+        }
+    }
+}
+
+/// Runs `hook.argv` with `hook.env` added, `hook.stdin` on its standard input and its output
+/// discarded, waits at most `hook.timeout`, and kills it past that.
+pub fn run_command(hook: &HookCall) -> HookResult {
+    use std::process::{Command, Stdio};
+    use wait_timeout::ChildExt;
+    let Some((program, args)) = hook.argv.split_first() else {
+        return HookResult::SpawnFailed("empty command".to_owned());
+    };
+    let mut child = match Command::new(program)
+        .args(args)
+        .envs(hook.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return HookResult::SpawnFailed(format!("{program}: {e}")),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A hook that does not read its input is fine (EPIPE).
+        let _ = stdin.write_all(&hook.stdin);
+    }
+    match child.wait_timeout(hook.timeout) {
+        Ok(Some(status)) => status
+            .code()
+            .map_or(HookResult::Signaled, HookResult::Exited),
+        Ok(None) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            HookResult::TimedOut
+        }
+        Err(e) => HookResult::SpawnFailed(format!("{program}: {e}")),
     }
 }
 

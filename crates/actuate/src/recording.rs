@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::Actuator;
+use crate::{Actuator, HookCall, HookResult};
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,10 @@ pub enum Call {
     ReleaseMemory(u32),
     /// All pidfds closed.
     CloseAll,
+    /// A hook run and waited for.
+    RunHook(HookCall),
+    /// A hook started without waiting.
+    SpawnHook(HookCall),
 }
 
 /// What writing `cgroup.kill` does in the fake.
@@ -38,6 +42,8 @@ pub struct RecordingActuator {
     effect: KillEffect,
     /// PIDs whose `pidfd_open` fails with ESRCH (exited meanwhile).
     pub gone: Vec<u32>,
+    /// What every waited-for hook returns.
+    pub hook_result: HookResult,
 }
 
 impl RecordingActuator {
@@ -47,6 +53,7 @@ impl RecordingActuator {
             calls: Vec::new(),
             effect,
             gone: Vec::new(),
+            hook_result: HookResult::Exited(0),
         }
     }
 }
@@ -97,4 +104,48 @@ impl Actuator for RecordingActuator {
     fn close_all(&mut self) {
         self.calls.push(Call::CloseAll);
     }
+
+    fn run_hook(&mut self, hook: &HookCall) -> HookResult {
+        self.calls.push(Call::RunHook(hook.clone()));
+        self.hook_result.clone()
+    }
+
+    fn spawn_hook(&mut self, hook: HookCall) {
+        self.calls.push(Call::SpawnHook(hook));
+    }
+}
+
+/// A recorder the test keeps a handle on while the engine owns the actuator.
+impl Actuator for std::sync::Arc<std::sync::Mutex<RecordingActuator>> {
+    fn open_pidfd(&mut self, pid: u32) -> io::Result<()> {
+        lock(self).open_pidfd(pid)
+    }
+
+    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        lock(self).write_cgroup_kill(cgroup_dir)
+    }
+
+    fn release_memory(&mut self, pid: u32) -> io::Result<()> {
+        lock(self).release_memory(pid)
+    }
+
+    fn close_all(&mut self) {
+        lock(self).close_all();
+    }
+
+    fn run_hook(&mut self, hook: &HookCall) -> HookResult {
+        lock(self).run_hook(hook)
+    }
+
+    fn spawn_hook(&mut self, hook: HookCall) {
+        lock(self).spawn_hook(hook);
+    }
+}
+
+fn lock(
+    shared: &std::sync::Mutex<RecordingActuator>,
+) -> std::sync::MutexGuard<'_, RecordingActuator> {
+    shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -274,3 +274,67 @@ fn a_directory_without_cgroup_procs_still_has_its_children_walked() {
         [20, 30, 31]
     );
 }
+
+mod hooks {
+    use std::time::{Duration, Instant};
+
+    use oomwarden_actuate::{HookCall, HookResult, run_command};
+
+    fn call(argv: &[&str], timeout_ms: u64) -> HookCall {
+        HookCall {
+            event: "pre-kill",
+            argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+            env: vec![("OOMWARDEN_CLASS".into(), "Besteffort".into())],
+            stdin: b"{\"id\":7}".to_vec(),
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    #[test]
+    fn exit_status_environment_and_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let script = format!(
+            "cat > {0}; echo \"$OOMWARDEN_CLASS\" >> {0}; exit 3",
+            out.display()
+        );
+        assert_eq!(
+            run_command(&call(&["/bin/sh", "-c", &script], 5000)),
+            HookResult::Exited(3)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "{\"id\":7}Besteffort\n"
+        );
+    }
+
+    #[test]
+    fn a_hook_past_its_timeout_is_killed_promptly() {
+        let started = Instant::now();
+        let r = run_command(&call(&["/bin/sleep", "30"], 200));
+        assert_eq!(r, HookResult::TimedOut);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_reported() {
+        let r = run_command(&call(&["/nonexistent/hook"], 200));
+        assert!(
+            matches!(&r, HookResult::SpawnFailed(e) if e.contains("/nonexistent/hook")),
+            "{r:?}"
+        );
+        assert!(matches!(
+            run_command(&call(&[], 200)),
+            HookResult::SpawnFailed(_)
+        ));
+        // A signal: the hook kills itself.
+        assert_eq!(
+            run_command(&call(&["/bin/sh", "-c", "kill -9 $$"], 5000)),
+            HookResult::Signaled
+        );
+    }
+}

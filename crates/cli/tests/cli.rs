@@ -82,6 +82,7 @@ fn check_talos_examples() {
         "oomwarden",
         "custom-layout",
         "memory-level",
+        "hooks",
     ] {
         let file = format!("examples/config/{name}.yaml");
         golden(&format!("check-{name}"), &["check", &file], None);

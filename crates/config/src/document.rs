@@ -38,7 +38,10 @@ const WARDEN_FIELDS: &[&str] = &[
     "killTimeout",
     "layout",
     "metrics",
+    "hooks",
 ];
+const HOOKS_FIELDS: &[&str] = &["preKill", "postKill"];
+const HOOK_FIELDS: &[&str] = &["command", "timeout"];
 const METRICS_FIELDS: &[&str] = &["enabled", "listen"];
 
 /// Errors of one load, with the file name filled in.
@@ -77,6 +80,7 @@ struct Raw {
     kill_timeout: Option<Duration>,
     layout: Option<LayoutSetting>,
     metrics: Option<crate::MetricsSettings>,
+    hooks: Option<crate::Hooks>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -176,6 +180,7 @@ fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
             kill_timeout: raw.kill_timeout.unwrap_or(defaults.kill_timeout),
             layout: raw.layout.unwrap_or(defaults.layout),
             metrics: raw.metrics.unwrap_or(defaults.metrics),
+            hooks: raw.hooks.unwrap_or(defaults.hooks),
         },
     })
 }
@@ -341,16 +346,99 @@ pub(crate) fn listen_from_text(text: &str) -> Result<std::net::SocketAddr, Strin
     })
 }
 
-/// Validates a kill timeout: a positive Go duration of at most 60 s.
-pub(crate) fn kill_timeout_from_text(text: &str) -> Result<Duration, String> {
+/// Reads one hook (`hooks.preKill` or `hooks.postKill`).
+fn hook(
+    value: &Value,
+    key: &str,
+    default_timeout: Duration,
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) -> Option<crate::Hook> {
+    let Value::Object(map) = value else {
+        errors.push(
+            n,
+            Some(kind),
+            Some(key),
+            format!(
+                "expected a mapping with command and timeout, found {}",
+                json_type(value)
+            ),
+        );
+        return None;
+    };
+    for k in map.keys().filter(|k| !HOOK_FIELDS.contains(&k.as_str())) {
+        errors.push(
+            n,
+            Some(kind),
+            Some(&format!("{key}.{k}")),
+            format!("unknown field; known fields are {}", HOOK_FIELDS.join(", ")),
+        );
+    }
+    let at = format!("{key}.command");
+    let command: Option<Vec<String>> = match map.get("command") {
+        Some(Value::Array(list)) if !list.is_empty() => {
+            let words: Option<Vec<String>> =
+                list.iter().map(|w| w.as_str().map(str::to_owned)).collect();
+            match words {
+                Some(w) if w.first().is_some_and(|p| p.starts_with('/')) => Some(w),
+                Some(w) => {
+                    errors.push(n, Some(kind), Some(&at), format!(
+                        "the program must be an absolute path (oomwarden runs as root and does not search PATH), found {:?}",
+                        w.first().map_or("", String::as_str)
+                    ));
+                    None
+                }
+                None => {
+                    errors.push(n, Some(kind), Some(&at), "every element must be a string");
+                    None
+                }
+            }
+        }
+        other => {
+            errors.push(
+                n,
+                Some(kind),
+                Some(&at),
+                format!(
+                    "expected a non-empty list: the program and its arguments (no shell), found {}",
+                    other.map_or("nothing".to_owned(), json_type)
+                ),
+            );
+            None
+        }
+    };
+    let timeout = match string_field(map, "timeout", n, kind, errors) {
+        None => Some(default_timeout),
+        Some(text) => match timeout_from_text(text, "hook timeout") {
+            Ok(t) => Some(t),
+            Err(message) => {
+                errors.push(n, Some(kind), Some(&format!("{key}.timeout")), message);
+                None
+            }
+        },
+    };
+    Some(crate::Hook {
+        command: command?,
+        timeout: timeout?,
+    })
+}
+
+/// A positive Go duration of at most 60 s.
+fn timeout_from_text(text: &str, what: &str) -> Result<Duration, String> {
     let nanos = parse_go_duration(text).map_err(|e| format!("invalid duration {text:?}: {e}"))?;
     let timeout = Duration::from_nanos(nanos.max(0).unsigned_abs());
     if nanos <= 0 || timeout > Duration::from_secs(60) {
         return Err(format!(
-            "kill timeout must be longer than 0 and at most 60s, found {text}"
+            "{what} must be longer than 0 and at most 60s, found {text}"
         ));
     }
     Ok(timeout)
+}
+
+/// Validates a kill timeout: a positive Go duration of at most 60 s.
+pub(crate) fn kill_timeout_from_text(text: &str) -> Result<Duration, String> {
+    timeout_from_text(text, "kill timeout")
 }
 
 fn warden_document(
@@ -420,6 +508,55 @@ fn warden_document(
             Some("metrics"),
             format!(
                 "expected a mapping with enabled and listen, found {}",
+                json_type(other)
+            ),
+        ),
+    }
+    match map.get("hooks") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(h)) => {
+            for key in h.keys().filter(|k| !HOOKS_FIELDS.contains(&k.as_str())) {
+                errors.push(
+                    n,
+                    Some(kind),
+                    Some(&format!("hooks.{key}")),
+                    format!(
+                        "unknown field; known fields are {}",
+                        HOOKS_FIELDS.join(", ")
+                    ),
+                );
+            }
+            let pre = h.get("preKill").map(|v| {
+                hook(
+                    v,
+                    "hooks.preKill",
+                    crate::DEFAULT_PRE_KILL_TIMEOUT,
+                    n,
+                    kind,
+                    errors,
+                )
+            });
+            let post = h.get("postKill").map(|v| {
+                hook(
+                    v,
+                    "hooks.postKill",
+                    crate::DEFAULT_POST_KILL_TIMEOUT,
+                    n,
+                    kind,
+                    errors,
+                )
+            });
+            raw.hooks = Some(crate::Hooks {
+                pre_kill: pre.flatten(),
+                post_kill: post.flatten(),
+            });
+        }
+        Some(other) => errors.push(
+            n,
+            Some(kind),
+            Some("hooks"),
+            format!(
+                "expected a mapping with preKill and postKill, found {}",
                 json_type(other)
             ),
         ),

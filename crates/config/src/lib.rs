@@ -81,7 +81,33 @@ pub struct WardenSettings {
     pub layout: LayoutSetting,
     /// The metrics endpoint.
     pub metrics: MetricsSettings,
+    /// Commands run around kills.
+    pub hooks: Hooks,
 }
+
+/// A hook command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    /// The program (an absolute path) and its arguments; no shell.
+    pub command: Vec<String>,
+    /// How long it may run before it is killed.
+    pub timeout: Duration,
+}
+
+/// Commands run around a kill (off by default).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Hooks {
+    /// Before the kill, waited for (at most its timeout); the kill goes ahead whatever it
+    /// returns.
+    pub pre_kill: Option<Hook>,
+    /// After the record is written, not waited for; gets the record as JSON on stdin.
+    pub post_kill: Option<Hook>,
+}
+
+/// Default timeout of the pre-kill hook: it delays the kill.
+pub const DEFAULT_PRE_KILL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default timeout of the post-kill hook.
+pub const DEFAULT_POST_KILL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The Prometheus/OpenMetrics endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +139,7 @@ impl Default for WardenSettings {
             kill_timeout: DEFAULT_KILL_TIMEOUT,
             layout: LayoutSetting::Auto,
             metrics: MetricsSettings::default(),
+            hooks: Hooks::default(),
         }
     }
 }

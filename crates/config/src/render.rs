@@ -48,6 +48,36 @@ struct WardenDoc<'a> {
     kill_timeout: String,
     layout: LayoutDoc<'a>,
     metrics: MetricsDoc,
+    #[serde(skip_serializing_if = "HooksDoc::is_empty")]
+    hooks: HooksDoc,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HooksDoc {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pre_kill: Option<HookDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    post_kill: Option<HookDoc>,
+}
+
+impl HooksDoc {
+    fn is_empty(&self) -> bool {
+        self.pre_kill.is_none() && self.post_kill.is_none()
+    }
+}
+
+#[derive(Serialize)]
+struct HookDoc {
+    command: Vec<String>,
+    timeout: String,
+}
+
+fn hook_doc(h: &crate::Hook) -> HookDoc {
+    HookDoc {
+        command: h.command.clone(),
+        timeout: go_duration(h.timeout),
+    }
 }
 
 #[derive(Serialize)]
@@ -179,6 +209,10 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         metrics: MetricsDoc {
             enabled: s.warden.metrics.enabled,
             listen: s.warden.metrics.listen.to_string(),
+        },
+        hooks: HooksDoc {
+            pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),
+            post_kill: s.warden.hooks.post_kill.as_ref().map(hook_doc),
         },
     };
     // Serializing these plain structs cannot fail; should it ever, say so in the output.

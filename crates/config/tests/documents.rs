@@ -240,6 +240,36 @@ fn warden_document() {
 }
 
 #[test]
+fn hooks_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    assert_eq!(load("").unwrap().warden.hooks, Default::default());
+    let h = load(&format!("{w}hooks:\n  preKill: {{command: [/bin/true, -x]}}\n  postKill: {{command: [/bin/logger], timeout: 30s}}\n"))
+        .unwrap()
+        .warden
+        .hooks;
+    let pre = h.pre_kill.unwrap();
+    assert_eq!(pre.command, ["/bin/true", "-x"]);
+    assert_eq!(pre.timeout, Duration::from_secs(2));
+    assert_eq!(h.post_kill.unwrap().timeout, Duration::from_secs(30));
+    let e = messages(&format!(
+        "{w}hooks:\n  preKill: {{command: [sh, -c, x], timeout: 2m}}\n  postKill: {{command: []}}\n  onStart: {{}}\n"
+    ));
+    assert_eq!(e.len(), 4, "{e:?}");
+    assert!(e.iter().any(|m| m.contains("absolute path")));
+    assert!(e.iter().any(|m| m.contains("at most 60s")));
+    assert!(e.iter().any(|m| m.contains("non-empty list")));
+    assert!(e.iter().any(|m| m.contains("unknown field")));
+    // Rendered and loaded back.
+    let text = format!("{w}hooks:\n  postKill: {{command: [/bin/logger, -t, oom]}}\n");
+    let rendered = load(&text).unwrap().to_yaml();
+    assert!(rendered.contains("postKill:"), "{rendered}");
+    assert_eq!(
+        load(&rendered).unwrap().warden.hooks,
+        load(&text).unwrap().warden.hooks
+    );
+}
+
+#[test]
 fn metrics_settings() {
     let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
     let d = load("").unwrap().warden.metrics;

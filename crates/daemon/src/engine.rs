@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oomwarden_actuate::{Actuator, KillResult, kill_cgroup, subtree_pids};
+use oomwarden_actuate::{Actuator, HookCall, KillResult, kill_cgroup, subtree_pids};
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
 use oomwarden_model::{ActionRecord, CandidateSample, Outcome};
@@ -220,6 +220,7 @@ impl Engine {
                     .collect();
                 record.score = score;
                 record.memory_current_bytes = c.memory.current;
+                self.pre_kill_hook(&record);
                 if self.settings.warden.dry_run {
                     self.dry_run(c, &mut record);
                 } else {
@@ -238,7 +239,88 @@ impl Engine {
         if let Err(e) = self.history.push(record.clone()) {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
         }
+        self.post_kill_hook(&record);
         CycleOutcome::Acted(Box::new(record))
+    }
+
+    /// Variables describing the action to a hook (no command lines: they may hold secrets;
+    /// the post-kill hook gets the whole record on stdin).
+    fn hook_env(&self, event: &str, record: &ActionRecord) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("OOMWARDEN_EVENT".to_owned(), event.to_owned()),
+            ("OOMWARDEN_ACTION_ID".to_owned(), record.id.to_string()),
+            (
+                "OOMWARDEN_DRY_RUN".to_owned(),
+                self.settings.warden.dry_run.to_string(),
+            ),
+            (
+                "OOMWARDEN_SCORE".to_owned(),
+                oomwarden_model::format_go_float(record.score),
+            ),
+        ];
+        let mut add = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                env.push((k.to_owned(), v));
+            }
+        };
+        add("OOMWARDEN_VICTIM", record.victim.clone());
+        add("OOMWARDEN_CLASS", record.class.clone());
+        add("OOMWARDEN_POD_UID", record.pod_uid.clone());
+        add(
+            "OOMWARDEN_MEMORY_CURRENT_BYTES",
+            record.memory_current_bytes.map(|m| m.to_string()),
+        );
+        if event == "post-kill" {
+            add("OOMWARDEN_OUTCOME", Some(record.outcome.name().to_owned()));
+            add(
+                "OOMWARDEN_PIDS",
+                Some(
+                    record
+                        .pids
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+            );
+        }
+        env
+    }
+
+    /// Runs the pre-kill hook and waits for it (at most its timeout). The kill goes ahead
+    /// whatever it returns.
+    fn pre_kill_hook(&mut self, record: &ActionRecord) {
+        let Some(hook) = self.settings.warden.hooks.pre_kill.clone() else {
+            return;
+        };
+        let call = HookCall {
+            event: "pre-kill",
+            argv: hook.command,
+            env: self.hook_env("pre-kill", record),
+            stdin: Vec::new(),
+            timeout: hook.timeout,
+        };
+        let result = self.actuator.run_hook(&call);
+        oomwarden_actuate::log_hook(&call, &result);
+    }
+
+    /// Starts the post-kill hook with the record on stdin, without waiting for it.
+    fn post_kill_hook(&mut self, record: &ActionRecord) {
+        let Some(hook) = self.settings.warden.hooks.post_kill.clone() else {
+            return;
+        };
+        if record.victim.is_none() {
+            return;
+        }
+        let stdin = serde_json::to_vec(record).unwrap_or_default();
+        let call = HookCall {
+            event: "post-kill",
+            argv: hook.command,
+            env: self.hook_env("post-kill", record),
+            stdin,
+            timeout: hook.timeout,
+        };
+        self.actuator.spawn_hook(call);
     }
 
     fn dry_run(&self, c: &CandidateSample, record: &mut ActionRecord) {

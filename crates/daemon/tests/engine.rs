@@ -181,27 +181,12 @@ fn the_exact_kill_sequence_reaches_the_actuator() {
     let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
         KillEffect::Empty,
     )));
-    struct Shared(std::sync::Arc<std::sync::Mutex<RecordingActuator>>);
-    impl oomwarden_actuate::Actuator for Shared {
-        fn open_pidfd(&mut self, pid: u32) -> std::io::Result<()> {
-            self.0.lock().unwrap().open_pidfd(pid)
-        }
-        fn write_cgroup_kill(&mut self, dir: &Path) -> std::io::Result<()> {
-            self.0.lock().unwrap().write_cgroup_kill(dir)
-        }
-        fn release_memory(&mut self, pid: u32) -> std::io::Result<()> {
-            self.0.lock().unwrap().release_memory(pid)
-        }
-        fn close_all(&mut self) {
-            self.0.lock().unwrap().close_all();
-        }
-    }
     let mut e = Engine::new(
         s,
         collector,
         ProcFs::new(proc.path()),
         history,
-        Box::new(Shared(recorder.clone())),
+        Box::new(recorder.clone()),
     );
     acted(e.cycle(1, "t"));
     let calls = recorder.lock().unwrap().calls.clone();
@@ -539,4 +524,73 @@ fn metrics_are_served_scraped_and_parsed() {
     );
     let (status, _) = http_get(addr, "/");
     assert!(status.contains("404"), "{status}");
+}
+
+#[test]
+fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
+    use oomwarden_actuate::{HookCall, HookResult};
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let warden = "hooks:\n  preKill:\n    command: [/usr/local/bin/pre, --flag]\n    timeout: 500ms\n  postKill:\n    command: [/usr/local/bin/post]\n";
+    let s = settings("triggerExpression: \"true\"\n", warden, state.path());
+    let (history, _) = History::open(&s.warden.state_dir).unwrap();
+    let collector = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    fake.hook_result = HookResult::TimedOut;
+    let recorder = std::sync::Arc::new(std::sync::Mutex::new(fake));
+    let mut e = Engine::new(
+        s,
+        collector,
+        ProcFs::new(proc.path()),
+        history,
+        Box::new(recorder.clone()),
+    );
+    let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(
+        r.outcome,
+        Outcome::Killed,
+        "a timed-out pre-kill hook does not stop the kill"
+    );
+    let calls = recorder.lock().unwrap().calls.clone();
+    let pre = calls
+        .iter()
+        .position(|c| matches!(c, Call::RunHook(_)))
+        .unwrap();
+    let kill = calls
+        .iter()
+        .position(|c| matches!(c, Call::WriteCgroupKill(_)))
+        .unwrap();
+    let post = calls
+        .iter()
+        .position(|c| matches!(c, Call::SpawnHook(_)))
+        .unwrap();
+    assert!(pre < kill && kill < post, "{calls:?}");
+    let (Call::RunHook(pre), Call::SpawnHook(post)) = (&calls[pre], &calls[post]) else {
+        unreachable!()
+    };
+    assert_eq!(pre.argv, ["/usr/local/bin/pre", "--flag"]);
+    assert_eq!(pre.timeout, Duration::from_millis(500));
+    let env = |h: &HookCall, k: &str| h.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(env(pre, "OOMWARDEN_EVENT").as_deref(), Some("pre-kill"));
+    assert_eq!(env(pre, "OOMWARDEN_CLASS").as_deref(), Some("Besteffort"));
+    assert_eq!(env(pre, "OOMWARDEN_DRY_RUN").as_deref(), Some("false"));
+    assert!(
+        env(pre, "OOMWARDEN_VICTIM")
+            .unwrap()
+            .ends_with("kubepods/besteffort/pod-live")
+    );
+    assert!(
+        !pre.env.iter().any(|(_, v)| v.contains("stress-ng")),
+        "no command lines in the environment"
+    );
+    assert_eq!(env(post, "OOMWARDEN_OUTCOME").as_deref(), Some("killed"));
+    assert_eq!(env(post, "OOMWARDEN_PIDS").as_deref(), Some("100 101"));
+    assert_eq!(post.timeout, Duration::from_secs(10));
+    let sent: ActionRecord = serde_json::from_slice(&post.stdin).unwrap();
+    assert_eq!(sent, r, "the post-kill hook gets the record on stdin");
 }

@@ -109,6 +109,31 @@ pub fn detect_layout(cgroups: &CgroupFs) -> Result<(Layout, String), DetectError
     }
 }
 
+/// The cgroup (relative path) whose `cgroup.procs` lists `pid`, searched depth-first, children
+/// name-sorted, at most `max_depth` levels down; `None` when not found. For a process in a
+/// private cgroup namespace, whose `/proc/self/cgroup` says only `/`: with the host's tree
+/// mounted and the host's PIDs visible (a DaemonSet with `hostPID`), it finds itself by PID.
+pub fn find_process_cgroup(cgroups: &CgroupFs, pid: u32, max_depth: usize) -> Option<String> {
+    let mut stack = vec![(String::new(), 0_usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        if !dir.is_empty()
+            && cgroups
+                .cgroup_procs(&dir)
+                .is_ok_and(|pids| pids.contains(&pid))
+        {
+            return Some(dir);
+        }
+        if depth < max_depth {
+            let mut children = cgroups.children(&dir).unwrap_or_default();
+            children.sort();
+            for child in children.iter().rev() {
+                stack.push((join(&dir, child), depth + 1));
+            }
+        }
+    }
+    None
+}
+
 /// Reads a layout's files.
 #[derive(Debug, Clone)]
 pub struct Collector {

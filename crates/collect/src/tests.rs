@@ -107,3 +107,27 @@ fn node_memory_comes_from_meminfo_and_its_absence_is_reported() {
         );
     }
 }
+
+#[test]
+fn a_process_is_found_by_pid_in_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "cgroup.procs", "1\n4242\n");
+    write(tmp.path(), "system/cgroup.procs", "10\n");
+    write(
+        tmp.path(),
+        "kubepods/burstable/podx/ctr/cgroup.procs",
+        "4241\n4242\n",
+    );
+    let cg = CgroupFs::new(tmp.path());
+    // The root's own list does not count: a process there is in no candidate.
+    assert_eq!(
+        find_process_cgroup(&cg, 4242, 8).as_deref(),
+        Some("kubepods/burstable/podx/ctr")
+    );
+    assert_eq!(
+        find_process_cgroup(&cg, 4242, 2),
+        None,
+        "deeper than allowed"
+    );
+    assert_eq!(find_process_cgroup(&cg, 9, 8), None);
+}

@@ -194,7 +194,10 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     let self_cgroup = ProcFs::new("/proc")
         .cgroup_of("self")
         .ok()
-        .filter(|c| !c.is_empty());
+        .filter(|c| !c.is_empty())
+        // In a private cgroup namespace (a container) /proc/self/cgroup says `/`: find our
+        // own PID in the node's tree instead (a DaemonSet shares the host's PIDs).
+        .or_else(|| oomwarden_collect::find_process_cgroup(&cgroups, std::process::id(), 10));
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
     let (history, warnings) = History::open(&settings.warden.state_dir)?;
     for w in warnings {

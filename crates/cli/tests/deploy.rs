@@ -1,0 +1,136 @@
+//! The deployment files say what oomwarden needs: the DaemonSet's embedded configuration is
+//! valid, its pod is Guaranteed and out of the default ranking's reach, its flags point at its
+//! mounts; the systemd unit keeps the protections. (Schemas and `systemd-analyze verify`:
+//! tools/deploy-check.)
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
+
+use oomwarden_config::Settings;
+use oomwarden_kube::pod::{FeatureGates, Pod, PodQos, score};
+use serde_json::Value;
+
+fn file(rel: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../{rel}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn documents() -> Vec<Value> {
+    serde_saphyr::from_multiple(&file("deploy/kubernetes/oomwarden.yaml")).unwrap()
+}
+
+fn kind<'a>(docs: &'a [Value], k: &str) -> &'a Value {
+    docs.iter().find(|d| d["kind"] == k).unwrap()
+}
+
+#[test]
+fn the_daemonset_runs_what_it_needs() {
+    let docs = documents();
+    let config = kind(&docs, "ConfigMap")["data"]["oomwarden.yaml"]
+        .as_str()
+        .unwrap();
+    let settings = Settings::from_yaml(config, "ConfigMap oomwarden").unwrap();
+    assert_eq!(
+        settings.warden.state_dir.to_str(),
+        Some("/var/lib/oomwarden")
+    );
+
+    let ds = kind(&docs, "DaemonSet");
+    let spec = &ds["spec"]["template"]["spec"];
+    assert_eq!(spec["hostPID"], true);
+    assert_eq!(spec["priorityClassName"], "system-node-critical");
+    assert_eq!(spec["tolerations"][0]["operator"], "Exists");
+    let c = &spec["containers"][0];
+    assert_eq!(c["securityContext"]["privileged"], true);
+    // Guaranteed: the pod cgroup has memory.max, so the default ranking never scores it.
+    let pod: Pod =
+        serde_json::from_value(serde_json::json!({"kind": "Pod", "spec": spec})).unwrap();
+    let s = score(&pod, 16 << 30, FeatureGates::default()).unwrap();
+    assert_eq!(s.qos_class, PodQos::Guaranteed);
+    assert!(!s.oom_handler_candidate, "{}", s.oom_handler_reason);
+
+    // Every path a flag names is mounted.
+    let mounts: Vec<&str> = c["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mountPath"].as_str().unwrap())
+        .collect();
+    let flag = |name: &str| {
+        c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(mounts.contains(&flag("cgroup-root").as_str()), "{mounts:?}");
+    assert!(mounts.contains(&flag("state-dir").as_str()), "{mounts:?}");
+    let config_path = flag("config");
+    assert!(
+        mounts
+            .iter()
+            .any(|m| config_path.starts_with(&format!("{m}/")))
+    );
+    assert_eq!(
+        flag("state-dir"),
+        settings.warden.state_dir.to_str().unwrap()
+    );
+    // The metrics port is the one the configuration listens on.
+    assert_eq!(
+        c["ports"][0]["containerPort"].as_u64(),
+        Some(u64::from(settings.warden.metrics.listen.port()))
+    );
+    // The cgroup mount is the host's tree.
+    let volumes = spec["volumes"].as_array().unwrap();
+    assert!(
+        volumes
+            .iter()
+            .any(|v| v["hostPath"]["path"] == "/sys/fs/cgroup")
+    );
+}
+
+#[test]
+fn the_systemd_unit_keeps_its_protections() {
+    let unit = file("deploy/systemd/oomwarden.service");
+    let has = |line: &str| unit.lines().any(|l| l.trim() == line);
+    for line in [
+        "OOMScoreAdjust=-1000",
+        "MemoryMin=64M",
+        "Restart=always",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "StateDirectory=oomwarden",
+        "StateDirectoryMode=0700",
+        "ReadWritePaths=/sys/fs/cgroup",
+    ] {
+        assert!(has(line), "{line}");
+    }
+    // Either would make /sys/fs/cgroup read-only: no cgroup.kill.
+    assert!(!unit.lines().any(|l| l.starts_with("ProtectControlGroups=")));
+    assert!(
+        !unit
+            .lines()
+            .any(|l| l.starts_with("ProtectKernelTunables="))
+    );
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap();
+    assert!(exec.starts_with("/usr/local/bin/oomwarden run "), "{exec}");
+}
+
+#[test]
+fn the_container_image_runs_the_binary() {
+    let containerfile = file("deploy/Containerfile");
+    assert!(containerfile.contains("cargo build --locked --release --bin oomwarden"));
+    assert!(containerfile.contains("ENTRYPOINT [\"/oomwarden\"]"));
+    // The DaemonSet passes `run` and flags as args to that entrypoint.
+    let docs = documents();
+    let args = &kind(&docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert_eq!(args[0], "run");
+}

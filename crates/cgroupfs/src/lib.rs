@@ -10,11 +10,13 @@
 //! malformed content is [`ReadError::Parse`], naming the file. This crate never writes.
 
 pub mod parse;
+mod triggers;
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
+pub use triggers::{PressureTriggers, TriggerSpec};
 
 /// Where cgroup2 is mounted on a normal host.
 pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";

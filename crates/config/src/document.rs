@@ -39,7 +39,9 @@ const WARDEN_FIELDS: &[&str] = &[
     "layout",
     "metrics",
     "hooks",
+    "psiTriggers",
 ];
+const PSI_FIELDS: &[&str] = &["enabled", "kind", "stall", "window"];
 const HOOKS_FIELDS: &[&str] = &["preKill", "postKill"];
 const HOOK_FIELDS: &[&str] = &["command", "timeout"];
 const METRICS_FIELDS: &[&str] = &["enabled", "listen"];
@@ -81,6 +83,7 @@ struct Raw {
     layout: Option<LayoutSetting>,
     metrics: Option<crate::MetricsSettings>,
     hooks: Option<crate::Hooks>,
+    psi_triggers: Option<crate::PsiTriggerSettings>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -181,6 +184,7 @@ fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
             layout: raw.layout.unwrap_or(defaults.layout),
             metrics: raw.metrics.unwrap_or(defaults.metrics),
             hooks: raw.hooks.unwrap_or(defaults.hooks),
+            psi_triggers: raw.psi_triggers.unwrap_or(defaults.psi_triggers),
         },
     })
 }
@@ -508,6 +512,77 @@ fn warden_document(
             Some("metrics"),
             format!(
                 "expected a mapping with enabled and listen, found {}",
+                json_type(other)
+            ),
+        ),
+    }
+    match map.get("psiTriggers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            let mut t = crate::PsiTriggerSettings::default();
+            let before = errors.list.len();
+            for key in m.keys().filter(|k| !PSI_FIELDS.contains(&k.as_str())) {
+                errors.push(
+                    n,
+                    Some(kind),
+                    Some(&format!("psiTriggers.{key}")),
+                    format!("unknown field; known fields are {}", PSI_FIELDS.join(", ")),
+                );
+            }
+            if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+                t.enabled = on;
+            }
+            match string_field(m, "kind", n, kind, errors) {
+                None => {}
+                Some("full") => t.full = true,
+                Some("some") => t.full = false,
+                Some(other) => errors.push(
+                    n,
+                    Some(kind),
+                    Some("psiTriggers.kind"),
+                    format!("expected some or full, found {other:?}"),
+                ),
+            }
+            for (key, slot) in [("stall", &mut t.stall), ("window", &mut t.window)] {
+                if let Some(text) = string_field(m, key, n, kind, errors) {
+                    match parse_go_duration(text) {
+                        Ok(ns) if ns > 0 => *slot = Duration::from_nanos(ns.unsigned_abs()),
+                        _ => errors.push(
+                            n,
+                            Some(kind),
+                            Some(&format!("psiTriggers.{key}")),
+                            format!(
+                                "expected a positive duration such as \"100ms\", found {text:?}"
+                            ),
+                        ),
+                    }
+                }
+            }
+            if errors.list.len() == before {
+                if !(Duration::from_millis(500)..=Duration::from_secs(10)).contains(&t.window) {
+                    errors.push(
+                        n,
+                        Some(kind),
+                        Some("psiTriggers.window"),
+                        "the kernel accepts windows from 500ms to 10s",
+                    );
+                } else if t.stall > t.window {
+                    errors.push(
+                        n,
+                        Some(kind),
+                        Some("psiTriggers.stall"),
+                        "the stall cannot be longer than the window",
+                    );
+                }
+            }
+            raw.psi_triggers = Some(t);
+        }
+        Some(other) => errors.push(
+            n,
+            Some(kind),
+            Some("psiTriggers"),
+            format!(
+                "expected a mapping with enabled, kind, stall and window, found {}",
                 json_type(other)
             ),
         ),

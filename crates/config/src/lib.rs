@@ -83,6 +83,8 @@ pub struct WardenSettings {
     pub metrics: MetricsSettings,
     /// Commands run around kills.
     pub hooks: Hooks,
+    /// Event-driven detection.
+    pub psi_triggers: PsiTriggerSettings,
 }
 
 /// A hook command.
@@ -108,6 +110,30 @@ pub struct Hooks {
 pub const DEFAULT_PRE_KILL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default timeout of the post-kill hook.
 pub const DEFAULT_POST_KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Kernel PSI triggers that wake a cycle at once (besides the sampling tick).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PsiTriggerSettings {
+    /// Register them (off by default).
+    pub enabled: bool,
+    /// `full` rather than `some` stall.
+    pub full: bool,
+    /// Stall time within the window that fires.
+    pub stall: Duration,
+    /// The window (500ms to 10s).
+    pub window: Duration,
+}
+
+impl Default for PsiTriggerSettings {
+    fn default() -> Self {
+        PsiTriggerSettings {
+            enabled: false,
+            full: true,
+            stall: Duration::from_millis(100),
+            window: Duration::from_secs(1),
+        }
+    }
+}
 
 /// The Prometheus/OpenMetrics endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +166,7 @@ impl Default for WardenSettings {
             layout: LayoutSetting::Auto,
             metrics: MetricsSettings::default(),
             hooks: Hooks::default(),
+            psi_triggers: PsiTriggerSettings::default(),
         }
     }
 }

@@ -50,6 +50,15 @@ struct WardenDoc<'a> {
     metrics: MetricsDoc,
     #[serde(skip_serializing_if = "HooksDoc::is_empty")]
     hooks: HooksDoc,
+    psi_triggers: PsiDoc,
+}
+
+#[derive(Serialize)]
+struct PsiDoc {
+    enabled: bool,
+    kind: &'static str,
+    stall: String,
+    window: String,
 }
 
 #[derive(Serialize)]
@@ -209,6 +218,16 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         metrics: MetricsDoc {
             enabled: s.warden.metrics.enabled,
             listen: s.warden.metrics.listen.to_string(),
+        },
+        psi_triggers: PsiDoc {
+            enabled: s.warden.psi_triggers.enabled,
+            kind: if s.warden.psi_triggers.full {
+                "full"
+            } else {
+                "some"
+            },
+            stall: go_duration(s.warden.psi_triggers.stall),
+            window: go_duration(s.warden.psi_triggers.window),
         },
         hooks: HooksDoc {
             pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),

@@ -51,6 +51,8 @@ pub struct Engine {
     actuator: Box<dyn Actuator + Send>,
     problem_logged_at: HashMap<String, u64>,
     metrics: Arc<Metrics>,
+    /// What woke the current cycle (`tick` or `pressure`), for its record.
+    wakeup: &'static str,
 }
 
 impl std::fmt::Debug for Engine {
@@ -79,7 +81,25 @@ impl Engine {
             actuator,
             problem_logged_at: HashMap::new(),
             metrics: Arc::new(Metrics::new()),
+            wakeup: "tick",
         }
+    }
+
+    /// The cgroups summed into the System and Podruntime classes, as read now (where PSI
+    /// triggers are registered).
+    pub fn protected_dirs(&self) -> Vec<String> {
+        let (sample, _) = self.collector.metrics(0);
+        sample
+            .subtrees
+            .into_iter()
+            .filter(|s| {
+                matches!(
+                    s.class,
+                    Some(oomwarden_model::QosClass::System | oomwarden_model::QosClass::Podruntime)
+                )
+            })
+            .map(|s| s.dir)
+            .collect()
     }
 
     /// The engine's metrics (shared with the metrics endpoint).
@@ -117,6 +137,15 @@ impl Engine {
     /// The action history.
     pub fn history(&self) -> &History {
         &self.history
+    }
+
+    /// Runs one cycle woken by a kernel PSI trigger rather than the tick (recorded as
+    /// `wakeup: pressure`).
+    pub fn cycle_on_pressure(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
+        self.wakeup = "pressure";
+        let outcome = self.cycle(now_ns, wall);
+        self.wakeup = "tick";
+        outcome
     }
 
     /// Runs one cycle. `now_ns` is the monotonic clock; `wall` the RFC 3339 time for records.
@@ -197,6 +226,7 @@ impl Engine {
             kill_duration_ms: None,
             error: None,
             trigger_context: ctx.to_json(),
+            wakeup: Some(self.wakeup.to_owned()),
         };
         match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
             None => tracing::warn!(

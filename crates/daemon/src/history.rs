@@ -247,6 +247,7 @@ mod tests {
             kill_duration_ms: None,
             error: None,
             trigger_context: "{}".into(),
+            wakeup: None,
         }
     }
 

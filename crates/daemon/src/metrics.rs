@@ -92,6 +92,7 @@ pub struct Metrics {
     eval_errors: Family<ExpressionLabel, Counter>,
     collection_errors: Counter,
     reloads: Family<ResultLabel, Counter>,
+    pressure_events: Counter,
 }
 
 impl Default for Metrics {
@@ -199,6 +200,12 @@ impl Metrics {
             "Configuration reloads on SIGHUP, by result (success, failure)",
             reloads.clone(),
         );
+        let pressure_events = Counter::default();
+        registry.register(
+            "pressure_events",
+            "Cycles run at once because a kernel PSI trigger fired (psiTriggers)",
+            pressure_events.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -240,6 +247,7 @@ impl Metrics {
             eval_errors,
             collection_errors,
             reloads,
+            pressure_events,
         }
     }
 
@@ -332,6 +340,11 @@ impl Metrics {
     /// One cycle's duration.
     pub fn cycle(&self, seconds: f64) {
         self.cycle.observe(seconds);
+    }
+
+    /// A cycle run on a PSI trigger.
+    pub fn pressure_event(&self) {
+        self.pressure_events.inc();
     }
 
     /// A configuration reload.

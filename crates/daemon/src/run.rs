@@ -241,42 +241,66 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     }
 
     let handle = signals.handle();
+    let signal_tx = tx.clone();
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                if tx.send(signal).is_err() {
+                if signal_tx.send(Wake::Signal(signal)).is_err() {
                     break;
                 }
             }
         })
         .map_err(RunError::Signals)?;
+    if engine.settings().warden.psi_triggers.enabled {
+        watch_pressure(&engine, tx)?;
+    }
 
     let mut done = 0u64;
     let mut tick = Instant::now();
+    let mut last_cycle: Option<Instant> = None;
     loop {
         let wait = tick.saturating_duration_since(Instant::now());
+        let mut on_pressure = false;
         match rx.recv_timeout(wait) {
-            Ok(SIGHUP) => {
+            Ok(Wake::Signal(SIGHUP)) => {
                 reload(&mut engine, options, Some(&shared));
                 continue;
             }
-            Ok(signal) => {
+            Ok(Wake::Signal(signal)) => {
                 tracing::info!(signal, "oomwarden stopping");
                 break;
+            }
+            Ok(Wake::Pressure(cgroups)) => {
+                // A cycle now; at most one per MIN_EVENT_GAP however many triggers fire.
+                if last_cycle.is_some_and(|t: Instant| t.elapsed() < MIN_EVENT_GAP) {
+                    continue;
+                }
+                engine.metrics().pressure_event();
+                tracing::debug!(cgroups = ?cgroups, "pressure event: cycling now");
+                on_pressure = true;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         let started = Instant::now();
+        last_cycle = Some(started);
         let wall = wall_clock();
-        let outcome = engine.cycle(monotonic_ns(), &wall);
+        let outcome = if on_pressure {
+            engine.cycle_on_pressure(monotonic_ns(), &wall)
+        } else {
+            engine.cycle(monotonic_ns(), &wall)
+        };
         let took = started.elapsed();
         engine.metrics().cycle(took.as_secs_f64());
         publish(&shared, &engine, &outcome, &wall, took);
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
             break;
+        }
+        if on_pressure {
+            // The tick schedule stays as it was.
+            continue;
         }
         let (next, skipped) =
             next_tick(tick, engine.settings().oom.sample_interval, Instant::now());
@@ -292,6 +316,68 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     handle.close();
     // Best effort: a stale socket is replaced at the next start anyway.
     let _ = std::fs::remove_file(&socket);
+    Ok(())
+}
+
+/// What wakes the loop besides its tick.
+#[derive(Debug)]
+enum Wake {
+    /// A signal.
+    Signal(i32),
+    /// Kernel PSI triggers fired on these cgroups.
+    Pressure(Vec<String>),
+}
+
+/// The shortest gap between two event-driven cycles.
+const MIN_EVENT_GAP: Duration = Duration::from_millis(100);
+
+/// Registers kernel PSI triggers on the protected classes' cgroups (System and Podruntime, as
+/// the layout names them now) and wakes the loop from a thread when they fire.
+fn watch_pressure(engine: &Engine, tx: mpsc::Sender<Wake>) -> Result<(), RunError> {
+    let p = engine.settings().warden.psi_triggers;
+    let spec = oomwarden_cgroupfs::TriggerSpec {
+        full: p.full,
+        stall: p.stall,
+        window: p.window,
+    };
+    let dirs = engine.protected_dirs();
+    let (mut triggers, errors) =
+        oomwarden_cgroupfs::PressureTriggers::register(engine.cgroups(), &dirs, &spec);
+    for e in &errors {
+        tracing::warn!(error = %e, "cannot register a PSI trigger");
+    }
+    tracing::info!(
+        registered = triggers.len(),
+        trigger = %spec.line(),
+        "PSI triggers registered on the System and Podruntime cgroups"
+    );
+    if triggers.is_empty() {
+        return Ok(());
+    }
+    std::thread::Builder::new()
+        .name("pressure".into())
+        .spawn(move || {
+            loop {
+                match triggers.wait(None) {
+                    Ok(fired) if !fired.is_empty() => {
+                        if tx.send(Wake::Pressure(fired)).is_err() {
+                            break;
+                        }
+                    }
+                    // Nothing fired (an interrupted wait): do not spin.
+                    Ok(_) => std::thread::sleep(MIN_EVENT_GAP),
+                    Err(e) => {
+                        tracing::error!(error = %e, "waiting for PSI triggers failed; detection falls back to the tick");
+                        break;
+                    }
+                }
+                if triggers.is_empty() {
+                    tracing::warn!("every PSI trigger's cgroup went away; detection falls back to the tick");
+                    break;
+                }
+            }
+        })
+        .map_err(RunError::Signals)?;
     Ok(())
 }
 

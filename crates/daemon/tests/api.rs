@@ -26,6 +26,7 @@ fn record(id: u64) -> ActionRecord {
         kill_duration_ms: Some(1.0),
         error: None,
         trigger_context: "{}".into(),
+        wakeup: None,
     }
 }
 

@@ -594,3 +594,19 @@ fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
     let sent: ActionRecord = serde_json::from_slice(&post.stdin).unwrap();
     assert_eq!(sent, r, "the post-kill hook gets the record on stdin");
 }
+
+#[test]
+fn records_say_what_woke_their_cycle() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle_on_pressure(1, "t"));
+    assert_eq!(r.wakeup.as_deref(), Some("pressure"));
+    let r = acted(e.cycle(2, "t"));
+    assert_eq!(r.wakeup.as_deref(), Some("tick"));
+}

@@ -75,6 +75,10 @@ pub struct ActionRecord {
     pub error: Option<String>,
     /// The whole trigger context, byte-for-byte in Talos's `triggerContext` JSON format.
     pub trigger_context: String,
+    /// What woke the cycle: `tick` (the sampling interval) or `pressure` (a kernel PSI
+    /// trigger). Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeup: Option<String>,
 }
 
 #[cfg(test)]

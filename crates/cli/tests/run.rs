@@ -75,7 +75,7 @@ fn dry_run_one_cycle_writes_the_expected_record() {
         serde_json::json!({
             "id": 0, "time": "<time>", "monotonicNs": 0, "outcome": "dry-run", "victim": victim,
             "class": "Besteffort", "score": 222593024.0, "pids": [1], "processes": ["/pause"],
-            "memoryCurrentBytes": 222593024, "triggerContext": context,
+            "memoryCurrentBytes": 222593024, "triggerContext": context, "wakeup": "tick",
         })
     );
     // The context is Talos's format: rank1's pods add their memory to the class maps.

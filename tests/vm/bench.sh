@@ -21,7 +21,7 @@ fi
 out="$root/target/vm/bench"
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
-    for c in ${CONTENDERS:-kernel earlyoom oomwarden oomwarden-memory}; do
+    for c in ${CONTENDERS:-kernel earlyoom oomwarden oomwarden-memory oomwarden-psi}; do
         d="$out/$c-$r"
         echo "=== bench: $c run $r/$reps" >&2
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$d.console.log" --out "$d" \
@@ -43,7 +43,7 @@ for f in sorted(out.glob("*/episode.json")):
     e = json.loads(f.read_text())
     runs.setdefault(e["contender"], []).append(e)
 rows = {}
-for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory", "earlyoom-oomwarden-idle"]:
+for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory", "oomwarden-psi", "earlyoom-oomwarden-idle"]:
     es = runs.get(c, [])
     if not es:
         continue

@@ -2,7 +2,8 @@
 # One benchmark episode in the guest: the S1 node (services with hot file working sets, a
 # canary in system/, a BestEffort pod that takes 450 MiB then leaks 5 MiB/s) under one
 # contender: `kernel` (nothing), `earlyoom` (Debian's, defaults), `oomwarden` (defaults),
-# `oomwarden-memory` (examples/config/memory-level.yaml: also act below 10 % MemAvailable), and
+# `oomwarden-memory` (examples/config/memory-level.yaml: also act below 10 % MemAvailable),
+# `oomwarden-psi` (the defaults plus kernel PSI triggers waking cycles), and
 # a diagnostic one, `earlyoom-oomwarden-idle` (earlyoom acts while oomwarden samples every
 # 100 ms with a trigger that never fires: what oomwarden's sampling costs the canary).
 # Writes /out/episode.json.
@@ -18,6 +19,10 @@ CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
 case "$CONTENDER" in
     oomwarden) start_oomwarden ;;
     oomwarden-memory) start_oomwarden --config /root/memory-level.yaml ;;
+    oomwarden-psi)
+        # The default configuration plus event-driven detection (kernel PSI triggers).
+        printf 'apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\npsiTriggers:\n  enabled: true\n' > /root/psi.yaml
+        start_oomwarden --config /root/psi.yaml ;;
     earlyoom*)
         if [ "$CONTENDER" = earlyoom-oomwarden-idle ]; then
             printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > /root/idle.yaml

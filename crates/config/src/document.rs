@@ -216,6 +216,58 @@ fn unknown_keys(
     }
 }
 
+/// The nested mapping at `key` (`metrics`, `hooks`, `psiTriggers`): `None` when absent or
+/// null; reported and `None` when not a mapping; its unknown keys reported.
+fn nested_mapping<'m>(
+    map: &'m Map<String, Value>,
+    key: &str,
+    known: &[&str],
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) -> Option<&'m Map<String, Value>> {
+    match map.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => {
+            nested_unknown_keys(m, key, known, n, kind, errors);
+            Some(m)
+        }
+        Some(other) => {
+            errors.push(
+                n,
+                Some(kind),
+                Some(key),
+                format!(
+                    "expected a mapping with {}, found {}",
+                    known.join(", "),
+                    json_type(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Unknown keys of a nested mapping (`metrics`, `hooks`, `psiTriggers`, …), reported with their
+/// key path.
+fn nested_unknown_keys(
+    map: &Map<String, Value>,
+    prefix: &str,
+    known: &[&str],
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) {
+    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+        errors.push(
+            n,
+            Some(kind),
+            Some(&format!("{prefix}.{key}")),
+            format!("unknown field; known fields are {}", known.join(", ")),
+        );
+    }
+}
+
 /// A string field; `null`, missing and `""` all mean unset, as in Talos.
 fn string_field<'m>(
     map: &'m Map<String, Value>,
@@ -371,14 +423,7 @@ fn hook(
         );
         return None;
     };
-    for k in map.keys().filter(|k| !HOOK_FIELDS.contains(&k.as_str())) {
-        errors.push(
-            n,
-            Some(kind),
-            Some(&format!("{key}.{k}")),
-            format!("unknown field; known fields are {}", HOOK_FIELDS.join(", ")),
-        );
-    }
+    nested_unknown_keys(map, key, HOOK_FIELDS, n, kind, errors);
     let at = format!("{key}.command");
     let command: Option<Vec<String>> = match map.get("command") {
         Some(Value::Array(list)) if !list.is_empty() => {
@@ -480,161 +525,93 @@ fn warden_document(
             }
         }
     }
-    match map.get("metrics") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            let mut metrics = crate::MetricsSettings::default();
-            for key in m.keys().filter(|k| !METRICS_FIELDS.contains(&k.as_str())) {
-                errors.push(
-                    n,
-                    Some(kind),
-                    Some(&format!("metrics.{key}")),
-                    format!(
-                        "unknown field; known fields are {}",
-                        METRICS_FIELDS.join(", ")
-                    ),
-                );
-            }
-            if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
-                metrics.enabled = on;
-            }
-            if let Some(text) = string_field(m, "listen", n, kind, errors) {
-                match listen_from_text(text) {
-                    Ok(addr) => metrics.listen = addr,
-                    Err(message) => errors.push(n, Some(kind), Some("metrics.listen"), message),
-                }
-            }
-            raw.metrics = Some(metrics);
+    if let Some(m) = nested_mapping(map, "metrics", METRICS_FIELDS, n, kind, errors) {
+        let mut metrics = crate::MetricsSettings::default();
+        if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+            metrics.enabled = on;
         }
-        Some(other) => errors.push(
-            n,
-            Some(kind),
-            Some("metrics"),
-            format!(
-                "expected a mapping with enabled and listen, found {}",
-                json_type(other)
-            ),
-        ),
+        if let Some(text) = string_field(m, "listen", n, kind, errors) {
+            match listen_from_text(text) {
+                Ok(addr) => metrics.listen = addr,
+                Err(message) => errors.push(n, Some(kind), Some("metrics.listen"), message),
+            }
+        }
+        raw.metrics = Some(metrics);
     }
-    match map.get("psiTriggers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            let mut t = crate::PsiTriggerSettings::default();
-            let before = errors.list.len();
-            for key in m.keys().filter(|k| !PSI_FIELDS.contains(&k.as_str())) {
-                errors.push(
-                    n,
-                    Some(kind),
-                    Some(&format!("psiTriggers.{key}")),
-                    format!("unknown field; known fields are {}", PSI_FIELDS.join(", ")),
-                );
-            }
-            if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
-                t.enabled = on;
-            }
-            match string_field(m, "kind", n, kind, errors) {
-                None => {}
-                Some("full") => t.full = true,
-                Some("some") => t.full = false,
-                Some(other) => errors.push(
-                    n,
-                    Some(kind),
-                    Some("psiTriggers.kind"),
-                    format!("expected some or full, found {other:?}"),
-                ),
-            }
-            for (key, slot) in [("stall", &mut t.stall), ("window", &mut t.window)] {
-                if let Some(text) = string_field(m, key, n, kind, errors) {
-                    match parse_go_duration(text) {
-                        Ok(ns) if ns > 0 => *slot = Duration::from_nanos(ns.unsigned_abs()),
-                        _ => errors.push(
-                            n,
-                            Some(kind),
-                            Some(&format!("psiTriggers.{key}")),
-                            format!(
-                                "expected a positive duration such as \"100ms\", found {text:?}"
-                            ),
-                        ),
-                    }
-                }
-            }
-            if errors.list.len() == before {
-                if !(Duration::from_millis(500)..=Duration::from_secs(10)).contains(&t.window) {
-                    errors.push(
+    if let Some(m) = nested_mapping(map, "psiTriggers", PSI_FIELDS, n, kind, errors) {
+        let mut t = crate::PsiTriggerSettings::default();
+        let before = errors.list.len();
+        if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+            t.enabled = on;
+        }
+        match string_field(m, "kind", n, kind, errors) {
+            None => {}
+            Some("full") => t.full = true,
+            Some("some") => t.full = false,
+            Some(other) => errors.push(
+                n,
+                Some(kind),
+                Some("psiTriggers.kind"),
+                format!("expected some or full, found {other:?}"),
+            ),
+        }
+        for (key, slot) in [("stall", &mut t.stall), ("window", &mut t.window)] {
+            if let Some(text) = string_field(m, key, n, kind, errors) {
+                match parse_go_duration(text) {
+                    Ok(ns) if ns > 0 => *slot = Duration::from_nanos(ns.unsigned_abs()),
+                    _ => errors.push(
                         n,
                         Some(kind),
-                        Some("psiTriggers.window"),
-                        "the kernel accepts windows from 500ms to 10s",
-                    );
-                } else if t.stall > t.window {
-                    errors.push(
-                        n,
-                        Some(kind),
-                        Some("psiTriggers.stall"),
-                        "the stall cannot be longer than the window",
-                    );
+                        Some(&format!("psiTriggers.{key}")),
+                        format!("expected a positive duration such as \"100ms\", found {text:?}"),
+                    ),
                 }
             }
-            raw.psi_triggers = Some(t);
         }
-        Some(other) => errors.push(
-            n,
-            Some(kind),
-            Some("psiTriggers"),
-            format!(
-                "expected a mapping with enabled, kind, stall and window, found {}",
-                json_type(other)
-            ),
-        ),
-    }
-    match map.get("hooks") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(h)) => {
-            for key in h.keys().filter(|k| !HOOKS_FIELDS.contains(&k.as_str())) {
+        if errors.list.len() == before {
+            if !(Duration::from_millis(500)..=Duration::from_secs(10)).contains(&t.window) {
                 errors.push(
                     n,
                     Some(kind),
-                    Some(&format!("hooks.{key}")),
-                    format!(
-                        "unknown field; known fields are {}",
-                        HOOKS_FIELDS.join(", ")
-                    ),
+                    Some("psiTriggers.window"),
+                    "the kernel accepts windows from 500ms to 10s",
+                );
+            } else if t.stall > t.window {
+                errors.push(
+                    n,
+                    Some(kind),
+                    Some("psiTriggers.stall"),
+                    "the stall cannot be longer than the window",
                 );
             }
-            let pre = h.get("preKill").map(|v| {
-                hook(
-                    v,
-                    "hooks.preKill",
-                    crate::DEFAULT_PRE_KILL_TIMEOUT,
-                    n,
-                    kind,
-                    errors,
-                )
-            });
-            let post = h.get("postKill").map(|v| {
-                hook(
-                    v,
-                    "hooks.postKill",
-                    crate::DEFAULT_POST_KILL_TIMEOUT,
-                    n,
-                    kind,
-                    errors,
-                )
-            });
-            raw.hooks = Some(crate::Hooks {
-                pre_kill: pre.flatten(),
-                post_kill: post.flatten(),
-            });
         }
-        Some(other) => errors.push(
-            n,
-            Some(kind),
-            Some("hooks"),
-            format!(
-                "expected a mapping with preKill and postKill, found {}",
-                json_type(other)
-            ),
-        ),
+        raw.psi_triggers = Some(t);
+    }
+    if let Some(h) = nested_mapping(map, "hooks", HOOKS_FIELDS, n, kind, errors) {
+        let pre = h.get("preKill").map(|v| {
+            hook(
+                v,
+                "hooks.preKill",
+                crate::DEFAULT_PRE_KILL_TIMEOUT,
+                n,
+                kind,
+                errors,
+            )
+        });
+        let post = h.get("postKill").map(|v| {
+            hook(
+                v,
+                "hooks.postKill",
+                crate::DEFAULT_POST_KILL_TIMEOUT,
+                n,
+                kind,
+                errors,
+            )
+        });
+        raw.hooks = Some(crate::Hooks {
+            pre_kill: pre.flatten(),
+            post_kill: post.flatten(),
+        });
     }
     if let Some(text) = string_field(map, "killTimeout", n, kind, errors) {
         match kill_timeout_from_text(text) {

@@ -101,6 +101,33 @@ fn engine(cg: &Path, proc: &Path, settings: Settings, actuator: RecordingActuato
     )
 }
 
+/// A fixture node's directories, kept alive with the engine that uses them.
+struct Dirs {
+    cg: tempfile::TempDir,
+    _proc: tempfile::TempDir,
+    state: tempfile::TempDir,
+}
+
+/// The fixture node with a trigger that is always true and a fake kill that empties the cgroup.
+fn always_triggered() -> (Dirs, Engine) {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    (
+        Dirs {
+            cg,
+            _proc: proc,
+            state,
+        },
+        e,
+    )
+}
+
 fn acted(outcome: CycleOutcome) -> ActionRecord {
     match outcome {
         CycleOutcome::Acted(r) => *r,
@@ -118,16 +145,10 @@ fn persisted(state: &Path) -> Vec<ActionRecord> {
 
 #[test]
 fn a_triggered_cycle_kills_the_live_pod_and_records_why() {
-    let (cg, proc) = node();
-    let state = tempfile::tempdir().unwrap();
-    let mut e = engine(
-        cg.path(),
-        proc.path(),
-        settings("triggerExpression: \"true\"\n", "", state.path()),
-        RecordingActuator::new(KillEffect::Empty),
-    );
+    let (dirs, mut e) = always_triggered();
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
-    let victim = cg
+    let victim = dirs
+        .cg
         .path()
         .join("kubepods/besteffort/pod-live")
         .display()
@@ -152,7 +173,7 @@ fn a_triggered_cycle_kills_the_live_pod_and_records_why() {
         r.trigger_context.starts_with("{\"d_memory_full_avg10\":0,")
             && r.trigger_context.contains("\"memory_full_avg10\":14.54,")
     );
-    assert_eq!(persisted(state.path()), std::slice::from_ref(&r));
+    assert_eq!(persisted(dirs.state.path()), std::slice::from_ref(&r));
     assert_eq!(e.history().recent().count(), 1);
     // The next trigger is recorded with the next id, and the killed pod is now empty.
     let r2 = acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
@@ -442,14 +463,7 @@ fn parse_exposition(body: &str) -> (Vec<(String, String)>, Vec<Sample>) {
 
 #[test]
 fn metrics_are_served_scraped_and_parsed() {
-    let (cg, proc) = node();
-    let state = tempfile::tempdir().unwrap();
-    let mut e = engine(
-        cg.path(),
-        proc.path(),
-        settings("triggerExpression: \"true\"\n", "", state.path()),
-        RecordingActuator::new(KillEffect::Empty),
-    );
+    let (_dirs, mut e) = always_triggered();
     acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
     acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
     e.metrics().reloaded(false);
@@ -597,14 +611,7 @@ fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
 
 #[test]
 fn records_say_what_woke_their_cycle() {
-    let (cg, proc) = node();
-    let state = tempfile::tempdir().unwrap();
-    let mut e = engine(
-        cg.path(),
-        proc.path(),
-        settings("triggerExpression: \"true\"\n", "", state.path()),
-        RecordingActuator::new(KillEffect::Empty),
-    );
+    let (_dirs, mut e) = always_triggered();
     let r = acted(e.cycle_on_pressure(1, "t"));
     assert_eq!(r.wakeup.as_deref(), Some("pressure"));
     let r = acted(e.cycle(2, "t"));

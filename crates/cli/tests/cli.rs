@@ -598,3 +598,44 @@ fn actions_and_status_without_a_daemon() {
         None,
     );
 }
+
+/// `actions --follow` prints the records there are, then each new one as it is appended.
+#[test]
+fn actions_follow_prints_new_records() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = std::fs::read_to_string("../../testdata/actions/state/actions.jsonl")
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    std::fs::write(dir.path().join("actions.jsonl"), format!("{}\n", lines[0])).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+        .args(["actions", "--json", "--follow", "--state-dir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    // If --follow never prints, end it so that the reads below see EOF and the test fails.
+    let pid = child.id();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    });
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.starts_with("{\"id\":0,"), "{first}");
+    // Append the next record as the daemon would; --follow polls every second.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.path().join("actions.jsonl"))
+        .unwrap();
+    writeln!(f, "{}", lines[1]).unwrap();
+    let mut second = String::new();
+    out.read_line(&mut second).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(second.starts_with("{\"id\":1,"), "{second}");
+}

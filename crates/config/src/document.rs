@@ -199,18 +199,22 @@ fn compile_or_report<T>(
         .ok()
 }
 
+/// Reports the keys of `map` that are not `known`, as `key` or, inside a nested mapping,
+/// `prefix.key`.
 fn unknown_keys(
     map: &Map<String, Value>,
+    prefix: Option<&str>,
     known: &[&str],
     n: Option<usize>,
     kind: &str,
     errors: &mut Errors<'_>,
 ) {
     for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+        let path = prefix.map_or_else(|| key.clone(), |p| format!("{p}.{key}"));
         errors.push(
             n,
             Some(kind),
-            Some(key),
+            Some(&path),
             format!("unknown field; known fields are {}", known.join(", ")),
         );
     }
@@ -229,7 +233,7 @@ fn nested_mapping<'m>(
     match map.get(key) {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => {
-            nested_unknown_keys(m, key, known, n, kind, errors);
+            unknown_keys(m, Some(key), known, n, kind, errors);
             Some(m)
         }
         Some(other) => {
@@ -245,26 +249,6 @@ fn nested_mapping<'m>(
             );
             None
         }
-    }
-}
-
-/// Unknown keys of a nested mapping (`metrics`, `hooks`, `psiTriggers`, …), reported with their
-/// key path.
-fn nested_unknown_keys(
-    map: &Map<String, Value>,
-    prefix: &str,
-    known: &[&str],
-    n: Option<usize>,
-    kind: &str,
-    errors: &mut Errors<'_>,
-) {
-    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
-        errors.push(
-            n,
-            Some(kind),
-            Some(&format!("{prefix}.{key}")),
-            format!("unknown field; known fields are {}", known.join(", ")),
-        );
     }
 }
 
@@ -332,7 +316,7 @@ fn oom_document(
     errors: &mut Errors<'_>,
 ) {
     let kind = OOM_CONFIG_KIND;
-    unknown_keys(map, OOM_FIELDS, n, kind, errors);
+    unknown_keys(map, None, OOM_FIELDS, n, kind, errors);
     if let Some(text) = string_field(map, "triggerExpression", n, kind, errors) {
         match TriggerExpr::compile(text) {
             Ok(t) => raw.trigger = Some(t),
@@ -423,7 +407,7 @@ fn hook(
         );
         return None;
     };
-    nested_unknown_keys(map, key, HOOK_FIELDS, n, kind, errors);
+    unknown_keys(map, Some(key), HOOK_FIELDS, n, kind, errors);
     let at = format!("{key}.command");
     let command: Option<Vec<String>> = match map.get("command") {
         Some(Value::Array(list)) if !list.is_empty() => {
@@ -497,7 +481,7 @@ fn warden_document(
     errors: &mut Errors<'_>,
 ) {
     let kind = WARDEN_KIND;
-    unknown_keys(map, WARDEN_FIELDS, n, kind, errors);
+    unknown_keys(map, None, WARDEN_FIELDS, n, kind, errors);
     raw.dry_run = bool_field(map, "dryRun", n, kind, errors);
     match map.get("layout") {
         Some(Value::Object(custom)) => match crate::layout::custom(custom) {

@@ -293,6 +293,22 @@ fn metrics_settings() {
     assert_eq!(e.len(), 3, "{e:?}");
     assert!(e.iter().any(|m| m.contains("expected IP:PORT")));
     assert!(messages(&format!("{w}metrics: on\n"))[0].contains("expected a mapping"));
+    // Unknown nested keys carry their key path.
+    let keys: Vec<Option<String>> = load(&format!(
+        "{w}metrics: {{port: 3}}\nhooks: {{postKill: {{command: [/bin/x], shell: sh}}}}\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| e.key)
+    .collect();
+    assert_eq!(
+        keys,
+        [
+            Some("metrics.port".to_owned()),
+            Some("hooks.postKill.shell".to_owned())
+        ]
+    );
 }
 
 #[test]

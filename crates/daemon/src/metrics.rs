@@ -78,9 +78,11 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    class_pressure: Family<PressureLabels, FloatGauge>,
-    class_stalled: Family<PressureLabels, FloatGauge>,
-    class_memory: Family<ClassLabel, FloatGauge>,
+    /// Per class (`QosClass::index`), per kind (some, full): handles created once, so that a
+    /// cycle updates atomics without building label sets or locking the families.
+    class_pressure: [[FloatGauge; 2]; 5],
+    class_stalled: [[FloatGauge; 2]; 5],
+    class_memory: [FloatGauge; 5],
     node_available: FloatGauge,
     node_total: FloatGauge,
     evaluations: Counter,
@@ -231,6 +233,25 @@ impl Metrics {
                 }));
             }
         }
+        let per_kind = |family: &Family<PressureLabels, FloatGauge>, class: QosClass| {
+            ["some", "full"].map(|kind| {
+                family
+                    .get_or_create(&PressureLabels {
+                        class: class.name().to_owned(),
+                        kind: kind.to_owned(),
+                    })
+                    .clone()
+            })
+        };
+        let class_pressure = QosClass::ALL.map(|c| per_kind(&class_pressure, c));
+        let class_stalled = QosClass::ALL.map(|c| per_kind(&class_stalled, c));
+        let class_memory = QosClass::ALL.map(|c| {
+            class_memory
+                .get_or_create(&ClassLabel {
+                    class: c.name().to_owned(),
+                })
+                .clone()
+        });
         Metrics {
             registry,
             class_pressure,
@@ -261,24 +282,20 @@ impl Metrics {
 
     /// Records the per-class and node gauges of a cycle's context.
     pub fn observe_context(&self, ctx: &TriggerContext) {
-        for class in QosClass::ALL {
-            for (kind, name) in [(PsiKind::Some, "some"), (PsiKind::Full, "full")] {
-                let labels = PressureLabels {
-                    class: class.name().to_owned(),
-                    kind: name.to_owned(),
-                };
-                self.class_pressure
-                    .get_or_create(&labels)
-                    .set(ctx.class_psi(false, kind, PsiSpan::Avg10).get(class) / 100.0);
-                self.class_stalled
-                    .get_or_create(&labels)
-                    .set(ctx.class_psi(false, kind, PsiSpan::Total).get(class) / 1e6);
+        for (i, class) in QosClass::ALL.into_iter().enumerate() {
+            for (j, kind) in [PsiKind::Some, PsiKind::Full].into_iter().enumerate() {
+                let avg10 = ctx.class_psi(false, kind, PsiSpan::Avg10).get(class);
+                let total = ctx.class_psi(false, kind, PsiSpan::Total).get(class);
+                if let Some(g) = self.class_pressure.get(i).and_then(|k| k.get(j)) {
+                    g.set(avg10 / 100.0);
+                }
+                if let Some(g) = self.class_stalled.get(i).and_then(|k| k.get(j)) {
+                    g.set(total / 1e6);
+                }
             }
-            self.class_memory
-                .get_or_create(&ClassLabel {
-                    class: class.name().to_owned(),
-                })
-                .set(ctx.class_usage(false, UsageKind::Current).get(class));
+            if let Some(g) = self.class_memory.get(i) {
+                g.set(ctx.class_usage(false, UsageKind::Current).get(class));
+            }
         }
         let (available, total) = ctx.node_memory();
         self.node_available.set(available);

@@ -617,3 +617,41 @@ fn records_say_what_woke_their_cycle() {
     let r = acted(e.cycle(2, "t"));
     assert_eq!(r.wakeup.as_deref(), Some("tick"));
 }
+
+#[test]
+fn a_dry_run_runs_the_pre_kill_hook_and_says_so() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let warden = "dryRun: true\nhooks:\n  preKill:\n    command: [/usr/local/bin/pre]\n";
+    let s = settings("triggerExpression: \"true\"\n", warden, state.path());
+    let (history, _) = History::open(&s.warden.state_dir).unwrap();
+    let collector = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
+        KillEffect::Empty,
+    )));
+    let mut e = Engine::new(
+        s,
+        collector,
+        ProcFs::new(proc.path()),
+        history,
+        Box::new(recorder.clone()),
+    );
+    assert_eq!(acted(e.cycle(1, "t")).outcome, Outcome::DryRun);
+    let calls = recorder.lock().unwrap().calls.clone();
+    assert!(
+        !calls.iter().any(|c| matches!(c, Call::WriteCgroupKill(_))),
+        "{calls:?}"
+    );
+    let Some(Call::RunHook(pre)) = calls.first() else {
+        panic!("{calls:?}")
+    };
+    assert!(
+        pre.env
+            .contains(&("OOMWARDEN_DRY_RUN".to_owned(), "true".to_owned()))
+    );
+}

@@ -226,7 +226,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
             started_at: wall_clock(),
             config_file: config_name(options),
             configuration: settings.to_yaml(),
-            layout: layout_name_of(&collector),
+            layout: collector.layout().name.clone(),
             layout_reason: why.clone(),
             ..Default::default()
         };
@@ -256,6 +256,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         watch_pressure(&engine, tx)?;
     }
 
+    let metrics = engine.metrics();
     let mut done = 0u64;
     let mut tick = Instant::now();
     let mut last_cycle: Option<Instant> = None;
@@ -276,7 +277,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
                 if last_cycle.is_some_and(|t: Instant| t.elapsed() < MIN_EVENT_GAP) {
                     continue;
                 }
-                engine.metrics().pressure_event();
+                metrics.pressure_event();
                 tracing::debug!(cgroups = ?cgroups, "pressure event: cycling now");
                 on_pressure = true;
             }
@@ -292,7 +293,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
             engine.cycle(monotonic_ns(), &wall)
         };
         let took = started.elapsed();
-        engine.metrics().cycle(took.as_secs_f64());
+        metrics.cycle(took.as_secs_f64());
         publish(&shared, &engine, &outcome, &wall, took);
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
@@ -386,10 +387,6 @@ fn config_name(options: &RunOptions) -> String {
         .config_file
         .as_deref()
         .map_or("<defaults>".to_owned(), |f| f.display().to_string())
-}
-
-fn layout_name_of(collector: &Collector) -> String {
-    collector.layout().name.clone()
 }
 
 /// Updates what the action API serves after a cycle.

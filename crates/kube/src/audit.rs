@@ -256,10 +256,7 @@ impl Input {
                 let Some(v) = c.resources.requests.get("memory") else {
                     continue;
                 };
-                let text = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
+                let text = crate::pod::quantity_text(v);
                 let path = format!("spec.{at}.resources.requests.memory");
                 let q = Quantity::parse(&text).map_err(|e| err(path.clone(), e.to_string()))?;
                 let bytes = q

@@ -184,7 +184,8 @@ pub struct FieldError {
     pub error: QuantityError,
 }
 
-fn quantity_text(v: &Value) -> String {
+/// A quantity as written: a string, or a YAML/JSON number.
+pub(crate) fn quantity_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),

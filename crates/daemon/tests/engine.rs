@@ -88,7 +88,12 @@ fn settings(extra_oom: &str, extra_warden: &str, state: &Path) -> Settings {
     Settings::from_yaml(&text, "test.yaml").unwrap()
 }
 
-fn engine(cg: &Path, proc: &Path, settings: Settings, actuator: RecordingActuator) -> Engine {
+fn engine(
+    cg: &Path,
+    proc: &Path,
+    settings: Settings,
+    actuator: impl oomwarden_actuate::Actuator + Send + 'static,
+) -> Engine {
     let (history, warnings) = History::open(&settings.warden.state_dir).unwrap();
     assert!(warnings.is_empty());
     let collector = Collector::new(CgroupFs::new(cg), ProcFs::new(proc), Layout::talos(), None);
@@ -191,24 +196,11 @@ fn the_exact_kill_sequence_reaches_the_actuator() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
     let s = settings("triggerExpression: \"true\"\n", "", state.path());
-    let (history, _) = History::open(state.path()).unwrap();
-    let collector = Collector::new(
-        CgroupFs::new(cg.path()),
-        ProcFs::new(proc.path()),
-        Layout::talos(),
-        None,
-    );
     // Keep a handle on the calls: run the same sequence through a shared recorder.
     let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
         KillEffect::Empty,
     )));
-    let mut e = Engine::new(
-        s,
-        collector,
-        ProcFs::new(proc.path()),
-        history,
-        Box::new(recorder.clone()),
-    );
+    let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     acted(e.cycle(1, "t"));
     let calls = recorder.lock().unwrap().calls.clone();
     assert_eq!(
@@ -547,23 +539,10 @@ fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
     let state = tempfile::tempdir().unwrap();
     let warden = "hooks:\n  preKill:\n    command: [/usr/local/bin/pre, --flag]\n    timeout: 500ms\n  postKill:\n    command: [/usr/local/bin/post]\n";
     let s = settings("triggerExpression: \"true\"\n", warden, state.path());
-    let (history, _) = History::open(&s.warden.state_dir).unwrap();
-    let collector = Collector::new(
-        CgroupFs::new(cg.path()),
-        ProcFs::new(proc.path()),
-        Layout::talos(),
-        None,
-    );
     let mut fake = RecordingActuator::new(KillEffect::Empty);
     fake.hook_result = HookResult::TimedOut;
     let recorder = std::sync::Arc::new(std::sync::Mutex::new(fake));
-    let mut e = Engine::new(
-        s,
-        collector,
-        ProcFs::new(proc.path()),
-        history,
-        Box::new(recorder.clone()),
-    );
+    let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
     assert_eq!(
         r.outcome,
@@ -624,23 +603,10 @@ fn a_dry_run_runs_the_pre_kill_hook_and_says_so() {
     let state = tempfile::tempdir().unwrap();
     let warden = "dryRun: true\nhooks:\n  preKill:\n    command: [/usr/local/bin/pre]\n";
     let s = settings("triggerExpression: \"true\"\n", warden, state.path());
-    let (history, _) = History::open(&s.warden.state_dir).unwrap();
-    let collector = Collector::new(
-        CgroupFs::new(cg.path()),
-        ProcFs::new(proc.path()),
-        Layout::talos(),
-        None,
-    );
     let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
         KillEffect::Empty,
     )));
-    let mut e = Engine::new(
-        s,
-        collector,
-        ProcFs::new(proc.path()),
-        history,
-        Box::new(recorder.clone()),
-    );
+    let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     assert_eq!(acted(e.cycle(1, "t")).outcome, Outcome::DryRun);
     let calls = recorder.lock().unwrap().calls.clone();
     assert!(

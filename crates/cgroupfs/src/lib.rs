@@ -9,12 +9,15 @@
 //! (`ENOENT`, `ENODEV`) is [`ReadError::NotFound`], which callers treat as an ordinary outcome;
 //! malformed content is [`ReadError::Parse`], naming the file. This crate never writes.
 
+mod files;
 pub mod parse;
 mod triggers;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+pub use files::{Disk, Files};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
 pub use triggers::{PressureTriggers, TriggerSpec};
 
@@ -80,12 +83,31 @@ fn classify(path: PathBuf, source: io::Error) -> ReadError {
 #[derive(Debug, Clone)]
 pub struct CgroupFs {
     root: PathBuf,
+    files: Arc<dyn Files>,
 }
 
 impl CgroupFs {
     /// A hierarchy at `root` (no check that it is a cgroup2 mount, so fixtures work).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        CgroupFs { root: root.into() }
+        CgroupFs::with_files(root, Arc::new(Disk))
+    }
+
+    /// A hierarchy at `root` read through `files` (a recording tap, or a replayed recording).
+    pub fn with_files(root: impl Into<PathBuf>, files: Arc<dyn Files>) -> Self {
+        CgroupFs {
+            root: root.into(),
+            files,
+        }
+    }
+
+    /// What the files are read through.
+    pub fn files(&self) -> &Arc<dyn Files> {
+        &self.files
+    }
+
+    /// Whether the cgroup's directory exists now.
+    pub fn is_dir(&self, cgroup: &str) -> bool {
+        self.files.is_dir(&self.dir(cgroup))
     }
 
     /// The root directory.
@@ -109,7 +131,13 @@ impl CgroupFs {
     /// Reads a file of a cgroup as text.
     pub fn read(&self, cgroup: &str, name: &str) -> Result<String, ReadError> {
         let path = self.file(cgroup, name);
-        std::fs::read_to_string(&path).map_err(|e| classify(path, e))
+        match self.files.read(&path) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|e| ReadError::Io {
+                path,
+                source: io::Error::new(io::ErrorKind::InvalidData, e),
+            }),
+            Err(e) => Err(classify(path, e)),
+        }
     }
 
     fn read_parsed<T>(
@@ -184,21 +212,7 @@ impl CgroupFs {
     /// them. Entries that vanish while listing are skipped.
     pub fn children(&self, cgroup: &str) -> Result<Vec<String>, ReadError> {
         let dir = self.dir(cgroup);
-        let entries = std::fs::read_dir(&dir).map_err(|e| classify(dir.clone(), e))?;
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(classify(dir, e)),
-            };
-            // `file_type` does not follow symlinks: a symlink is not a cgroup.
-            if entry.file_type().is_ok_and(|t| t.is_dir())
-                && let Ok(name) = entry.file_name().into_string()
-            {
-                names.push(name);
-            }
-        }
+        let mut names = self.files.subdirs(&dir).map_err(|e| classify(dir, e))?;
         names.sort_unstable();
         Ok(names)
     }
@@ -209,7 +223,7 @@ impl CgroupFs {
     pub fn is_populated(&self, cgroup: &str) -> Result<bool, ReadError> {
         match self.cgroup_events(cgroup) {
             Ok(events) => Ok(events.populated),
-            Err(ReadError::NotFound { .. }) if !self.dir(cgroup).is_dir() => Ok(false),
+            Err(ReadError::NotFound { .. }) if !self.is_dir(cgroup) => Ok(false),
             Err(ReadError::NotFound { .. }) => self.subtree_has_pids(cgroup),
             Err(e) => Err(e),
         }

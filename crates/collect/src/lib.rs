@@ -386,7 +386,7 @@ impl Collector {
         };
         for child in children.iter().filter(|c| source.filter.admits(c)) {
             let dir = join(parent, child);
-            if !self.cgroups.dir(&dir).is_dir() {
+            if !self.cgroups.is_dir(&dir) {
                 continue; // removed since the listing
             }
             let mut read_errors = Vec::new();

@@ -4,8 +4,9 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use oomwarden_cgroupfs::{Pressure, parse};
+use oomwarden_cgroupfs::{Disk, Files, Pressure, parse};
 
 /// Where procfs is mounted on a normal host.
 pub const DEFAULT_PROC_ROOT: &str = "/proc";
@@ -43,12 +44,21 @@ const ESRCH: i32 = 3;
 #[derive(Debug, Clone)]
 pub struct ProcFs {
     root: PathBuf,
+    files: Arc<dyn Files>,
 }
 
 impl ProcFs {
     /// procfs at `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ProcFs { root: root.into() }
+        ProcFs::with_files(root, Arc::new(Disk))
+    }
+
+    /// procfs at `root` read through `files` (a recording tap, or a replayed recording).
+    pub fn with_files(root: impl Into<PathBuf>, files: Arc<dyn Files>) -> Self {
+        ProcFs {
+            root: root.into(),
+            files,
+        }
     }
 
     /// The root directory.
@@ -58,7 +68,7 @@ impl ProcFs {
 
     fn read_bytes(&self, rel: &str) -> Result<Vec<u8>, ReadError> {
         let path = self.root.join(rel);
-        std::fs::read(&path).map_err(|source| {
+        self.files.read(&path).map_err(|source| {
             if source.kind() == io::ErrorKind::NotFound || source.raw_os_error() == Some(ESRCH) {
                 ReadError::Gone { path }
             } else {

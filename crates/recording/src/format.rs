@@ -1,0 +1,608 @@
+//! The recording format, version 1: UTF-8 text, one record per line, fields separated by one
+//! space.
+//!
+//! ```text
+//! oomwarden-recording 1                       header: format name and version
+//! meta {"startedAt":"…","startNs":…,…}        Meta, one JSON object
+//! k                                           segment start: path ids are forgotten
+//! p 0 /sys/fs/cgroup/memory.pressure          path id 0 (escaped path)
+//! c 5023114000 tick                           a cycle at this monotonic time (tick|pressure)
+//! f 0 some avg10=0.00 …\nfull avg10=0.00 …\n  file 0 read this (escaped bytes)
+//! F 3 2                                       reading file 3 failed with errno 2 (ENOENT)
+//! d 4 besteffort burstable guaranteed         listing directory 4 gave these subdirectories
+//! D 4 2                                       listing directory 4 failed with errno 2
+//! i 5 1                                       directory 5 exists (1) or not (0)
+//! # …                                         comment; empty lines are ignored too
+//! ```
+//!
+//! A cycle lists a read only when its result differs from the previous cycle's last result
+//! for the same path and kind (delta coding): a read not listed returned what it returned
+//! before. When one path gave several results in one cycle (the metrics and the candidates
+//! both read a Guaranteed pod's `memory.current`), all are listed, in order. A segment (`k`)
+//! starts with fresh path ids and lists every read of its first cycle, so a file cut at a
+//! segment boundary, or a flight-recorder window made of whole segments, reads on its own.
+//!
+//! Escaping: bytes 0x21–0x7e except `\` stand for themselves, as does space in file contents;
+//! `\\`, `\n`, `\t` and `\xHH` cover the rest (space is `\x20` in paths and directory names).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The first word of every recording.
+pub const FORMAT_NAME: &str = "oomwarden-recording";
+/// The version this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What a recording says about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    /// Wall time (RFC 3339) at monotonic time `start_ns`: any cycle's wall time follows.
+    pub started_at: String,
+    /// The monotonic time, nanoseconds, that `started_at` names.
+    pub start_ns: u64,
+    /// The cgroup v2 root the paths are under (replay uses the same, so records match).
+    pub cgroup_root: String,
+    /// The procfs root.
+    pub proc_root: String,
+    /// The layout's name (`talos`, `systemd`, `cgroupfs`, `host`, or `custom`).
+    pub layout: String,
+    /// For a custom layout: the OOMWardenConfig document that defines it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout_document: Option<String>,
+    /// The sampling interval, milliseconds.
+    pub interval_ms: u64,
+    /// Who recorded it: `record` (`oomwarden record`), `daemon` (`oomwarden run --record`) or
+    /// `flight-recorder` (the daemon's in-memory window).
+    pub source: String,
+    /// The oomwarden version that recorded it.
+    pub version: String,
+    /// The effective configuration of the daemon that recorded it (`oomwarden check` YAML);
+    /// `replay` uses it when no `--config` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    /// The node's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// The kernel release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// What happened while it was recorded, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Why a cycle ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeup {
+    /// The sample interval's tick.
+    Tick,
+    /// A kernel PSI trigger (`psiTriggers`).
+    Pressure,
+}
+
+impl Wakeup {
+    /// `tick` or `pressure`, as in action records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wakeup::Tick => "tick",
+            Wakeup::Pressure => "pressure",
+        }
+    }
+}
+
+/// The three kinds of read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Reading a file's content.
+    File,
+    /// Listing a directory's subdirectories.
+    Dirs,
+    /// Asking whether a directory exists.
+    IsDir,
+}
+
+/// The result of one read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// The file's bytes.
+    File(Vec<u8>),
+    /// Reading the file failed with this errno.
+    FileError(i32),
+    /// The subdirectories' names.
+    Dirs(Vec<String>),
+    /// Listing failed with this errno.
+    DirsError(i32),
+    /// Whether the directory exists.
+    IsDir(bool),
+}
+
+impl Observation {
+    /// Which kind of read it answers.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Observation::File(_) | Observation::FileError(_) => Kind::File,
+            Observation::Dirs(_) | Observation::DirsError(_) => Kind::Dirs,
+            Observation::IsDir(_) => Kind::IsDir,
+        }
+    }
+}
+
+/// One cycle: its time, what woke it, and its reads (all of them when recorded; after
+/// parsing, only those whose result changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cycle {
+    /// Monotonic time, nanoseconds.
+    pub at_ns: u64,
+    /// What woke it.
+    pub wakeup: Wakeup,
+    /// (absolute path, result), in the order read.
+    pub reads: Vec<(Arc<str>, Observation)>,
+}
+
+/// A parsed recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recording {
+    /// Its metadata.
+    pub meta: Meta,
+    /// Its cycles, oldest first; each lists only the reads whose result changed.
+    pub cycles: Vec<Cycle>,
+}
+
+impl Recording {
+    /// From the first to the last cycle, nanoseconds.
+    pub fn span_ns(&self) -> u64 {
+        match (self.cycles.first(), self.cycles.last()) {
+            (Some(a), Some(b)) => b.at_ns.saturating_sub(a.at_ns),
+            _ => 0,
+        }
+    }
+}
+
+/// A recording that cannot be read, with the line (1-based) where it went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Escapes bytes for a line; `space` says whether a space must be escaped too.
+pub(crate) fn escape(bytes: &[u8], space: bool, out: &mut String) {
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b' ' if !space => out.push(' '),
+            0x21..=0x7e => out.push(char::from(b)),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+}
+
+/// The inverse of [`escape`].
+fn unescape(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'x') => {
+                let hex: Vec<u8> = bytes.by_ref().take(2).collect();
+                let value = std::str::from_utf8(&hex)
+                    .ok()
+                    .filter(|h| h.len() == 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| "bad \\x escape (two hex digits expected)".to_owned())?;
+                out.push(value);
+            }
+            Some(other) => return Err(format!("unknown escape \\{}", char::from(other))),
+            None => return Err("a line ends with a lone \\".to_owned()),
+        }
+    }
+    Ok(out)
+}
+
+fn unescape_utf8(text: &str) -> Result<String, String> {
+    String::from_utf8(unescape(text)?).map_err(|_| "not UTF-8 after unescaping".to_owned())
+}
+
+/// The header lines of a recording.
+pub fn header(meta: &Meta) -> String {
+    let json = serde_json::to_string(meta).unwrap_or_else(|_| "{}".to_owned());
+    format!("{FORMAT_NAME} {FORMAT_VERSION}\nmeta {json}\n")
+}
+
+/// Turns cycles into lines, remembering what the previous cycle read (delta coding).
+#[derive(Debug, Default)]
+pub(crate) struct Encoder {
+    ids: HashMap<Arc<str>, u32>,
+    last: HashMap<(Kind, u32), Observation>,
+}
+
+impl Encoder {
+    /// Encodes one cycle. `segment` starts a new segment: fresh ids, every read listed.
+    pub(crate) fn encode(&mut self, cycle: &Cycle, segment: bool, out: &mut String) {
+        if segment {
+            self.ids.clear();
+            self.last.clear();
+            out.push_str("k\n");
+        }
+        // Group the reads per (kind, path), first occurrence first; collapse repeats.
+        let mut order: Vec<(Kind, u32)> = Vec::new();
+        let mut results: HashMap<(Kind, u32), Vec<&Observation>> = HashMap::new();
+        for (path, obs) in &cycle.reads {
+            let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
+            let id = match self.ids.get(path) {
+                Some(id) => *id,
+                None => {
+                    self.ids.insert(Arc::clone(path), next);
+                    out.push_str("p ");
+                    let _ = write!(out, "{next} ");
+                    escape(path.as_bytes(), true, out);
+                    out.push('\n');
+                    next
+                }
+            };
+            let key = (obs.kind(), id);
+            let list = results.entry(key).or_insert_with(|| {
+                order.push(key);
+                Vec::new()
+            });
+            if list.last() != Some(&obs) {
+                list.push(obs);
+            }
+        }
+        let _ = writeln!(out, "c {} {}", cycle.at_ns, cycle.wakeup.name());
+        for key in order {
+            let Some(list) = results.get(&key) else {
+                continue;
+            };
+            let unchanged = matches!(list.as_slice(), [only] if self.last.get(&key) == Some(*only));
+            if !unchanged {
+                for obs in list {
+                    line(key.1, obs, out);
+                }
+            }
+            if let Some(last) = list.last() {
+                self.last.insert(key, (*last).clone());
+            }
+        }
+    }
+}
+
+fn line(id: u32, obs: &Observation, out: &mut String) {
+    match obs {
+        Observation::File(bytes) => {
+            let _ = write!(out, "f {id} ");
+            escape(bytes, false, out);
+        }
+        Observation::FileError(errno) => {
+            let _ = write!(out, "F {id} {errno}");
+        }
+        Observation::Dirs(names) => {
+            let _ = write!(out, "d {id}");
+            for name in names {
+                out.push(' ');
+                escape(name.as_bytes(), true, out);
+            }
+        }
+        Observation::DirsError(errno) => {
+            let _ = write!(out, "D {id} {errno}");
+        }
+        Observation::IsDir(yes) => {
+            let _ = write!(out, "i {id} {}", u8::from(*yes));
+        }
+    }
+    out.push('\n');
+}
+
+/// Parses a recording. Every malformed line is an error naming its number: a recording is
+/// evidence, and a replay of a silently truncated one would mislead.
+pub fn parse(text: &str) -> Result<Recording, ParseError> {
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+    let err = |line: usize, reason: String| ParseError { line, reason };
+    let (_, first) = lines
+        .next()
+        .ok_or_else(|| err(1, "empty: not an oomwarden recording".to_owned()))?;
+    let version = first
+        .strip_prefix(FORMAT_NAME)
+        .and_then(|v| v.strip_prefix(' '))
+        .ok_or_else(|| {
+            err(
+                1,
+                format!("not an oomwarden recording (it must start with \"{FORMAT_NAME} {FORMAT_VERSION}\")"),
+            )
+        })?;
+    match version.trim().parse::<u32>() {
+        Ok(FORMAT_VERSION) => {}
+        Ok(v) => {
+            return Err(err(
+                1,
+                format!("format version {v}; this oomwarden reads version {FORMAT_VERSION}"),
+            ));
+        }
+        Err(_) => return Err(err(1, format!("bad format version {version:?}"))),
+    }
+    let mut meta = None;
+    let mut cycles: Vec<Cycle> = Vec::new();
+    let mut paths: HashMap<u32, Arc<str>> = HashMap::new();
+    for (n, raw) in lines {
+        if raw.is_empty() || raw.starts_with('#') {
+            continue;
+        }
+        let (tag, rest) = raw.split_once(' ').unwrap_or((raw, ""));
+        if tag == "meta" {
+            let m: Meta =
+                serde_json::from_str(rest).map_err(|e| err(n, format!("bad meta: {e}")))?;
+            meta = Some(m);
+            continue;
+        }
+        if tag == "k" {
+            paths.clear();
+            continue;
+        }
+        if tag == "c" {
+            let mut words = rest.split(' ');
+            let at_ns = words
+                .next()
+                .and_then(|w| w.parse::<u64>().ok())
+                .ok_or_else(|| err(n, "a cycle needs a monotonic time in ns".to_owned()))?;
+            let wakeup = match words.next() {
+                Some("tick") => Wakeup::Tick,
+                Some("pressure") => Wakeup::Pressure,
+                other => return Err(err(n, format!("unknown wake-up {other:?}"))),
+            };
+            if cycles.last().is_some_and(|c| c.at_ns > at_ns) {
+                return Err(err(n, "cycle times go backwards".to_owned()));
+            }
+            cycles.push(Cycle {
+                at_ns,
+                wakeup,
+                reads: Vec::new(),
+            });
+            continue;
+        }
+        let (id_text, value) = rest.split_once(' ').unwrap_or((rest, ""));
+        let id: u32 = id_text
+            .parse()
+            .map_err(|_| err(n, format!("bad path id {id_text:?}")))?;
+        if tag == "p" {
+            let path = unescape_utf8(value).map_err(|e| err(n, e))?;
+            paths.insert(id, Arc::from(path));
+            continue;
+        }
+        let path = paths
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| err(n, format!("path id {id} is not defined in this segment")))?;
+        let errno = || {
+            value
+                .parse::<i32>()
+                .map_err(|_| err(n, format!("bad errno {value:?}")))
+        };
+        let obs = match tag {
+            "f" => Observation::File(unescape(value).map_err(|e| err(n, e))?),
+            "F" => Observation::FileError(errno()?),
+            "d" => Observation::Dirs(
+                value
+                    .split(' ')
+                    .filter(|w| !w.is_empty())
+                    .map(unescape_utf8)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| err(n, e))?,
+            ),
+            "D" => Observation::DirsError(errno()?),
+            "i" => match value {
+                "0" => Observation::IsDir(false),
+                "1" => Observation::IsDir(true),
+                _ => return Err(err(n, format!("bad directory flag {value:?}"))),
+            },
+            _ => return Err(err(n, format!("unknown record {tag:?}"))),
+        };
+        let cycle = cycles
+            .last_mut()
+            .ok_or_else(|| err(n, "a read before the first cycle".to_owned()))?;
+        cycle.reads.push((path, obs));
+    }
+    let meta = meta.ok_or_else(|| err(1, "no meta line".to_owned()))?;
+    Ok(Recording { meta, cycles })
+}
+
+/// Metadata for tests.
+#[cfg(test)]
+pub(crate) fn tests_meta() -> Meta {
+    Meta {
+        started_at: "2026-11-29T10:00:00.000Z".into(),
+        start_ns: 1_000,
+        cgroup_root: "/sys/fs/cgroup".into(),
+        proc_root: "/proc".into(),
+        layout: "talos".into(),
+        layout_document: None,
+        interval_ms: 100,
+        source: "record".into(),
+        version: "0.1.0".into(),
+        config: None,
+        hostname: None,
+        kernel: None,
+        description: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn meta() -> Meta {
+        super::tests_meta()
+    }
+
+    fn cycle(at_ns: u64, reads: &[(&str, Observation)]) -> Cycle {
+        Cycle {
+            at_ns,
+            wakeup: Wakeup::Tick,
+            reads: reads
+                .iter()
+                .map(|(p, o)| (Arc::from(*p), o.clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn unchanged_reads_are_left_out_and_repeats_kept_in_order() {
+        let a = "/cg/a/memory.current";
+        let mut enc = Encoder::default();
+        let mut text = header(&meta());
+        let first = cycle(
+            1,
+            &[
+                (a, Observation::File(b"10\n".to_vec())),
+                ("/cg/a", Observation::Dirs(vec!["x y".into(), "z".into()])),
+            ],
+        );
+        enc.encode(&first, true, &mut text);
+        // Same result: nothing listed for the cycle.
+        enc.encode(
+            &cycle(2, &[(a, Observation::File(b"10\n".to_vec()))]),
+            false,
+            &mut text,
+        );
+        // Read twice, the first result unchanged: both listed.
+        enc.encode(
+            &cycle(
+                3,
+                &[
+                    (a, Observation::File(b"10\n".to_vec())),
+                    (a, Observation::File(b"11\n".to_vec())),
+                ],
+            ),
+            false,
+            &mut text,
+        );
+        assert_eq!(
+            text.lines().skip(2).collect::<Vec<_>>(),
+            [
+                "k",
+                "p 0 /cg/a/memory.current",
+                "p 1 /cg/a",
+                "c 1 tick",
+                "f 0 10\\n",
+                "d 1 x\\x20y z",
+                "c 2 tick",
+                "c 3 tick",
+                "f 0 10\\n",
+                "f 0 11\\n",
+            ]
+        );
+        let parsed = parse(&text).unwrap();
+        assert_eq!(parsed.cycles.len(), 3);
+        assert_eq!(parsed.cycles[0], first);
+        assert!(parsed.cycles[1].reads.is_empty());
+        assert_eq!(parsed.cycles[2].reads.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let h = header(&meta());
+        for (body, want) in [
+            ("c x tick", "line 3: a cycle needs"),
+            ("c 1 nap", "line 3: unknown wake-up"),
+            ("c 2 tick\nc 1 tick", "line 4: cycle times go backwards"),
+            ("c 1 tick\nf 9 x", "line 4: path id 9 is not defined"),
+            ("p 0 /a\nf 0 x", "line 4: a read before the first cycle"),
+            ("c 1 tick\np 0 /a\nf 0 \\q", "line 5: unknown escape"),
+            ("c 1 tick\np 0 /a\ni 0 2", "line 5: bad directory flag"),
+            ("c 1 tick\np 0 /a\nz 0 1", "line 5: unknown record"),
+        ] {
+            let e = parse(&format!("{h}{body}\n")).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{body:?}: {e}");
+        }
+        assert!(
+            parse("oomwarden-recording 2\n")
+                .unwrap_err()
+                .to_string()
+                .contains("format version 2")
+        );
+        assert!(
+            parse("hello\n")
+                .unwrap_err()
+                .to_string()
+                .contains("not an oomwarden recording")
+        );
+        assert!(
+            parse("oomwarden-recording 1\n")
+                .unwrap_err()
+                .to_string()
+                .contains("no meta")
+        );
+    }
+
+    fn observation() -> impl Strategy<Value = Observation> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Observation::File),
+            (-5..200i32).prop_map(Observation::FileError),
+            proptest::collection::vec("[ -~é]{1,8}", 0..4).prop_map(Observation::Dirs),
+            (-5..200i32).prop_map(Observation::DirsError),
+            any::<bool>().prop_map(Observation::IsDir),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn segments_round_trip(
+            cycles in proptest::collection::vec(
+                proptest::collection::vec(("/[a-c ]{1,3}", observation()), 0..6), 1..6),
+        ) {
+            // Each cycle is its own segment: every read comes back, repeats collapsed.
+            let mut enc = Encoder::default();
+            let mut text = header(&meta());
+            let originals: Vec<Cycle> = cycles.iter().enumerate().map(|(i, reads)| Cycle {
+                at_ns: i as u64,
+                wakeup: Wakeup::Pressure,
+                reads: reads.iter().map(|(p, o)| (Arc::from(p.as_str()), o.clone())).collect(),
+            }).collect();
+            for c in &originals {
+                enc.encode(c, true, &mut text);
+            }
+            let parsed = parse(&text).unwrap();
+            prop_assert_eq!(parsed.cycles.len(), originals.len());
+            for (got, want) in parsed.cycles.iter().zip(&originals) {
+                for (path, obs) in &got.reads {
+                    prop_assert!(want.reads.iter().any(|(p, o)| p == path && o == obs));
+                }
+                for (path, obs) in &want.reads {
+                    prop_assert!(got.reads.iter().any(|(p, o)| p == path && o.kind() == obs.kind()));
+                }
+            }
+        }
+
+        #[test]
+        fn parse_never_panics(body in "[ -~\n\\\\]{0,300}") {
+            let _ = parse(&format!("{}{body}", header(&meta())));
+        }
+
+        #[test]
+        fn escape_round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..64), space: bool) {
+            let mut s = String::new();
+            escape(&bytes, space, &mut s);
+            prop_assert!(!s.contains('\n') && !s.contains('\t'));
+            if space { prop_assert!(!s.contains(' ')); }
+            prop_assert_eq!(unescape(&s).unwrap(), bytes);
+        }
+    }
+}

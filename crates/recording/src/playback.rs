@@ -1,0 +1,228 @@
+//! Playback: a [`Files`] that answers each read as it was answered in the recorded cycle.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use oomwarden_cgroupfs::Files;
+
+use crate::format::{Kind, Observation, Recording};
+
+const ENOENT: i32 = 2;
+
+#[derive(Debug, Default)]
+struct State {
+    /// The next cycle to enter.
+    next: usize,
+    /// This cycle's results not yet served, per (kind, path).
+    queues: HashMap<(Kind, Arc<str>), VecDeque<Observation>>,
+    /// The last result of every read so far.
+    last: HashMap<(Kind, Arc<str>), Observation>,
+    /// Cgroups killed during the replay: gone from here on.
+    removed: Vec<PathBuf>,
+}
+
+/// Serves a recording's reads, cycle by cycle.
+///
+/// Within a cycle a path read several times gives its recorded results in order, then the
+/// last one again; a read the cycle did not list gives what it gave before; a path never read
+/// does not exist (`ENOENT`). [`Playback::remove`] makes a killed cgroup vanish.
+#[derive(Debug)]
+pub struct Playback {
+    recording: Recording,
+    state: Mutex<State>,
+}
+
+impl Playback {
+    /// Playback of a recording, before its first cycle.
+    pub fn new(recording: Recording) -> Arc<Playback> {
+        Arc::new(Playback {
+            recording,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// The recording.
+    pub fn recording(&self) -> &Recording {
+        &self.recording
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes cycle `index` the current one; the cycles skipped on the way still count
+    /// (their results become the "before" of later reads). Going back is not possible.
+    pub fn enter(&self, index: usize) {
+        let mut state = self.state();
+        let State {
+            next, queues, last, ..
+        } = &mut *state;
+        // What the current cycle left is what later reads see.
+        for (key, queue) in queues.drain() {
+            if let Some(obs) = queue.into_iter().last() {
+                last.insert(key, obs);
+            }
+        }
+        let cycles = self.recording.cycles.get(*next..=index).unwrap_or_default();
+        let count = cycles.len();
+        for (i, cycle) in cycles.iter().enumerate() {
+            let current = i + 1 == count;
+            for (path, obs) in &cycle.reads {
+                let key = (obs.kind(), Arc::clone(path));
+                if current {
+                    queues.entry(key).or_default().push_back(obs.clone());
+                } else {
+                    last.insert(key, obs.clone());
+                }
+            }
+        }
+        *next = (*next).max(index + 1);
+    }
+
+    /// A replayed kill: the cgroup directory and everything below it are gone from now on.
+    pub fn remove(&self, dir: &Path) {
+        self.state().removed.push(dir.to_path_buf());
+    }
+
+    fn answer(&self, kind: Kind, path: &Path) -> Option<Observation> {
+        let mut state = self.state();
+        if state.removed.iter().any(|r| path.starts_with(r)) {
+            return None;
+        }
+        let key: (Kind, Arc<str>) = (kind, Arc::from(path.to_string_lossy().as_ref()));
+        let State { queues, last, .. } = &mut *state;
+        if let Some(queue) = queues.get_mut(&key) {
+            let obs = if queue.len() > 1 {
+                queue.pop_front()
+            } else {
+                queue.front().cloned()
+            };
+            if let Some(obs) = obs {
+                last.insert(key, obs.clone());
+                return Some(obs);
+            }
+        }
+        last.get(&key).cloned()
+    }
+}
+
+fn not_found() -> io::Error {
+    io::Error::from_raw_os_error(ENOENT)
+}
+
+impl Files for Playback {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.answer(Kind::File, path) {
+            Some(Observation::File(bytes)) => Ok(bytes),
+            Some(Observation::FileError(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            _ => Err(not_found()),
+        }
+    }
+
+    fn subdirs(&self, path: &Path) -> io::Result<Vec<String>> {
+        match self.answer(Kind::Dirs, path) {
+            Some(Observation::Dirs(names)) => {
+                let removed = self.state().removed.clone();
+                Ok(names
+                    .into_iter()
+                    .filter(|n| !removed.iter().any(|r| *r == path.join(n)))
+                    .collect())
+            }
+            Some(Observation::DirsError(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            _ => Err(not_found()),
+        }
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        match self.answer(Kind::IsDir, path) {
+            Some(Observation::IsDir(yes)) => yes,
+            // Never asked when recorded: a directory if it was listed.
+            _ => matches!(self.answer(Kind::Dirs, path), Some(Observation::Dirs(_))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{Cycle, Wakeup};
+
+    fn recording(cycles: Vec<Vec<(&str, Observation)>>) -> Recording {
+        Recording {
+            meta: crate::format::tests_meta(),
+            cycles: cycles
+                .into_iter()
+                .enumerate()
+                .map(|(i, reads)| Cycle {
+                    at_ns: i as u64,
+                    wakeup: Wakeup::Tick,
+                    reads: reads
+                        .into_iter()
+                        .map(|(p, o)| (Arc::from(p), o))
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn file(text: &str) -> Observation {
+        Observation::File(text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn reads_follow_the_recorded_cycles() {
+        let p = Playback::new(recording(vec![
+            vec![
+                ("/cg/a/memory.current", file("1")),
+                ("/cg", Observation::Dirs(vec!["a".into(), "b".into()])),
+                ("/cg/b/memory.current", Observation::FileError(19)),
+            ],
+            vec![],
+            vec![
+                ("/cg/a/memory.current", file("2")),
+                ("/cg/a/memory.current", file("3")),
+            ],
+            vec![("/cg/a/memory.current", file("4"))],
+        ]));
+        let cur = Path::new("/cg/a/memory.current");
+        p.enter(0);
+        assert_eq!(p.read(cur).unwrap(), b"1");
+        assert_eq!(
+            p.read(Path::new("/cg/b/memory.current"))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(19)
+        );
+        assert_eq!(
+            p.read(Path::new("/cg/never")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert!(p.is_dir(Path::new("/cg")));
+        p.enter(1);
+        assert_eq!(p.read(cur).unwrap(), b"1", "unchanged");
+        p.enter(2);
+        assert_eq!(p.read(cur).unwrap(), b"2");
+        assert_eq!(p.read(cur).unwrap(), b"3");
+        assert_eq!(p.read(cur).unwrap(), b"3", "then the last again");
+        p.remove(Path::new("/cg/a"));
+        assert_eq!(p.subdirs(Path::new("/cg")).unwrap(), ["b"]);
+        assert!(p.read(cur).is_err());
+        assert!(!p.is_dir(Path::new("/cg/a")));
+        p.enter(3);
+        assert!(p.read(cur).is_err(), "a removed cgroup stays gone");
+    }
+
+    #[test]
+    fn skipped_cycles_still_count() {
+        let p = Playback::new(recording(vec![
+            vec![("/f", file("1"))],
+            vec![("/f", file("2")), ("/f", file("5"))],
+            vec![],
+        ]));
+        p.enter(0);
+        p.enter(2);
+        assert_eq!(p.read(Path::new("/f")).unwrap(), b"5");
+    }
+}

@@ -1,0 +1,159 @@
+//! The recorder: cycles in, recording text out, for a file and for the in-memory window of
+//! the flight recorder.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::format::{Cycle, Encoder, Meta, Observation, Wakeup, header};
+
+/// A new segment starts after this long (10 s): the flight recorder drops whole segments, and a
+/// reader can start at any of them.
+pub const SEGMENT_NS: u64 = 10_000_000_000;
+
+#[derive(Debug)]
+struct Segment {
+    first_ns: u64,
+    text: String,
+}
+
+/// Encodes cycles; keeps the last `window` of them in memory when asked to.
+#[derive(Debug)]
+pub struct Recorder {
+    meta: Meta,
+    encoder: Encoder,
+    segment_started: Option<u64>,
+    window_ns: Option<u64>,
+    ring: VecDeque<Segment>,
+}
+
+impl Recorder {
+    /// A recorder; `window_ns` keeps that much history in memory (the flight recorder).
+    pub fn new(meta: Meta, window_ns: Option<u64>) -> Self {
+        Recorder {
+            meta,
+            encoder: Encoder::default(),
+            segment_started: None,
+            window_ns,
+            ring: VecDeque::new(),
+        }
+    }
+
+    /// The metadata.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Replaces the configuration text in the metadata (after a reload).
+    pub fn set_config(&mut self, config: Option<String>) {
+        self.meta.config = config;
+    }
+
+    /// The header lines of a file.
+    pub fn header(&self) -> String {
+        header(&self.meta)
+    }
+
+    /// Records one cycle's reads and returns its text (to append to a file).
+    pub fn cycle(
+        &mut self,
+        at_ns: u64,
+        wakeup: Wakeup,
+        reads: Vec<(Arc<str>, Observation)>,
+    ) -> String {
+        let new_segment = self
+            .segment_started
+            .is_none_or(|t| at_ns.saturating_sub(t) >= SEGMENT_NS);
+        if new_segment {
+            self.segment_started = Some(at_ns);
+        }
+        let mut text = String::new();
+        self.encoder.encode(
+            &Cycle {
+                at_ns,
+                wakeup,
+                reads,
+            },
+            new_segment,
+            &mut text,
+        );
+        if let Some(window) = self.window_ns {
+            if new_segment {
+                self.ring.push_back(Segment {
+                    first_ns: at_ns,
+                    text: String::new(),
+                });
+            }
+            // The oldest segment goes once the next one alone covers the window.
+            while self
+                .ring
+                .get(1)
+                .is_some_and(|s| at_ns.saturating_sub(s.first_ns) >= window)
+            {
+                self.ring.pop_front();
+            }
+            if let Some(segment) = self.ring.back_mut() {
+                segment.text.push_str(&text);
+            }
+        }
+        text
+    }
+
+    /// The in-memory window as a recording (at least the last `window`, from a segment start).
+    pub fn window(&self) -> String {
+        let mut out = header(&Meta {
+            source: "flight-recorder".to_owned(),
+            ..self.meta.clone()
+        });
+        for segment in &self.ring {
+            out.push_str(&segment.text);
+        }
+        out
+    }
+
+    /// Bytes held by the window.
+    pub fn window_bytes(&self) -> usize {
+        self.ring.iter().map(|s| s.text.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::parse;
+
+    fn meta() -> Meta {
+        crate::format::tests_meta()
+    }
+
+    #[test]
+    fn the_window_keeps_whole_segments_covering_it() {
+        let mut r = Recorder::new(meta(), Some(20_000_000_000));
+        let path: Arc<str> = Arc::from("/cg/memory.current");
+        for i in 0..100u64 {
+            let at = i * 1_000_000_000;
+            let text = r.cycle(
+                at,
+                Wakeup::Tick,
+                vec![(Arc::clone(&path), Observation::File(i.to_string().into_bytes()))],
+            );
+            assert!(text.contains(&format!("c {at} tick")));
+        }
+        let window = parse(&r.window()).unwrap();
+        assert_eq!(window.meta.source, "flight-recorder");
+        let first = window.cycles.first().unwrap().at_ns;
+        let last = window.cycles.last().unwrap().at_ns;
+        assert_eq!(last, 99_000_000_000);
+        // At least 20 s, at most 20 s plus one segment.
+        assert!(last - first >= 20_000_000_000 && last - first < 30_000_000_000, "{first}");
+        // It starts at a segment boundary: its first cycle lists its read.
+        assert_eq!(window.cycles[0].reads.len(), 1);
+        assert!(r.window_bytes() > 0);
+    }
+
+    #[test]
+    fn without_a_window_nothing_is_kept() {
+        let mut r = Recorder::new(meta(), None);
+        r.cycle(1, Wakeup::Tick, Vec::new());
+        assert_eq!(r.window_bytes(), 0);
+    }
+}

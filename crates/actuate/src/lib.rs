@@ -69,6 +69,8 @@ pub enum HookResult {
     TimedOut,
     /// It could not be started.
     SpawnFailed(String),
+    /// It was deliberately not run (a replay acts on nothing).
+    NotRun,
 }
 
 /// How a kill ended.

@@ -84,6 +84,7 @@ pub fn log_hook(hook: &HookCall, result: &HookResult) {
         HookResult::SpawnFailed(error) => {
             tracing::error!(hook = hook.event, command, %error, "cannot run hook")
         }
+        HookResult::NotRun => tracing::info!(hook = hook.event, command, "hook not run (replay)"),
     }
 }
 

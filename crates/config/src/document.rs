@@ -40,7 +40,9 @@ const WARDEN_FIELDS: &[&str] = &[
     "metrics",
     "hooks",
     "psiTriggers",
+    "flightRecorder",
 ];
+const FLIGHT_FIELDS: &[&str] = &["enabled", "window", "keep"];
 const PSI_FIELDS: &[&str] = &["enabled", "kind", "stall", "window"];
 const HOOKS_FIELDS: &[&str] = &["preKill", "postKill"];
 const HOOK_FIELDS: &[&str] = &["command", "timeout"];
@@ -84,6 +86,7 @@ struct Raw {
     metrics: Option<crate::MetricsSettings>,
     hooks: Option<crate::Hooks>,
     psi_triggers: Option<crate::PsiTriggerSettings>,
+    flight_recorder: Option<crate::FlightRecorderSettings>,
 }
 
 pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
@@ -185,6 +188,7 @@ fn finish(raw: Raw, errors: &mut Errors<'_>) -> Option<Settings> {
             metrics: raw.metrics.unwrap_or(defaults.metrics),
             hooks: raw.hooks.unwrap_or(defaults.hooks),
             psi_triggers: raw.psi_triggers.unwrap_or(defaults.psi_triggers),
+            flight_recorder: raw.flight_recorder.unwrap_or(defaults.flight_recorder),
         },
     })
 }
@@ -570,6 +574,38 @@ fn warden_document(
             }
         }
         raw.psi_triggers = Some(t);
+    }
+    if let Some(m) = nested_mapping(map, "flightRecorder", FLIGHT_FIELDS, n, kind, errors) {
+        let mut f = crate::FlightRecorderSettings::default();
+        if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+            f.enabled = on;
+        }
+        if let Some(text) = string_field(m, "window", n, kind, errors) {
+            match parse_go_duration(text) {
+                Ok(ns) if (10_000_000_000..=3_600_000_000_000).contains(&ns) => {
+                    f.window = Duration::from_nanos(ns.unsigned_abs());
+                }
+                _ => errors.push(
+                    n,
+                    Some(kind),
+                    Some("flightRecorder.window"),
+                    format!("expected a duration from \"10s\" to \"1h\", found {text:?}"),
+                ),
+            }
+        }
+        match m.get("keep") {
+            None | Some(Value::Null) => {}
+            Some(v) => match v.as_u64().and_then(|k| usize::try_from(k).ok()) {
+                Some(k) if (1..=1000).contains(&k) => f.keep = k,
+                _ => errors.push(
+                    n,
+                    Some(kind),
+                    Some("flightRecorder.keep"),
+                    format!("expected a number of recordings from 1 to 1000, found {v}"),
+                ),
+            },
+        }
+        raw.flight_recorder = Some(f);
     }
     if let Some(h) = nested_mapping(map, "hooks", HOOKS_FIELDS, n, kind, errors) {
         let pre = h.get("preKill").map(|v| {

@@ -85,6 +85,31 @@ pub struct WardenSettings {
     pub hooks: Hooks,
     /// Event-driven detection.
     pub psi_triggers: PsiTriggerSettings,
+    /// The in-memory recording of the last minutes, saved with each action.
+    pub flight_recorder: FlightRecorderSettings,
+}
+
+/// The flight recorder: the daemon keeps what it read during the last `window` in memory and
+/// saves it beside each action (`<stateDir>/recordings/`), for `oomwarden replay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlightRecorderSettings {
+    /// Record (off by default: the candidates are then read every cycle, not only when the
+    /// trigger fires).
+    pub enabled: bool,
+    /// How much history to keep in memory (10s to 1h).
+    pub window: Duration,
+    /// How many saved recordings to keep in the state directory (the oldest are deleted).
+    pub keep: usize,
+}
+
+impl Default for FlightRecorderSettings {
+    fn default() -> Self {
+        FlightRecorderSettings {
+            enabled: false,
+            window: Duration::from_secs(300),
+            keep: 20,
+        }
+    }
 }
 
 /// A hook command.
@@ -167,6 +192,7 @@ impl Default for WardenSettings {
             metrics: MetricsSettings::default(),
             hooks: Hooks::default(),
             psi_triggers: PsiTriggerSettings::default(),
+            flight_recorder: FlightRecorderSettings::default(),
         }
     }
 }

@@ -51,6 +51,14 @@ struct WardenDoc<'a> {
     #[serde(skip_serializing_if = "HooksDoc::is_empty")]
     hooks: HooksDoc,
     psi_triggers: PsiDoc,
+    flight_recorder: FlightDoc,
+}
+
+#[derive(Serialize)]
+struct FlightDoc {
+    enabled: bool,
+    window: String,
+    keep: usize,
 }
 
 #[derive(Serialize)]
@@ -228,6 +236,11 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
             },
             stall: go_duration(s.warden.psi_triggers.stall),
             window: go_duration(s.warden.psi_triggers.window),
+        },
+        flight_recorder: FlightDoc {
+            enabled: s.warden.flight_recorder.enabled,
+            window: go_duration(s.warden.flight_recorder.window),
+            keep: s.warden.flight_recorder.keep,
         },
         hooks: HooksDoc {
             pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),

@@ -3,7 +3,9 @@
 //!
 //! - `status\n` → [`Status`];
 //! - `actions\n` → the records kept in memory (the last 50), oldest first;
-//! - `actions since=N\n` → those with an id above N (for `oomwarden actions --follow`).
+//! - `actions since=N\n` → those with an id above N (for `oomwarden actions --follow`);
+//! - `recording\n` → `{"recording": "<text>"}`: the flight recorder's window, a recording
+//!   `oomwarden replay` reads (for `oomwarden record --from-daemon`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -59,6 +61,8 @@ pub struct Shared {
     pub status: Status,
     /// The records in memory, oldest first.
     pub records: Vec<ActionRecord>,
+    /// The flight recorder, when it is on.
+    pub flight_recorder: Option<Arc<Mutex<oomwarden_recording::Recorder>>>,
 }
 
 /// The shared state, locked briefly by the loop and by each request.
@@ -126,6 +130,15 @@ fn answer(stream: UnixStream, shared: &SharedState) -> std::io::Result<()> {
                     .collect();
                 serde_json::to_string(&records)
             }
+            Ok(Request::Recording) => match &state.flight_recorder {
+                Some(recorder) => {
+                    let text = recorder.lock().unwrap_or_else(PoisonError::into_inner).window();
+                    serde_json::to_string(&serde_json::json!({ "recording": text }))
+                }
+                None => serde_json::to_string(&serde_json::json!({
+                    "error": "the flight recorder is off; enable flightRecorder in the OOMWardenConfig document"
+                })),
+            },
             Err(message) => serde_json::to_string(&serde_json::json!({ "error": message })),
         }
     }
@@ -145,6 +158,8 @@ pub enum Request {
         /// Only records with a larger id.
         since: Option<u64>,
     },
+    /// `recording`.
+    Recording,
 }
 
 /// Parses a request line.
@@ -152,6 +167,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
     let mut words = line.split_whitespace();
     match (words.next(), words.next(), words.next()) {
         (Some("status"), None, _) => Ok(Request::Status),
+        (Some("recording"), None, _) => Ok(Request::Recording),
         (Some("actions"), None, _) => Ok(Request::Actions { since: None }),
         (Some("actions"), Some(arg), None) => arg
             .strip_prefix("since=")
@@ -159,7 +175,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
             .map(|since| Request::Actions { since: Some(since) })
             .ok_or_else(|| format!("bad argument {arg:?}; expected since=ID")),
         _ => Err(format!(
-            "unknown request {line:?}; expected status, actions or actions since=ID"
+            "unknown request {line:?}; expected status, actions, actions since=ID or recording"
         )),
     }
 }
@@ -182,6 +198,7 @@ mod tests {
     #[test]
     fn requests() {
         assert_eq!(parse_request("status"), Ok(Request::Status));
+        assert_eq!(parse_request("recording"), Ok(Request::Recording));
         assert_eq!(
             parse_request("actions"),
             Ok(Request::Actions { since: None })

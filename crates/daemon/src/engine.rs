@@ -20,12 +20,13 @@ use std::time::Duration;
 use oomwarden_actuate::{Actuator, HookCall, KillResult, kill_cgroup, subtree_pids};
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
-use oomwarden_model::{ActionRecord, CandidateSample, Outcome};
+use oomwarden_model::{ActionRecord, CandidateSample, Outcome, QosClass, TriggerContext};
 use oomwarden_policy::{Exclusion, State, build_context, rank, select};
 use oomwarden_procfs::ProcFs;
 
 use crate::history::History;
 use crate::metrics::Metrics;
+use crate::recorder::CycleRecorder;
 
 /// How often the same read problem may be logged.
 const PROBLEM_LOG_EVERY_NS: u64 = 60_000_000_000;
@@ -41,6 +42,21 @@ pub enum CycleOutcome {
     Acted(Box<ActionRecord>),
 }
 
+/// One candidate of a triggered cycle, as ranked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedCandidate {
+    /// Absolute cgroup path.
+    pub path: String,
+    /// Its class.
+    pub class: QosClass,
+    /// Its score, when the ranking expression gave one.
+    pub score: Option<f64>,
+    /// Whether it could be chosen.
+    pub eligible: bool,
+    /// Why it could or could not (`eligible`, `no live process`, …).
+    pub reason: String,
+}
+
 /// Long-lived daemon state for running cycles.
 pub struct Engine {
     settings: Settings,
@@ -53,6 +69,12 @@ pub struct Engine {
     metrics: Arc<Metrics>,
     /// What woke the current cycle (`tick` or `pressure`), for its record.
     wakeup: &'static str,
+    /// Records what the cycles read (`run --record`, the flight recorder).
+    recorder: Option<CycleRecorder>,
+    /// The last cycle's trigger context.
+    last_context: Option<TriggerContext>,
+    /// The last triggered cycle's ranking, in candidate order.
+    last_ranking: Vec<RankedCandidate>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -82,7 +104,27 @@ impl Engine {
             problem_logged_at: HashMap::new(),
             metrics: Arc::new(Metrics::new()),
             wakeup: "tick",
+            recorder: None,
+            last_context: None,
+            last_ranking: Vec::new(),
         }
+    }
+
+    /// Records every cycle's reads from now on. The collector must read through the
+    /// recorder's tap. Candidates are then read in every cycle, so that a replay under another
+    /// trigger finds them.
+    pub fn set_recorder(&mut self, recorder: CycleRecorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// The trigger context of the last cycle (none when it could not be built).
+    pub fn last_context(&self) -> Option<&TriggerContext> {
+        self.last_context.as_ref()
+    }
+
+    /// The ranking of the last cycle (empty unless the trigger fired).
+    pub fn last_ranking(&self) -> &[RankedCandidate] {
+        &self.last_ranking
     }
 
     /// The cgroups summed into the System and Podruntime classes, as read now (where PSI
@@ -150,6 +192,29 @@ impl Engine {
 
     /// Runs one cycle. `now_ns` is the monotonic clock; `wall` the RFC 3339 time for records.
     pub fn cycle(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
+        self.last_context = None;
+        self.last_ranking.clear();
+        let outcome = self.decide(now_ns, wall);
+        // An acted cycle was recorded before its record was written (which names the saved
+        // window).
+        if !matches!(outcome, CycleOutcome::Acted(_)) {
+            self.end_recorded_cycle(now_ns);
+        }
+        outcome
+    }
+
+    fn end_recorded_cycle(&mut self, now_ns: u64) {
+        let wakeup = if self.wakeup == "pressure" {
+            oomwarden_recording::Wakeup::Pressure
+        } else {
+            oomwarden_recording::Wakeup::Tick
+        };
+        if let Some(r) = &mut self.recorder {
+            r.end_cycle(now_ns, wakeup);
+        }
+    }
+
+    fn decide(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
         let (sample, problems) = self.collector.metrics(now_ns);
         self.log_problems(problems, now_ns);
         let ctx = match build_context(&sample, &mut self.state) {
@@ -161,9 +226,16 @@ impl Engine {
         };
         self.metrics.observe_context(&ctx);
         let fired = self.settings.oom.trigger.eval(&ctx);
+        self.last_context = Some(ctx.clone());
         self.metrics.evaluated(fired.as_ref().ok().copied());
         match fired {
-            Ok(false) => return CycleOutcome::Quiet,
+            Ok(false) => {
+                if self.recorder.is_some() {
+                    // For the recording only: a replay under another trigger needs them.
+                    let _ = self.collector.candidates();
+                }
+                return CycleOutcome::Quiet;
+            }
             Ok(true) => {}
             Err(e) => {
                 let error = format!("cannot evaluate expression: {e}");
@@ -180,6 +252,20 @@ impl Engine {
             }
         }
         let ranking = rank(&self.settings.oom.ranking, &candidates);
+        self.last_ranking = candidates
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let (score, eligible, reason) = ranking.verdict(i);
+                RankedCandidate {
+                    path: c.path.clone(),
+                    class: c.class,
+                    score,
+                    eligible,
+                    reason,
+                }
+            })
+            .collect();
         let failed = ranking
             .excluded
             .iter()
@@ -227,6 +313,7 @@ impl Engine {
             error: None,
             trigger_context: ctx.to_json(),
             wakeup: Some(self.wakeup.to_owned()),
+            recording: None,
         };
         match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
             None => tracing::warn!(
@@ -266,6 +353,8 @@ impl Engine {
                 record.kill_duration_ms.map(|ms| ms / 1000.0),
             ),
         }
+        self.end_recorded_cycle(now_ns);
+        record.recording = self.recorder.as_ref().and_then(|r| r.save(record.id));
         if let Err(e) = self.history.push(record.clone()) {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
         }

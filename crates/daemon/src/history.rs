@@ -110,6 +110,8 @@ pub struct History {
     next_id: u64,
     max_lines: usize,
     keep_lines: usize,
+    /// Written to `path` (false for a replay's history, which lives in memory only).
+    persist: bool,
 }
 
 impl History {
@@ -149,9 +151,23 @@ impl History {
                 next_id,
                 max_lines: MAX_LINES,
                 keep_lines: KEEP_LINES,
+                persist: true,
             },
             warnings,
         ))
+    }
+
+    /// A history kept in memory only, starting at id 0 (a replay: nothing on disk changes).
+    pub fn in_memory() -> History {
+        History {
+            path: PathBuf::new(),
+            recent: VecDeque::new(),
+            lines: 0,
+            next_id: 0,
+            max_lines: MAX_LINES,
+            keep_lines: KEEP_LINES,
+            persist: false,
+        }
     }
 
     /// Changes the file bound (compact past `max_lines` to the newest `keep_lines`).
@@ -189,6 +205,9 @@ impl History {
             self.recent.pop_front();
         }
         self.recent.push_back(record);
+        if !self.persist {
+            return Ok(());
+        }
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -248,6 +267,7 @@ mod tests {
             error: None,
             trigger_context: "{}".into(),
             wakeup: None,
+            recording: None,
         }
     }
 

@@ -6,9 +6,11 @@ pub mod api;
 mod engine;
 pub mod history;
 pub mod metrics;
+pub mod recorder;
+pub mod replay;
 mod run;
 
-pub use engine::{CycleOutcome, Engine};
+pub use engine::{CycleOutcome, Engine, RankedCandidate};
 pub use history::History;
 pub use metrics::Metrics;
 pub use run::{RunError, RunOptions, check_host, load_settings, monotonic_ns, resolve_layout, run};

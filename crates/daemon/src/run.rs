@@ -6,7 +6,7 @@
 //!   that fails validation is logged with every error and rejected; the running one stays.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use oomwarden_actuate::{Actuator, protect_self};
@@ -18,6 +18,7 @@ use oomwarden_procfs::ProcFs;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::engine::{CycleOutcome, Engine};
+use crate::recorder::CycleRecorder;
 use crate::history::{History, HistoryError};
 
 /// What `oomwarden run` needs.
@@ -33,6 +34,8 @@ pub struct RunOptions {
     pub proc_root: PathBuf,
     /// Stop after this many cycles.
     pub cycles: Option<u64>,
+    /// Record every cycle's reads to this file (`oomwarden replay` reads it).
+    pub record: Option<PathBuf>,
 }
 
 /// Why the daemon could not run.
@@ -56,6 +59,14 @@ pub enum RunError {
     /// The action API could not start.
     #[error(transparent)]
     Api(#[from] crate::api::ApiError),
+    /// The recording file cannot be written.
+    #[error("cannot write the recording {path}: {source}")]
+    Record {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
 }
 
 /// Loads the configuration file (or the defaults) and applies the overrides.
@@ -183,6 +194,17 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     let cgroups = CgroupFs::new(&options.cgroup_root);
     let proc = ProcFs::new(&options.proc_root);
     check_host(&cgroups, &proc)?;
+    let flight = settings.warden.flight_recorder;
+    // Recording: every read of the engine goes through the tap.
+    let tap = (options.record.is_some() || flight.enabled)
+        .then(|| oomwarden_recording::Tap::new(Arc::new(oomwarden_cgroupfs::Disk)));
+    let (cgroups, proc) = match &tap {
+        Some(tap) => (
+            CgroupFs::with_files(&options.cgroup_root, tap.clone()),
+            ProcFs::with_files(&options.proc_root, tap.clone()),
+        ),
+        None => (cgroups, proc),
+    };
     let protection = protect_self();
     if let Err(e) = protection.oom_score_adj {
         tracing::warn!(error = %e, "cannot set own oom_score_adj to -1000; the kernel OOM killer may choose oomwarden");
@@ -212,6 +234,16 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         dry_run = settings.warden.dry_run,
         "oomwarden started"
     );
+    let meta = tap.is_some().then(|| {
+        recording_meta(
+            &settings,
+            &layout,
+            &cgroups,
+            &proc,
+            self_cgroup.clone(),
+            if options.record.is_some() { "daemon" } else { "flight-recorder" },
+        )
+    });
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
     let state_dir = settings.warden.state_dir.clone();
@@ -233,6 +265,29 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         s.records = history.recent().cloned().collect();
     }
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
+    if let (Some(tap), Some(meta)) = (tap, meta) {
+        let window = flight
+            .enabled
+            .then(|| u64::try_from(flight.window.as_nanos()).unwrap_or(u64::MAX));
+        let mut recorder = CycleRecorder::new(tap, meta, window);
+        if let Some(path) = &options.record {
+            recorder = recorder.writing_to(path).map_err(|source| RunError::Record {
+                path: path.clone(),
+                source,
+            })?;
+            tracing::info!(file = %path.display(), "recording every cycle");
+        }
+        if flight.enabled {
+            let dir = state_dir.join(crate::recorder::RECORDINGS_DIR);
+            tracing::info!(window = ?flight.window, dir = %dir.display(), "flight recorder on");
+            recorder = recorder.saving_to(dir, flight.keep);
+            shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .flight_recorder = Some(recorder.shared());
+        }
+        engine.set_recorder(recorder);
+    }
     let socket = crate::api::serve(&state_dir, shared.clone())?;
     tracing::info!(socket = %socket.display(), "serving the action API");
     if metrics_settings.enabled {
@@ -380,6 +435,39 @@ fn watch_pressure(engine: &Engine, tx: mpsc::Sender<Wake>) -> Result<(), RunErro
         })
         .map_err(RunError::Signals)?;
     Ok(())
+}
+
+/// What a recording made by this daemon says about itself.
+fn recording_meta(
+    settings: &Settings,
+    layout: &Layout,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    own_cgroup: Option<String>,
+    source: &str,
+) -> oomwarden_recording::Meta {
+    let kernel_file = |name: &str| {
+        std::fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
+            .ok()
+            .map(|t| t.trim().to_owned())
+    };
+    oomwarden_recording::Meta {
+        started_at: wall_clock(),
+        start_ns: monotonic_ns(),
+        cgroup_root: cgroups.root().display().to_string(),
+        proc_root: proc.root().display().to_string(),
+        layout: layout.name.clone(),
+        layout_document: matches!(settings.warden.layout, LayoutSetting::Custom(_))
+            .then(|| oomwarden_config::layout_document(layout)),
+        own_cgroup,
+        interval_ms: u64::try_from(settings.oom.sample_interval.as_millis()).unwrap_or(u64::MAX),
+        source: source.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        config: Some(settings.to_yaml()),
+        hostname: kernel_file("hostname"),
+        kernel: kernel_file("osrelease"),
+        description: None,
+    }
 }
 
 fn config_name(options: &RunOptions) -> String {

@@ -27,6 +27,7 @@ fn record(id: u64) -> ActionRecord {
         error: None,
         trigger_context: "{}".into(),
         wakeup: None,
+        recording: None,
     }
 }
 

@@ -79,6 +79,10 @@ pub struct ActionRecord {
     /// trigger). Absent in records of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<String>,
+    /// The flight recorder's window saved with this action (`oomwarden replay` reads it);
+    /// absent when the flight recorder is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<String>,
 }
 
 #[cfg(test)]

@@ -53,6 +53,9 @@ pub struct Meta {
     /// For a custom layout: the OOMWardenConfig document that defines it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout_document: Option<String>,
+    /// The recording process's own cgroup (relative), never a candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_cgroup: Option<String>,
     /// The sampling interval, milliseconds.
     pub interval_ms: u64,
     /// Who recorded it: `record` (`oomwarden record`), `daemon` (`oomwarden run --record`) or
@@ -433,6 +436,7 @@ pub(crate) fn tests_meta() -> Meta {
         proc_root: "/proc".into(),
         layout: "talos".into(),
         layout_document: None,
+        own_cgroup: None,
         interval_ms: 100,
         source: "record".into(),
         version: "0.1.0".into(),

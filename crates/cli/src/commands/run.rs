@@ -29,6 +29,10 @@ pub(crate) struct Args {
     /// Exit after this many cycles (for tests and scripts).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     cycles: Option<u64>,
+    /// Also record what every cycle reads to FILE (created or truncated, mode 0600), for
+    /// `oomwarden replay`. While recording, the candidates are read in every cycle.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Log format.
     #[arg(long, value_enum, default_value = "human")]
     log_format: LogFormat,
@@ -75,6 +79,7 @@ pub(crate) fn run(
         cgroup_root: args.node.cgroup_root.clone(),
         proc_root: args.proc_root.clone(),
         cycles: args.cycles,
+        record: args.record.clone(),
     };
     match oomwarden_daemon::run(&options, Box::new(LinuxActuator::new())) {
         Ok(()) => Ok(Exit::Ok),

@@ -1,0 +1,149 @@
+//! Recording what the engine reads, for `oomwarden replay`: `oomwarden run --record FILE`
+//! (every cycle to a file) and the flight recorder (the last minutes in memory, saved beside
+//! each action and served on the action API).
+//!
+//! The readers go through a [`Tap`]; at the end of each cycle the engine hands its reads to the
+//! [`CycleRecorder`]. While recording, the engine reads the candidates in every cycle, not only
+//! when the trigger fires, so that a replay under another trigger finds them.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use oomwarden_recording::{Meta, Recorder, Tap, Wakeup};
+
+/// The directory below the state directory where the flight recorder saves its windows.
+pub const RECORDINGS_DIR: &str = "recordings";
+
+/// A recording being written to a file.
+#[derive(Debug)]
+struct Sink {
+    path: PathBuf,
+    file: File,
+    failed: bool,
+}
+
+/// Where and how many windows are saved.
+#[derive(Debug)]
+struct Saves {
+    dir: PathBuf,
+    keep: usize,
+}
+
+/// Turns each cycle's reads into a recording.
+#[derive(Debug)]
+pub struct CycleRecorder {
+    tap: Arc<Tap>,
+    recorder: Arc<Mutex<Recorder>>,
+    sink: Option<Sink>,
+    saves: Option<Saves>,
+}
+
+impl CycleRecorder {
+    /// A recorder of what passes `tap`; `window_ns` keeps that much in memory.
+    pub fn new(tap: Arc<Tap>, meta: Meta, window_ns: Option<u64>) -> Self {
+        CycleRecorder {
+            tap,
+            recorder: Arc::new(Mutex::new(Recorder::new(meta, window_ns))),
+            sink: None,
+            saves: None,
+        }
+    }
+
+    /// Also writes every cycle to `path` (created or truncated, mode 0600: recordings name
+    /// the node's cgroups and, after a kill, command lines).
+    pub fn writing_to(mut self, path: &Path) -> io::Result<Self> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
+        file.write_all(self.lock().header().as_bytes())?;
+        self.sink = Some(Sink {
+            path: path.to_path_buf(),
+            file,
+            failed: false,
+        });
+        Ok(self)
+    }
+
+    /// Saves the in-memory window to `dir` with each action, keeping the newest `keep`.
+    pub fn saving_to(mut self, dir: PathBuf, keep: usize) -> Self {
+        self.saves = Some(Saves { dir, keep });
+        self
+    }
+
+    /// The recorder, shared with the action API (which serves its window).
+    pub fn shared(&self) -> Arc<Mutex<Recorder>> {
+        Arc::clone(&self.recorder)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Recorder> {
+        self.recorder.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends a cycle: its reads are encoded, appended to the file, kept in the window.
+    pub(crate) fn end_cycle(&mut self, at_ns: u64, wakeup: Wakeup) {
+        let reads = self.tap.take();
+        let text = self.lock().cycle(at_ns, wakeup, reads);
+        if let Some(sink) = &mut self.sink
+            && !sink.failed
+            && let Err(error) = sink.file.write_all(text.as_bytes())
+        {
+            // Once: a full disk would otherwise log every cycle. The daemon goes on.
+            sink.failed = true;
+            tracing::error!(file = %sink.path.display(), %error, "cannot write the recording; recording to the file stops");
+        }
+    }
+
+    /// Saves the window for action `id`; returns the file's path, or `None` (logged) when
+    /// saving is off or fails.
+    pub(crate) fn save(&self, id: u64) -> Option<String> {
+        let saves = self.saves.as_ref()?;
+        let text = self.lock().window();
+        let path = saves.dir.join(format!("action-{id}.rec"));
+        let written = fs::DirBuilder::new()
+            .recursive(true)
+            .create(&saves.dir)
+            .and_then(|()| {
+                let mut f = OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(&path)?;
+                f.write_all(text.as_bytes())
+            });
+        if let Err(error) = written {
+            tracing::error!(file = %path.display(), %error, "cannot save the flight recorder's window");
+            return None;
+        }
+        prune(&saves.dir, saves.keep);
+        Some(path.display().to_string())
+    }
+}
+
+/// Deletes the oldest `action-<id>.rec` files beyond `keep` (by id).
+fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut saved: Vec<(u64, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id = name.strip_prefix("action-")?.strip_suffix(".rec")?.parse().ok()?;
+            Some((id, e.path()))
+        })
+        .collect();
+    saved.sort_unstable();
+    let excess = saved.len().saturating_sub(keep);
+    for (_, path) in saved.into_iter().take(excess) {
+        if let Err(error) = fs::remove_file(&path) {
+            tracing::warn!(file = %path.display(), %error, "cannot delete an old flight recording");
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! `oomwarden replay`: a recording run through the daemon's own [`Engine`] on a virtual clock.
+//!
+//! The readers read the recording ([`Playback`]) instead of the node, so the parsers, the
+//! collector, the trigger, the ranking and the selection are the daemon's, unchanged. The
+//! actuator acts on the recording only: a kill makes the victim's cgroup vanish from the
+//! following cycles (the classes' totals and PSI stay as recorded: the replay cannot know how
+//! the node would have gone on), and hooks are not run. Nothing on the node or on disk
+//! changes.
+//!
+//! Which recorded cycles run: the tick cycles on the configuration's `sampleInterval` grid
+//! (all of them when it equals the recording's interval; every tenth for 1s over 100ms; a
+//! finer interval than the recording's cannot be replayed finer), and the PSI-woken cycles
+//! when the configuration enables `psiTriggers`.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use oomwarden_actuate::{Actuator, HookCall, HookResult};
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_collect::Collector;
+use oomwarden_config::{LayoutSetting, Settings};
+use oomwarden_model::{ActionRecord, Layout, TriggerContext};
+use oomwarden_procfs::ProcFs;
+use oomwarden_recording::{Playback, Recording, Wakeup};
+
+use crate::engine::{CycleOutcome, Engine, RankedCandidate};
+use crate::history::History;
+
+/// Acts on the recording only.
+#[derive(Debug)]
+struct ReplayActuator {
+    playback: Arc<Playback>,
+}
+
+impl Actuator for ReplayActuator {
+    fn open_pidfd(&mut self, _pid: u32) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        self.playback.remove(cgroup_dir);
+        Ok(())
+    }
+
+    fn release_memory(&mut self, _pid: u32) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn close_all(&mut self) {}
+
+    fn run_hook(&mut self, _hook: &HookCall) -> HookResult {
+        HookResult::NotRun
+    }
+
+    fn spawn_hook(&mut self, hook: HookCall) {
+        oomwarden_actuate::log_hook(&hook, &HookResult::NotRun);
+    }
+}
+
+/// What one replayed cycle gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Result {
+    /// The trigger was false.
+    Quiet,
+    /// The cycle failed (no context, or the trigger failed to evaluate).
+    Skipped(String),
+    /// The trigger fired: `decisions[i]`.
+    Acted(usize),
+}
+
+/// One replayed cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayedCycle {
+    /// Its recorded monotonic time.
+    pub at_ns: u64,
+    /// What woke it.
+    pub wakeup: Wakeup,
+    /// The trigger context (none when it could not be built).
+    pub context: Option<TriggerContext>,
+    /// What it gave.
+    pub result: Result,
+}
+
+/// A triggered cycle: the record the daemon would have written, and the ranking behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The action record (with the recording's times).
+    pub record: ActionRecord,
+    /// Every candidate, in candidate order, with its score or the reason it was left out.
+    pub ranking: Vec<RankedCandidate>,
+}
+
+/// A whole replay.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Replay {
+    /// The cycles replayed, in order.
+    pub cycles: Vec<ReplayedCycle>,
+    /// The triggered ones.
+    pub decisions: Vec<Decision>,
+    /// Recorded cycles not replayed (between this configuration's ticks, or woken by PSI
+    /// triggers it does not enable).
+    pub not_replayed: usize,
+}
+
+/// The layout a replay uses: the configuration's when it names one, else the recording's.
+/// The second value is a warning when they differ.
+pub fn layout_for(
+    recording: &Recording,
+    settings: &Settings,
+) -> std::result::Result<(Layout, Option<String>), String> {
+    let recorded = || -> std::result::Result<Layout, String> {
+        if let Some(doc) = &recording.meta.layout_document {
+            let s = Settings::from_yaml(doc, "the recording's layout").map_err(|e| e.to_string())?;
+            if let LayoutSetting::Custom(layout) = s.warden.layout {
+                return Ok(layout);
+            }
+        }
+        Layout::builtin(&recording.meta.layout).ok_or_else(|| {
+            format!(
+                "the recording names layout {:?}, which this oomwarden does not know; set `layout` in the configuration",
+                recording.meta.layout
+            )
+        })
+    };
+    match &settings.warden.layout {
+        LayoutSetting::Auto => Ok((recorded()?, None)),
+        LayoutSetting::Builtin(name) => {
+            let layout = Layout::builtin(name).ok_or_else(|| format!("unknown layout {name:?}"))?;
+            let warning = (layout.name != recording.meta.layout).then(|| {
+                format!(
+                    "the configuration's layout {} differs from the recording's ({}); files the recording lacks read as missing",
+                    layout.name, recording.meta.layout
+                )
+            });
+            Ok((layout, warning))
+        }
+        LayoutSetting::Custom(layout) => Ok((layout.clone(), None)),
+    }
+}
+
+/// Wall time of a monotonic reading, from the recording's anchor.
+pub fn wall_time(recording: &Recording, at_ns: u64) -> String {
+    let offset = i128::from(at_ns) - i128::from(recording.meta.start_ns);
+    chrono::DateTime::parse_from_rfc3339(&recording.meta.started_at)
+        .ok()
+        .and_then(|t| {
+            let nanos = i64::try_from(offset).ok()?;
+            t.checked_add_signed(chrono::Duration::nanoseconds(nanos))
+        })
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        })
+        .unwrap_or_else(|| format!("+{}ns", offset))
+}
+
+/// Runs `recording` through the engine under `settings` and `layout`.
+pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Replay {
+    let meta = recording.meta.clone();
+    let playback = Playback::new(recording);
+    let cgroups = CgroupFs::with_files(&meta.cgroup_root, playback.clone());
+    let proc = ProcFs::with_files(&meta.proc_root, playback.clone());
+    let interval = u64::try_from(settings.oom.sample_interval.as_nanos()).unwrap_or(u64::MAX);
+    let recorded_interval = meta.interval_ms.saturating_mul(1_000_000);
+    // A recorded tick up to half an interval early still counts as on the grid: ticks jitter.
+    let slack = interval.min(recorded_interval.max(1)) / 2;
+    let psi_triggers = settings.warden.psi_triggers.enabled;
+    let collector = Collector::new(cgroups, proc.clone(), layout, meta.own_cgroup.clone());
+    let actuator = Box::new(ReplayActuator {
+        playback: playback.clone(),
+    });
+    let mut engine = Engine::new(settings, collector, proc, History::in_memory(), actuator);
+    let mut out = Replay::default();
+    let mut next_tick: Option<u64> = None;
+    let cycles: Vec<(u64, Wakeup)> = playback
+        .recording()
+        .cycles
+        .iter()
+        .map(|c| (c.at_ns, c.wakeup))
+        .collect();
+    for (index, (at_ns, wakeup)) in cycles.into_iter().enumerate() {
+        let run = match wakeup {
+            Wakeup::Pressure => psi_triggers,
+            Wakeup::Tick => next_tick.is_none_or(|t| at_ns.saturating_add(slack) >= t),
+        };
+        if !run {
+            out.not_replayed += 1;
+            continue;
+        }
+        if wakeup == Wakeup::Tick {
+            next_tick = Some(at_ns.saturating_add(interval));
+        }
+        playback.enter(index);
+        let wall = wall_time(playback.recording(), at_ns);
+        let outcome = match wakeup {
+            Wakeup::Tick => engine.cycle(at_ns, &wall),
+            Wakeup::Pressure => engine.cycle_on_pressure(at_ns, &wall),
+        };
+        let result = match outcome {
+            CycleOutcome::Quiet => Result::Quiet,
+            CycleOutcome::Skipped(e) => Result::Skipped(e),
+            CycleOutcome::Acted(record) => {
+                out.decisions.push(Decision {
+                    record: *record,
+                    ranking: engine.last_ranking().to_vec(),
+                });
+                Result::Acted(out.decisions.len() - 1)
+            }
+        };
+        out.cycles.push(ReplayedCycle {
+            at_ns,
+            wakeup,
+            context: engine.last_context().cloned(),
+            result,
+        });
+    }
+    out
+}

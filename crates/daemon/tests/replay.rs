@@ -1,0 +1,242 @@
+//! Record cycles of the engine on an evolving fixture node, replay the recording, and compare.
+
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods, clippy::indexing_slicing)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use oomwarden_actuate::{KillEffect, RecordingActuator};
+use oomwarden_cgroupfs::{CgroupFs, Disk};
+use oomwarden_collect::Collector;
+use oomwarden_config::Settings;
+use oomwarden_daemon::recorder::CycleRecorder;
+use oomwarden_daemon::replay::{self, Result as Replayed};
+use oomwarden_daemon::{CycleOutcome, Engine, History};
+use oomwarden_model::{ActionRecord, Layout, Outcome};
+use oomwarden_procfs::ProcFs;
+use oomwarden_recording::{Meta, Tap, parse};
+use oomwarden_testkit::write;
+
+const STEP_NS: u64 = 100_000_000;
+
+fn psi(full_avg10: f64, total: u64) -> String {
+    format!(
+        "some avg10={full_avg10:.2} avg60=0.00 avg300=0.00 total={total}\nfull avg10={full_avg10:.2} avg60=0.00 avg300=0.00 total={total}\n"
+    )
+}
+
+/// A Talos node with two BestEffort pods and a Burstable one, at step `i` of a slow squeeze:
+/// pressure rises from step 10, the hog grows every step.
+fn node_at(r: &Path, i: u64) {
+    let avg = if i < 10 { 0.0 } else { (i - 10) as f64 * 3.0 };
+    let total = i * i * 10_000;
+    for f in [
+        "memory.pressure",
+        "init/memory.pressure",
+        "system/memory.pressure",
+        "podruntime/memory.pressure",
+        "kubepods/besteffort/memory.pressure",
+        "kubepods/burstable/memory.pressure",
+    ] {
+        write(r, f, &psi(avg, total));
+    }
+    for (pod, current) in [
+        ("besteffort/pod-hog", 100_000_000 + i * 20_000_000),
+        ("besteffort/pod-quiet", 50_000_000),
+        ("burstable/pod-web", 400_000_000),
+    ] {
+        let dir = format!("kubepods/{pod}");
+        if i == 0 {
+            write(r, &format!("{dir}/cgroup.events"), "populated 1\nfrozen 0\n");
+            write(r, &format!("{dir}/memory.max"), "max\n");
+            write(r, &format!("{dir}/c/cgroup.procs"), "7\n");
+        }
+        write(r, &format!("{dir}/memory.current"), &format!("{current}\n"));
+    }
+}
+
+fn settings(trigger: &str, extra_warden: &str, state: &Path) -> Settings {
+    let text = format!(
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: '{trigger}'\nsampleInterval: 100ms\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n{extra_warden}",
+        state.display()
+    );
+    Settings::from_yaml(&text, "test.yaml").unwrap()
+}
+
+const TRIGGER: &str =
+    "memory_full_avg10 > 10.0 && time_since_trigger > duration(\"300ms\")";
+
+fn meta(cg: &Path, proc: &Path) -> Meta {
+    Meta {
+        started_at: "2026-11-29T10:00:00.000Z".into(),
+        start_ns: 0,
+        cgroup_root: cg.display().to_string(),
+        proc_root: proc.display().to_string(),
+        layout: "talos".into(),
+        layout_document: None,
+        own_cgroup: None,
+        interval_ms: 100,
+        source: "daemon".into(),
+        version: "test".into(),
+        config: None,
+        hostname: None,
+        kernel: None,
+        description: None,
+    }
+}
+
+/// Runs `cycles` live cycles with recording on; returns the records and the recording text.
+fn live(settings: Settings, cycles: u64, window: Option<u64>) -> (Vec<ActionRecord>, String) {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    write(proc.path(), "7/cmdline", "hog\0");
+    write(proc.path(), "meminfo", "MemTotal: 1000 kB\nMemAvailable: 500 kB\n");
+    let rec = tempfile::NamedTempFile::new().unwrap();
+    let tap = Tap::new(Arc::new(Disk));
+    let cgroups = CgroupFs::with_files(cg.path(), tap.clone());
+    let procfs = ProcFs::with_files(proc.path(), tap.clone());
+    let (history, _) = History::open(&settings.warden.state_dir).unwrap();
+    let collector = Collector::new(cgroups, procfs.clone(), Layout::talos(), None);
+    let mut engine = Engine::new(
+        settings.clone(),
+        collector,
+        procfs,
+        history,
+        Box::new(RecordingActuator::new(KillEffect::Empty)),
+    );
+    let mut recorder = CycleRecorder::new(tap, meta(cg.path(), proc.path()), window)
+        .writing_to(rec.path())
+        .unwrap();
+    if window.is_some() {
+        recorder = recorder.saving_to(settings.warden.state_dir.join("recordings"), 2);
+    }
+    engine.set_recorder(recorder);
+    let mut records = Vec::new();
+    for i in 0..cycles {
+        node_at(cg.path(), i);
+        if let CycleOutcome::Acted(r) = engine.cycle(i * STEP_NS, "live") {
+            records.push(*r);
+        }
+    }
+    (records, std::fs::read_to_string(rec.path()).unwrap())
+}
+
+fn replayed(text: &str, settings: Settings) -> replay::Replay {
+    let recording = parse(text).unwrap();
+    let (layout, warning) = replay::layout_for(&recording, &settings).unwrap();
+    assert_eq!(warning, None);
+    replay::replay(recording, settings, layout)
+}
+
+/// What must match between a live record and its replay (times of kills, memory waits and
+/// wall clocks differ by nature).
+fn decision(r: &ActionRecord) -> (u64, Outcome, Option<String>, Option<String>, String, Vec<u32>) {
+    (
+        r.monotonic_ns,
+        r.outcome,
+        r.victim.clone(),
+        r.class.clone(),
+        format!("{} {:?} {}", r.score, r.memory_current_bytes, r.trigger_context),
+        r.pids.clone(),
+    )
+}
+
+#[test]
+fn a_replay_under_the_same_configuration_decides_what_the_daemon_decided() {
+    let state = tempfile::tempdir().unwrap();
+    let s = settings(TRIGGER, "", state.path());
+    let (live, text) = live(s.clone(), 30, None);
+    assert!(live.len() >= 2, "the scenario must kill: {live:?}");
+    assert_eq!(live[0].outcome, Outcome::Killed);
+    let replay = replayed(&text, s);
+    assert_eq!(replay.cycles.len(), 30);
+    assert_eq!(replay.not_replayed, 0);
+    let got: Vec<_> = replay.decisions.iter().map(|d| decision(&d.record)).collect();
+    let want: Vec<_> = live.iter().map(decision).collect();
+    assert_eq!(got, want);
+    // The ranking behind the first kill: the hog above the quiet pod; Burstable only ranked.
+    let first = &replay.decisions[0];
+    assert!(first.ranking.iter().any(|c| c.path.ends_with("pod-hog") && c.eligible));
+    assert_eq!(replay.cycles[0].result, Replayed::Quiet);
+    assert!(replay.cycles[0].context.is_some());
+    assert!(first.record.time.starts_with("2026-11-29T10:00:"), "{}", first.record.time);
+}
+
+#[test]
+fn a_replayed_kill_removes_the_victim_from_later_cycles() {
+    // Live in dry run: the same hog is "killed" at every trigger.
+    let state = tempfile::tempdir().unwrap();
+    let (live, text) = live(settings(TRIGGER, "dryRun: true\n", state.path()), 30, None);
+    let victims: Vec<_> = live.iter().filter_map(|r| r.victim.clone()).collect();
+    assert!(victims.len() >= 2 && victims.iter().all(|v| v.ends_with("pod-hog")), "{victims:?}");
+    assert!(live.iter().all(|r| r.outcome == Outcome::DryRun));
+    // Replayed for real: the hog goes at the first trigger, then the quiet pod.
+    let replay = replayed(&text, settings(TRIGGER, "", state.path()));
+    let victims: Vec<_> = replay
+        .decisions
+        .iter()
+        .filter_map(|d| d.record.victim.clone())
+        .collect();
+    assert!(victims[0].ends_with("pod-hog"), "{victims:?}");
+    assert!(victims[1].ends_with("pod-quiet"), "{victims:?}");
+    assert_eq!(victims.iter().filter(|v| v.ends_with("pod-hog")).count(), 1);
+    assert!(replay.decisions.iter().all(|d| d.record.outcome != Outcome::DryRun));
+}
+
+#[test]
+fn another_configuration_decides_differently_on_the_same_recording() {
+    let state = tempfile::tempdir().unwrap();
+    let (_, text) = live(settings(TRIGGER, "", state.path()), 30, None);
+    // A lazier trigger fires later.
+    let lazy = replayed(
+        &text,
+        settings(
+            "memory_full_avg10 > 40.0 && time_since_trigger > duration(\"300ms\")",
+            "",
+            state.path(),
+        ),
+    );
+    let eager = replayed(&text, settings(TRIGGER, "", state.path()));
+    assert!(lazy.decisions[0].record.monotonic_ns > eager.decisions[0].record.monotonic_ns);
+    // A coarser interval replays every other recorded cycle.
+    let coarse = replayed(
+        &text,
+        Settings::from_yaml(
+            &format!(
+                "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: 'false'\nsampleInterval: 200ms\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n",
+                state.path().display()
+            ),
+            "t.yaml",
+        )
+        .unwrap(),
+    );
+    assert_eq!(coarse.cycles.len(), 15);
+    assert_eq!(coarse.not_replayed, 15);
+    assert!(coarse.decisions.is_empty());
+}
+
+#[test]
+fn the_flight_recorder_saves_its_window_with_each_action() {
+    let state = tempfile::tempdir().unwrap();
+    let s = settings(TRIGGER, "", state.path());
+    let (live, _) = live(s.clone(), 30, Some(1_000_000_000));
+    let saved: Vec<_> = live.iter().filter_map(|r| r.recording.clone()).collect();
+    assert_eq!(saved.len(), live.len());
+    // Only the newest two are kept.
+    let dir = state.path().join("recordings");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    let last = live.last().unwrap();
+    let text = std::fs::read_to_string(last.recording.as_ref().unwrap()).unwrap();
+    let window = parse(&text).unwrap();
+    assert_eq!(window.meta.source, "flight-recorder");
+    // The window ends with the action's cycle.
+    assert_eq!(window.cycles.last().unwrap().at_ns, last.monotonic_ns);
+    assert!(window.cycles.len() >= 10);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(last.recording.as_ref().unwrap())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}

@@ -1,0 +1,353 @@
+//! Timeline pictures of a replay (`oomwarden replay --plot`): on one time axis, memory PSI
+//! per class, memory per class, and each configuration's trigger and kill moments.
+//!
+//! The input is plain data ([`Timeline`]); the picture is SVG or PNG by the file's extension.
+//! Text is drawn with an embedded subset of DejaVu Sans (`assets/`), so a PNG looks the same
+//! on a machine without fonts.
+
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
+const FAMILY: &str = "sans-serif";
+
+/// One line of a panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// (seconds, value) points, in time order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What a decision was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// A victim killed.
+    Kill,
+    /// A victim chosen in dry run.
+    DryRun,
+    /// The trigger fired and nothing was eligible.
+    NoVictim,
+    /// A kill that failed or was not verified.
+    Failed,
+}
+
+/// One trigger firing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Seconds from the start.
+    pub at: f64,
+    /// What it was.
+    pub kind: EventKind,
+    /// The victim, shortened (empty for none).
+    pub label: String,
+}
+
+/// One configuration's decisions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decisions {
+    /// The configuration's name (its file, or `defaults`).
+    pub config: String,
+    /// Its trigger firings.
+    pub events: Vec<Event>,
+}
+
+/// Everything on the picture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    /// The title.
+    pub title: String,
+    /// PSI lines (percent).
+    pub psi: Vec<Series>,
+    /// The PSI panel's axis label.
+    pub psi_label: String,
+    /// Memory lines (MiB).
+    pub memory: Vec<Series>,
+    /// One row of decisions per configuration.
+    pub decisions: Vec<Decisions>,
+}
+
+/// Why a picture could not be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The extension is neither `.svg` nor `.png`.
+    #[error("{0}: the picture's name must end in .svg or .png")]
+    Format(PathBuf),
+    /// Drawing or writing failed.
+    #[error("{path}: cannot draw: {reason}")]
+    Draw {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Picture size in pixels.
+const SIZE: (u32, u32) = (1200, 860);
+
+const CLASS_COLORS: [RGBColor; 7] = [
+    RGBColor(214, 39, 40),   // red
+    RGBColor(255, 127, 14),  // orange
+    RGBColor(44, 160, 44),   // green
+    RGBColor(31, 119, 180),  // blue
+    RGBColor(148, 103, 189), // purple
+    RGBColor(0, 0, 0),       // black
+    RGBColor(127, 127, 127), // grey
+];
+
+fn color(i: usize) -> RGBColor {
+    CLASS_COLORS
+        .get(i % CLASS_COLORS.len())
+        .copied()
+        .unwrap_or(BLACK)
+}
+
+/// Draws `timeline` to `path` (`.svg` or `.png`).
+pub fn render(timeline: &Timeline, path: &Path) -> Result<(), PlotError> {
+    // Registering twice replaces the same bytes; an invalid font cannot happen with ours.
+    plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).map_err(|_| {
+        PlotError::Draw {
+            path: path.to_path_buf(),
+            reason: "the embedded font is invalid".to_owned(),
+        }
+    })?;
+    let draw_err = |reason: String| PlotError::Draw {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => {
+            let root = SVGBackend::new(path, SIZE).into_drawing_area();
+            draw(timeline, &root).map_err(draw_err)?;
+            root.present().map_err(|e| draw_err(e.to_string()))
+        }
+        Some(e) if e.eq_ignore_ascii_case("png") => {
+            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+            draw(timeline, &root).map_err(draw_err)?;
+            root.present().map_err(|e| draw_err(e.to_string()))
+        }
+        _ => Err(PlotError::Format(path.to_path_buf())),
+    }
+}
+
+fn span(timeline: &Timeline) -> f64 {
+    let series_end = timeline
+        .psi
+        .iter()
+        .chain(&timeline.memory)
+        .filter_map(|s| s.points.last().map(|p| p.0))
+        .fold(0.0_f64, f64::max);
+    let event_end = timeline
+        .decisions
+        .iter()
+        .flat_map(|d| d.events.iter().map(|e| e.at))
+        .fold(0.0_f64, f64::max);
+    series_end.max(event_end).max(1.0)
+}
+
+fn top(series: &[Series]) -> f64 {
+    let max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0_f64, f64::max);
+    if max <= 0.0 { 1.0 } else { max * 1.1 }
+}
+
+fn draw<DB: DrawingBackend>(
+    timeline: &Timeline,
+    root: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let root = root
+        .titled(&timeline.title, (FAMILY, 22))
+        .map_err(e)?;
+    let rows = u32::try_from(timeline.decisions.len()).unwrap_or(1).max(1);
+    let decisions_height = 50 + 34 * rows;
+    let (_, height) = root.dim_in_pixel();
+    let panels = height.saturating_sub(decisions_height) / 2;
+    let areas = root.split_by_breakpoints([] as [u32; 0], [panels, 2 * panels]);
+    let [psi_area, mem_area, events_area] = areas.as_slice() else {
+        return Err("cannot split the picture".to_owned());
+    };
+    let end = span(timeline);
+    let events: Vec<(usize, &Event)> = timeline
+        .decisions
+        .iter()
+        .enumerate()
+        .flat_map(|(i, d)| d.events.iter().map(move |ev| (i, ev)))
+        .collect();
+    panel(psi_area, &timeline.psi, &timeline.psi_label, end, &events).map_err(e)?;
+    panel(mem_area, &timeline.memory, "memory.current (MiB)", end, &events).map_err(e)?;
+    decisions(events_area, &timeline.decisions, end).map_err(e)?;
+    Ok(())
+}
+
+fn event_style(kind: EventKind) -> ShapeStyle {
+    match kind {
+        EventKind::Kill => RGBColor(200, 0, 0).stroke_width(2),
+        EventKind::Failed => RGBColor(120, 0, 120).stroke_width(2),
+        EventKind::DryRun => RGBColor(230, 140, 0).stroke_width(2),
+        EventKind::NoVictim => RGBColor(150, 150, 150).stroke_width(1),
+    }
+}
+
+fn panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[Series],
+    label: &str,
+    end: f64,
+    events: &[(usize, &Event)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let ymax = top(series);
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .margin_right(30)
+        .x_label_area_size(28)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..end, 0.0..ymax)?;
+    chart
+        .configure_mesh()
+        .y_desc(label)
+        .x_desc("seconds")
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    // Decisions as vertical lines under the data.
+    for (_, ev) in events {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(ev.at, 0.0), (ev.at, ymax)],
+            event_style(ev.kind),
+        )))?;
+    }
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    if !series.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FAMILY, 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .draw()?;
+    }
+    Ok(())
+}
+
+fn decisions<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    rows: &[Decisions],
+    end: f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let n = rows.len().max(1);
+    #[allow(clippy::cast_precision_loss)] // a handful of rows
+    let height = n as f64;
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .margin_right(30)
+        .x_label_area_size(28)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..end, 0.0..height)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .disable_y_axis()
+        .x_desc("seconds: red = kill, orange = dry run, purple = kill failed, grey = no eligible victim")
+        .label_style((FAMILY, 13))
+        .axis_desc_style((FAMILY, 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()?;
+    for (row, d) in rows.iter().enumerate() {
+        #[allow(clippy::cast_precision_loss)]
+        let y = height - row as f64 - 0.5;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("{}: {} firing(s)", d.config, d.events.len()),
+            (0.0, y + 0.45),
+            (FAMILY, 13),
+        )))?;
+        for ev in &d.events {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(ev.at, y - 0.3), (ev.at, y + 0.2)],
+                event_style(ev.kind),
+            )))?;
+            if !ev.label.is_empty() {
+                chart.draw_series(std::iter::once(Text::new(
+                    ev.label.clone(),
+                    (ev.at, y - 0.05),
+                    (FAMILY, 12),
+                )))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn timeline() -> Timeline {
+        Timeline {
+            title: "test".into(),
+            psi: vec![Series {
+                name: "Besteffort".into(),
+                points: vec![(0.0, 0.0), (1.0, 20.0), (2.0, 5.0)],
+            }],
+            psi_label: "PSI full avg10 (%)".into(),
+            memory: vec![Series {
+                name: "Besteffort".into(),
+                points: vec![(0.0, 100.0), (2.0, 300.0)],
+            }],
+            decisions: vec![Decisions {
+                config: "defaults".into(),
+                events: vec![Event {
+                    at: 1.5,
+                    kind: EventKind::Kill,
+                    label: "besteffort/pod-hog".into(),
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn svg_and_png_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("t.svg");
+        render(&timeline(), &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("besteffort/pod-hog"));
+        let png = dir.path().join("t.png");
+        render(&timeline(), &png).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(matches!(
+            render(&timeline(), &dir.path().join("t.gif")),
+            Err(PlotError::Format(_))
+        ));
+    }
+
+    #[test]
+    fn empty_timelines_still_draw() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Timeline {
+            title: String::new(),
+            psi: vec![],
+            psi_label: String::new(),
+            memory: vec![],
+            decisions: vec![],
+        };
+        render(&t, &dir.path().join("e.svg")).unwrap();
+    }
+}

@@ -45,6 +45,12 @@ enum Command {
     Actions(commands::actions::ActionsArgs),
     /// The running daemon's state: configuration, layout, last cycle, last trigger, errors.
     Status(commands::actions::StatusArgs),
+    /// Record what the OOM handler reads, every interval, for `replay` (or fetch the running
+    /// daemon's flight-recorder window).
+    Record(commands::record::Args),
+    /// Run a recording through the OOM handler's decision code under one or more
+    /// configurations: firings, rankings, victims, differences, a timeline picture.
+    Replay(commands::replay::Args),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +80,8 @@ fn main() -> ExitCode {
         Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
         Command::Actions(args) => commands::actions::actions(&args, &mut out, &mut err),
         Command::Status(args) => commands::actions::status(&args, &mut out, &mut err),
+        Command::Record(args) => commands::record::run(&args, &mut out, &mut err),
+        Command::Replay(args) => commands::replay::run(&args, &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

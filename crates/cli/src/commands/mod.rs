@@ -2,10 +2,13 @@
 
 pub(crate) mod actions;
 pub(crate) mod audit;
+pub(crate) mod builtin;
 pub(crate) mod check;
 pub(crate) mod eval;
 pub(crate) mod layout;
 pub(crate) mod oomlog;
+pub(crate) mod record;
+pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod score;
 pub(crate) mod top;

@@ -1,0 +1,210 @@
+//! `oomwarden record`: what the OOM handler would read, every interval, to a file that
+//! `oomwarden replay` runs through the handler's decision code. Or, with `--from-daemon`, the
+//! running daemon's flight-recorder window.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use oomwarden_cgroupfs::{CgroupFs, Disk};
+use oomwarden_collect::Collector;
+use oomwarden_daemon::{api, check_host, monotonic_ns};
+use oomwarden_procfs::ProcFs;
+use oomwarden_recording::{Meta, Recorder, Tap, Wakeup};
+
+use crate::commands::{NodeArgs, OverrideArgs, node_and_layout};
+use crate::exit::Exit;
+
+/// Arguments of `oomwarden record`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The recording to write (created or truncated, mode 0600); `-` is standard output.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Fetch the running daemon's flight-recorder window instead of sampling.
+    #[arg(long, conflicts_with_all = ["duration", "cycles", "describe"])]
+    from_daemon: bool,
+    /// Stop after this long (a Go duration such as `5m`); default: until SIGINT or SIGTERM.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Stop after this many cycles.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    cycles: Option<u64>,
+    /// A description stored in the recording (what happened, for whoever replays it).
+    #[arg(long, value_name = "TEXT")]
+    describe: Option<String>,
+    #[command(flatten)]
+    node: NodeArgs,
+    /// Root of procfs.
+    #[arg(long, value_name = "DIR", default_value = oomwarden_procfs::DEFAULT_PROC_ROOT)]
+    proc_root: PathBuf,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    match oomwarden_model::parse_go_duration(text) {
+        Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns.unsigned_abs())),
+        _ => Err(format!("expected a positive duration such as \"5m\", found {text:?}")),
+    }
+}
+
+fn create(path: &Path) -> anyhow::Result<Box<dyn Write>> {
+    if path == Path::new("-") {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Box::new(file))
+}
+
+pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+    if args.from_daemon {
+        return from_daemon(args, out, err);
+    }
+    let setup = match node_and_layout(&args.node, &args.overrides, err)? {
+        Ok(setup) => setup,
+        Err(exit) => return Ok(exit),
+    };
+    let proc = ProcFs::new(&args.proc_root);
+    if let Err(e) = check_host(&setup.cgroups, &proc) {
+        writeln!(err, "oomwarden: this host cannot be recorded: {e}")?;
+        return Ok(Exit::Unsupported);
+    }
+    let tap = Tap::new(Arc::new(Disk));
+    let cgroups = CgroupFs::with_files(&args.node.cgroup_root, tap.clone());
+    let proc = ProcFs::with_files(&args.proc_root, tap.clone());
+    let interval = setup.settings.oom.sample_interval;
+    let kernel_file = |name: &str| {
+        std::fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
+            .ok()
+            .map(|t| t.trim().to_owned())
+    };
+    let meta = Meta {
+        started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        start_ns: monotonic_ns(),
+        cgroup_root: args.node.cgroup_root.display().to_string(),
+        proc_root: args.proc_root.display().to_string(),
+        layout: setup.layout.name.clone(),
+        layout_document: matches!(
+            setup.settings.warden.layout,
+            oomwarden_config::LayoutSetting::Custom(_)
+        )
+        .then(|| oomwarden_config::layout_document(&setup.layout)),
+        own_cgroup: None,
+        interval_ms: u64::try_from(interval.as_millis()).unwrap_or(u64::MAX),
+        source: "record".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        config: args.node.config.as_ref().map(|_| setup.settings.to_yaml()),
+        hostname: kernel_file("hostname"),
+        kernel: kernel_file("osrelease"),
+        description: args.describe.clone(),
+    };
+    let collector = Collector::new(cgroups, proc, setup.layout, None);
+    let mut recorder = Recorder::new(meta, None);
+    let mut file = create(&args.out)?;
+    let write_err = |e: std::io::Error| {
+        anyhow::anyhow!("cannot write {}: {e}", args.out.display())
+    };
+    file.write_all(recorder.header().as_bytes()).map_err(write_err)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot install signal handlers")?;
+    }
+    writeln!(
+        err,
+        "recording {} (layout {}) every {:?} to {}; SIGINT or SIGTERM stops",
+        args.node.cgroup_root.display(),
+        collector.layout().name,
+        interval,
+        args.out.display()
+    )?;
+    let started = Instant::now();
+    let mut tick = started;
+    let mut done = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let at = monotonic_ns();
+        // What the engine reads: the metrics every cycle, the candidates when it fires.
+        let _ = collector.metrics(at);
+        let _ = collector.candidates();
+        let text = recorder.cycle(at, Wakeup::Tick, tap.take());
+        file.write_all(text.as_bytes()).map_err(write_err)?;
+        file.flush().map_err(write_err)?;
+        done += 1;
+        if args.cycles.is_some_and(|n| done >= n)
+            || args.duration.is_some_and(|d| started.elapsed() >= d)
+        {
+            break;
+        }
+        tick += interval;
+        // Sleep in slices so that a signal ends the recording promptly.
+        while !stop.load(Ordering::Relaxed) {
+            let left = tick.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        if Instant::now() > tick + interval {
+            tick = Instant::now(); // a long stall: no burst of catch-up cycles
+        }
+    }
+    writeln!(err, "recorded {done} cycles to {}", args.out.display())?;
+    Ok(Exit::Ok)
+}
+
+fn from_daemon(args: &Args, _out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+    let dir = match args.overrides.to_overrides().state_dir {
+        Some(dir) => dir,
+        None => {
+            oomwarden_daemon::load_settings(args.node.config.as_deref(), &Default::default())?
+                .warden
+                .state_dir
+        }
+    };
+    let answer = match api::request(&dir, "recording") {
+        Ok(a) => a,
+        Err(e) => {
+            writeln!(
+                err,
+                "oomwarden: cannot reach the daemon at {}: {e}",
+                dir.join(api::SOCKET_NAME).display()
+            )?;
+            return Ok(Exit::Failure);
+        }
+    };
+    let value: serde_json::Value = serde_json::from_str(&answer)
+        .with_context(|| format!("the daemon's answer is not JSON: {answer:?}"))?;
+    match (value.get("recording").and_then(|r| r.as_str()), value.get("error")) {
+        (Some(text), _) => {
+            let mut file = create(&args.out)?;
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("cannot write {}", args.out.display()))?;
+            let cycles = text.lines().filter(|l| l.starts_with("c ")).count();
+            writeln!(
+                err,
+                "saved the daemon's flight-recorder window ({cycles} cycles) to {}",
+                args.out.display()
+            )?;
+            Ok(Exit::Ok)
+        }
+        (None, Some(e)) => {
+            writeln!(err, "oomwarden: the daemon says: {}", e.as_str().unwrap_or("?"))?;
+            Ok(Exit::Failure)
+        }
+        (None, None) => {
+            writeln!(err, "oomwarden: unexpected answer from the daemon: {answer}")?;
+            Ok(Exit::Failure)
+        }
+    }
+}

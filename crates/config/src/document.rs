@@ -264,7 +264,10 @@ fn string_field<'m>(
     kind: &str,
     errors: &mut Errors<'_>,
 ) -> Option<&'m str> {
-    match map.get(key) {
+    // A nested key is given as its path (`metrics.enabled`): looked up by its last part,
+    // reported whole.
+    let name = key.rsplit('.').next().unwrap_or(key);
+    match map.get(name) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => Some(s),
@@ -287,7 +290,10 @@ fn bool_field(
     kind: &str,
     errors: &mut Errors<'_>,
 ) -> Option<bool> {
-    match map.get(key) {
+    // A nested key is given as its path (`metrics.enabled`): looked up by its last part,
+    // reported whole.
+    let name = key.rsplit('.').next().unwrap_or(key);
+    match map.get(name) {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
         Some(other) => {
@@ -445,7 +451,7 @@ fn hook(
             None
         }
     };
-    let timeout = match string_field(map, "timeout", n, kind, errors) {
+    let timeout = match string_field(map, &format!("{key}.timeout"), n, kind, errors) {
         None => Some(default_timeout),
         Some(text) => match timeout_from_text(text, "hook timeout") {
             Ok(t) => Some(t),
@@ -515,10 +521,10 @@ fn warden_document(
     }
     if let Some(m) = nested_mapping(map, "metrics", METRICS_FIELDS, n, kind, errors) {
         let mut metrics = crate::MetricsSettings::default();
-        if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+        if let Some(on) = bool_field(m, "metrics.enabled", n, kind, errors) {
             metrics.enabled = on;
         }
-        if let Some(text) = string_field(m, "listen", n, kind, errors) {
+        if let Some(text) = string_field(m, "metrics.listen", n, kind, errors) {
             match listen_from_text(text) {
                 Ok(addr) => metrics.listen = addr,
                 Err(message) => errors.push(n, Some(kind), Some("metrics.listen"), message),
@@ -529,10 +535,10 @@ fn warden_document(
     if let Some(m) = nested_mapping(map, "psiTriggers", PSI_FIELDS, n, kind, errors) {
         let mut t = crate::PsiTriggerSettings::default();
         let before = errors.list.len();
-        if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+        if let Some(on) = bool_field(m, "psiTriggers.enabled", n, kind, errors) {
             t.enabled = on;
         }
-        match string_field(m, "kind", n, kind, errors) {
+        match string_field(m, "psiTriggers.kind", n, kind, errors) {
             None => {}
             Some("full") => t.full = true,
             Some("some") => t.full = false,
@@ -544,7 +550,7 @@ fn warden_document(
             ),
         }
         for (key, slot) in [("stall", &mut t.stall), ("window", &mut t.window)] {
-            if let Some(text) = string_field(m, key, n, kind, errors) {
+            if let Some(text) = string_field(m, &format!("psiTriggers.{key}"), n, kind, errors) {
                 match parse_go_duration(text) {
                     Ok(ns) if ns > 0 => *slot = Duration::from_nanos(ns.unsigned_abs()),
                     _ => errors.push(
@@ -577,10 +583,10 @@ fn warden_document(
     }
     if let Some(m) = nested_mapping(map, "flightRecorder", FLIGHT_FIELDS, n, kind, errors) {
         let mut f = crate::FlightRecorderSettings::default();
-        if let Some(on) = bool_field(m, "enabled", n, kind, errors) {
+        if let Some(on) = bool_field(m, "flightRecorder.enabled", n, kind, errors) {
             f.enabled = on;
         }
-        if let Some(text) = string_field(m, "window", n, kind, errors) {
+        if let Some(text) = string_field(m, "flightRecorder.window", n, kind, errors) {
             match parse_go_duration(text) {
                 Ok(ns) if (10_000_000_000..=3_600_000_000_000).contains(&ns) => {
                     f.window = Duration::from_nanos(ns.unsigned_abs());

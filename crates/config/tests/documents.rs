@@ -270,6 +270,66 @@ fn hooks_settings() {
 }
 
 #[test]
+fn flight_recorder_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    let d = load("").unwrap().warden.flight_recorder;
+    assert!(!d.enabled);
+    assert_eq!((d.window, d.keep), (Duration::from_secs(300), 20));
+    let f = load(&format!(
+        "{w}flightRecorder: {{enabled: true, window: 2m, keep: 5}}\n"
+    ))
+    .unwrap()
+    .warden
+    .flight_recorder;
+    assert!(f.enabled);
+    assert_eq!((f.window, f.keep), (Duration::from_secs(120), 5));
+    // Every error names its key path.
+    let e: Vec<(String, String)> = load(&format!(
+        "{w}flightRecorder: {{enabled: 1, window: 2s, keep: 0, size: 3}}\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| (e.key.unwrap_or_default(), e.message))
+    .collect();
+    assert_eq!(e.len(), 4, "{e:?}");
+    let has = |key: &str, text: &str| e.iter().any(|(k, m)| k == key && m.contains(text));
+    assert!(
+        has("flightRecorder.enabled", "expected true or false"),
+        "{e:?}"
+    );
+    assert!(has("flightRecorder.window", "\"10s\" to \"1h\""), "{e:?}");
+    assert!(has("flightRecorder.keep", "1 to 1000"), "{e:?}");
+    assert!(has("flightRecorder.size", "unknown field"), "{e:?}");
+    assert!(messages(&format!("{w}flightRecorder: {{window: 2h}}\n"))[0].contains("\"2h\""));
+    // Nested keys of the other sections are named by their path too.
+    let keys: Vec<Option<String>> = load(&format!(
+        "{w}metrics: {{enabled: 2}}\npsiTriggers: {{kind: 3}}\nhooks: {{preKill: {{command: [/bin/x], timeout: 5}}}}\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| e.key)
+    .collect();
+    assert_eq!(
+        keys,
+        [
+            Some("metrics.enabled".to_owned()),
+            Some("psiTriggers.kind".to_owned()),
+            Some("hooks.preKill.timeout".to_owned())
+        ]
+    );
+    // Rendered and loaded back.
+    let text = format!("{w}flightRecorder: {{enabled: true, window: 45s, keep: 3}}\n");
+    let rendered = load(&text).unwrap().to_yaml();
+    assert!(rendered.contains("flightRecorder:"), "{rendered}");
+    assert_eq!(
+        load(&rendered).unwrap().warden.flight_recorder,
+        load(&text).unwrap().warden.flight_recorder
+    );
+}
+
+#[test]
 fn metrics_settings() {
     let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
     let d = load("").unwrap().warden.metrics;

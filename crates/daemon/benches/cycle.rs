@@ -11,6 +11,10 @@
 //! - floor: `read_to_string` of exactly the files each of these reads, and the same directory
 //!   listings, in a tight loop.
 //!
+//! - recorded cycle: a quiet cycle read through the recording tap, plus the candidates (read in
+//!   every cycle while recording), encoded by the recorder with a 5-minute window (the flight
+//!   recorder), against the quiet cycle.
+//!
 //! Batches of each are interleaved and the median batch is reported, so that machine noise
 //! affects all alike. Run: `cargo bench -p oomwarden-daemon --bench cycle`.
 
@@ -28,7 +32,9 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use oomwarden_cgroupfs::CgroupFs;
+use std::sync::Arc;
+
+use oomwarden_cgroupfs::{CgroupFs, Disk};
 use oomwarden_collect::Collector;
 use oomwarden_config::{DEFAULT_RANKING_EXPRESSION, DEFAULT_TRIGGER_EXPRESSION};
 use oomwarden_expr::{RankingExpr, TriggerExpr};
@@ -289,6 +295,56 @@ fn main() {
             us(m[2]),
             us(m[3]),
             ratio(m[3], m[2])
+        );
+    }
+    println!();
+    println!("| pods | quiet cycle | recorded cycle (flight recorder) | ratio |");
+    println!("|---:|---:|---:|---:|");
+    for pods in [10usize, 100, 1000] {
+        let root = tree(base.path(), pods);
+        let proc = oomwarden_testkit::proc_fixture();
+        let plain = Collector::new(
+            CgroupFs::new(&root),
+            ProcFs::new(&proc),
+            Layout::talos(),
+            None,
+        );
+        let tap = oomwarden_recording::Tap::new(Arc::new(Disk));
+        let tapped = Collector::new(
+            CgroupFs::with_files(&root, tap.clone()),
+            ProcFs::with_files(&proc, tap.clone()),
+            Layout::talos(),
+            None,
+        );
+        let meta: oomwarden_recording::Meta = serde_json::from_value(serde_json::json!({
+            "startedAt": "2026-11-29T00:00:00Z", "startNs": 0, "cgroupRoot": "/", "procRoot": "/proc",
+            "layout": "talos", "intervalMs": 500, "source": "bench", "version": "bench"
+        }))
+        .unwrap();
+        let mut recorder = oomwarden_recording::Recorder::new(meta, Some(300_000_000_000));
+        let iters = (20_000 / (pods + 20)).max(5);
+        let (mut state, mut t) = (State::new(), 0u64);
+        let mut quiet = || {
+            t += 500_000_000;
+            let (s, _) = plain.metrics(t);
+            let ctx = build_context(&s, &mut state).unwrap();
+            assert!(!trigger.eval(&ctx).unwrap());
+        };
+        let (mut state2, mut t2) = (State::new(), 0u64);
+        let mut recorded = || {
+            t2 += 500_000_000;
+            let (s, _) = tapped.metrics(t2);
+            let ctx = build_context(&s, &mut state2).unwrap();
+            assert!(!trigger.eval(&ctx).unwrap());
+            black_box(tapped.candidates());
+            black_box(recorder.cycle(t2, oomwarden_recording::Wakeup::Tick, tap.take()));
+        };
+        let m = measure(15, iters, &mut [&mut quiet, &mut recorded]);
+        println!(
+            "| {pods} | {} | {} | {:.2}x |",
+            us(m[0]),
+            us(m[1]),
+            m[1].as_secs_f64() / m[0].as_secs_f64()
         );
     }
 }

@@ -117,6 +117,20 @@ impl Engine {
         self.recorder = Some(recorder);
     }
 
+    /// Starts the cooldown as if the trigger had fired at `at_ns` (a replay of a window that
+    /// begins after a trigger).
+    pub fn set_last_trigger(&mut self, at_ns: u64) {
+        self.state.triggered(at_ns);
+    }
+
+    /// Forgets what was read outside a cycle, so that the recording holds only the cycles'
+    /// reads (call after reading through the engine's readers between cycles).
+    pub fn discard_reads(&self) {
+        if let Some(r) = &self.recorder {
+            r.discard();
+        }
+    }
+
     /// The trigger context of the last cycle (none when it could not be built).
     pub fn last_context(&self) -> Option<&TriggerContext> {
         self.last_context.as_ref()
@@ -157,6 +171,10 @@ impl Engine {
     /// Swaps in new settings (a reload). Derivative state and the last trigger time are kept,
     /// as in Talos.
     pub fn set_settings(&mut self, settings: Settings) {
+        if let Some(r) = &self.recorder {
+            // Windows saved from now on name the configuration they will be replayed under.
+            r.set_config(settings.to_yaml());
+        }
         self.settings = settings;
     }
 
@@ -296,6 +314,9 @@ impl Engine {
             self.settings.oom.strict_class_ordering,
         );
         self.state.triggered(now_ns);
+        if let Some(r) = &self.recorder {
+            r.triggered(now_ns);
+        }
         let mut record = ActionRecord {
             id: self.history.next_id(),
             time: wall.to_owned(),

@@ -85,6 +85,22 @@ impl CycleRecorder {
         self.recorder.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The configuration named in the windows saved from now on (after a reload).
+    pub(crate) fn set_config(&self, yaml: String) {
+        self.lock().set_config(Some(yaml));
+    }
+
+    /// The trigger fired in the cycle at `at_ns`.
+    pub(crate) fn triggered(&self, at_ns: u64) {
+        self.lock().triggered(at_ns);
+    }
+
+    /// Forgets reads made outside a cycle (a reload's layout detection, the PSI trigger
+    /// registration): they would otherwise count as the next cycle's first reads.
+    pub(crate) fn discard(&self) {
+        drop(self.tap.take());
+    }
+
     /// Ends a cycle: its reads are encoded, appended to the file, kept in the window.
     pub(crate) fn end_cycle(&mut self, at_ns: u64, wakeup: Wakeup) {
         let reads = self.tap.take();
@@ -103,8 +119,8 @@ impl CycleRecorder {
     /// saving is off or fails.
     pub(crate) fn save(&self, id: u64) -> Option<String> {
         let saves = self.saves.as_ref()?;
-        let text = self.lock().window();
-        let path = saves.dir.join(format!("action-{id}.rec"));
+        let bytes = oomwarden_recording::gzip(&self.lock().window());
+        let path = saves.dir.join(format!("action-{id}.rec.gz"));
         let written = fs::DirBuilder::new()
             .recursive(true)
             .create(&saves.dir)
@@ -115,7 +131,7 @@ impl CycleRecorder {
                     .truncate(true)
                     .mode(0o600)
                     .open(&path)?;
-                f.write_all(text.as_bytes())
+                f.write_all(&bytes)
             });
         if let Err(error) = written {
             tracing::error!(file = %path.display(), %error, "cannot save the flight recorder's window");
@@ -126,7 +142,7 @@ impl CycleRecorder {
     }
 }
 
-/// Deletes the oldest `action-<id>.rec` files beyond `keep` (by id).
+/// Deletes the oldest `action-<id>.rec.gz` files beyond `keep` (by id).
 fn prune(dir: &Path, keep: usize) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
@@ -135,7 +151,11 @@ fn prune(dir: &Path, keep: usize) {
         .filter_map(Result::ok)
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            let id = name.strip_prefix("action-")?.strip_suffix(".rec")?.parse().ok()?;
+            let id = name
+                .strip_prefix("action-")?
+                .strip_suffix(".rec.gz")?
+                .parse()
+                .ok()?;
             Some((id, e.path()))
         })
         .collect();

@@ -111,7 +111,8 @@ pub fn layout_for(
 ) -> std::result::Result<(Layout, Option<String>), String> {
     let recorded = || -> std::result::Result<Layout, String> {
         if let Some(doc) = &recording.meta.layout_document {
-            let s = Settings::from_yaml(doc, "the recording's layout").map_err(|e| e.to_string())?;
+            let s =
+                Settings::from_yaml(doc, "the recording's layout").map_err(|e| e.to_string())?;
             if let LayoutSetting::Custom(layout) = s.warden.layout {
                 return Ok(layout);
             }
@@ -171,6 +172,9 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
         playback: playback.clone(),
     });
     let mut engine = Engine::new(settings, collector, proc, History::in_memory(), actuator);
+    if let Some(t) = meta.last_trigger_ns {
+        engine.set_last_trigger(t);
+    }
     let mut out = Replay::default();
     let mut next_tick: Option<u64> = None;
     let cycles: Vec<(u64, Wakeup)> = playback

@@ -18,8 +18,8 @@ use oomwarden_procfs::ProcFs;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::engine::{CycleOutcome, Engine};
-use crate::recorder::CycleRecorder;
 use crate::history::{History, HistoryError};
+use crate::recorder::CycleRecorder;
 
 /// What `oomwarden run` needs.
 #[derive(Debug, Clone)]
@@ -241,7 +241,11 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
             &cgroups,
             &proc,
             self_cgroup.clone(),
-            if options.record.is_some() { "daemon" } else { "flight-recorder" },
+            if options.record.is_some() {
+                "daemon"
+            } else {
+                "flight-recorder"
+            },
         )
     });
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
@@ -271,10 +275,12 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
             .then(|| u64::try_from(flight.window.as_nanos()).unwrap_or(u64::MAX));
         let mut recorder = CycleRecorder::new(tap, meta, window);
         if let Some(path) = &options.record {
-            recorder = recorder.writing_to(path).map_err(|source| RunError::Record {
-                path: path.clone(),
-                source,
-            })?;
+            recorder = recorder
+                .writing_to(path)
+                .map_err(|source| RunError::Record {
+                    path: path.clone(),
+                    source,
+                })?;
             tracing::info!(file = %path.display(), "recording every cycle");
         }
         if flight.enabled {
@@ -310,6 +316,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     if engine.settings().warden.psi_triggers.enabled {
         watch_pressure(&engine, tx)?;
     }
+    engine.discard_reads();
 
     let metrics = engine.metrics();
     let mut done = 0u64;
@@ -460,6 +467,7 @@ fn recording_meta(
         layout_document: matches!(settings.warden.layout, LayoutSetting::Custom(_))
             .then(|| oomwarden_config::layout_document(layout)),
         own_cgroup,
+        last_trigger_ns: None,
         interval_ms: u64::try_from(settings.oom.sample_interval.as_millis()).unwrap_or(u64::MAX),
         source: source.to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -543,6 +551,7 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
             tracing::error!(error = %e, "configuration reload rejected; the running configuration stays");
         }
     }
+    engine.discard_reads();
 }
 
 #[cfg(test)]

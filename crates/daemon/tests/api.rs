@@ -44,6 +44,7 @@ fn the_socket_is_root_only_and_answers() {
             ..Default::default()
         },
         records: vec![record(0), record(1), record(2)],
+        flight_recorder: None,
     }));
     let path = api::serve(dir.path(), shared.clone()).unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -58,6 +59,28 @@ fn the_socket_is_root_only_and_answers() {
     let newer: Vec<ActionRecord> =
         serde_json::from_str(&api::request(dir.path(), "actions since=0").unwrap()).unwrap();
     assert_eq!(newer.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
+    // The flight recorder's window: refused while it is off, served once it is on.
+    let off: serde_json::Value =
+        serde_json::from_str(&api::request(dir.path(), "recording").unwrap()).unwrap();
+    assert!(
+        off["error"].as_str().unwrap().contains("flightRecorder"),
+        "{off}"
+    );
+    let meta: oomwarden_recording::Meta = serde_json::from_value(serde_json::json!({
+        "startedAt": "2026-11-29T00:00:00Z", "startNs": 0, "cgroupRoot": "/sys/fs/cgroup",
+        "procRoot": "/proc", "layout": "talos", "intervalMs": 500, "source": "daemon", "version": "t"
+    }))
+    .unwrap();
+    let mut recorder = oomwarden_recording::Recorder::new(meta, Some(60_000_000_000));
+    recorder.cycle(5, oomwarden_recording::Wakeup::Tick, Vec::new());
+    shared.lock().unwrap().flight_recorder =
+        Some(std::sync::Arc::new(std::sync::Mutex::new(recorder)));
+    let on: serde_json::Value =
+        serde_json::from_str(&api::request(dir.path(), "recording").unwrap()).unwrap();
+    let text = on["recording"].as_str().unwrap();
+    let window = oomwarden_recording::parse(text).unwrap();
+    assert_eq!(window.meta.source, "flight-recorder");
+    assert_eq!(window.cycles.len(), 1);
     let bad: serde_json::Value =
         serde_json::from_str(&api::request(dir.path(), "kill everything").unwrap()).unwrap();
     assert!(bad["error"].as_str().unwrap().contains("unknown request"));

@@ -1,7 +1,11 @@
 //! Record cycles of the engine on an evolving fixture node, replay the recording, and compare.
 
 // Test code: unwrap on expected outcomes is the assertion.
-#![allow(clippy::unwrap_used, clippy::disallowed_methods, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    clippy::indexing_slicing
+)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -48,7 +52,11 @@ fn node_at(r: &Path, i: u64) {
     ] {
         let dir = format!("kubepods/{pod}");
         if i == 0 {
-            write(r, &format!("{dir}/cgroup.events"), "populated 1\nfrozen 0\n");
+            write(
+                r,
+                &format!("{dir}/cgroup.events"),
+                "populated 1\nfrozen 0\n",
+            );
             write(r, &format!("{dir}/memory.max"), "max\n");
             write(r, &format!("{dir}/c/cgroup.procs"), "7\n");
         }
@@ -64,8 +72,7 @@ fn settings(trigger: &str, extra_warden: &str, state: &Path) -> Settings {
     Settings::from_yaml(&text, "test.yaml").unwrap()
 }
 
-const TRIGGER: &str =
-    "memory_full_avg10 > 10.0 && time_since_trigger > duration(\"300ms\")";
+const TRIGGER: &str = "memory_full_avg10 > 10.0 && time_since_trigger > duration(\"300ms\")";
 
 fn meta(cg: &Path, proc: &Path) -> Meta {
     Meta {
@@ -76,6 +83,7 @@ fn meta(cg: &Path, proc: &Path) -> Meta {
         layout: "talos".into(),
         layout_document: None,
         own_cgroup: None,
+        last_trigger_ns: None,
         interval_ms: 100,
         source: "daemon".into(),
         version: "test".into(),
@@ -91,7 +99,11 @@ fn live(settings: Settings, cycles: u64, window: Option<u64>) -> (Vec<ActionReco
     let cg = tempfile::tempdir().unwrap();
     let proc = tempfile::tempdir().unwrap();
     write(proc.path(), "7/cmdline", "hog\0");
-    write(proc.path(), "meminfo", "MemTotal: 1000 kB\nMemAvailable: 500 kB\n");
+    write(
+        proc.path(),
+        "meminfo",
+        "MemTotal: 1000 kB\nMemAvailable: 500 kB\n",
+    );
     let rec = tempfile::NamedTempFile::new().unwrap();
     let tap = Tap::new(Arc::new(Disk));
     let cgroups = CgroupFs::with_files(cg.path(), tap.clone());
@@ -131,13 +143,25 @@ fn replayed(text: &str, settings: Settings) -> replay::Replay {
 
 /// What must match between a live record and its replay (times of kills, memory waits and
 /// wall clocks differ by nature).
-fn decision(r: &ActionRecord) -> (u64, Outcome, Option<String>, Option<String>, String, Vec<u32>) {
+fn decision(
+    r: &ActionRecord,
+) -> (
+    u64,
+    Outcome,
+    Option<String>,
+    Option<String>,
+    String,
+    Vec<u32>,
+) {
     (
         r.monotonic_ns,
         r.outcome,
         r.victim.clone(),
         r.class.clone(),
-        format!("{} {:?} {}", r.score, r.memory_current_bytes, r.trigger_context),
+        format!(
+            "{} {:?} {}",
+            r.score, r.memory_current_bytes, r.trigger_context
+        ),
         r.pids.clone(),
     )
 }
@@ -152,15 +176,28 @@ fn a_replay_under_the_same_configuration_decides_what_the_daemon_decided() {
     let replay = replayed(&text, s);
     assert_eq!(replay.cycles.len(), 30);
     assert_eq!(replay.not_replayed, 0);
-    let got: Vec<_> = replay.decisions.iter().map(|d| decision(&d.record)).collect();
+    let got: Vec<_> = replay
+        .decisions
+        .iter()
+        .map(|d| decision(&d.record))
+        .collect();
     let want: Vec<_> = live.iter().map(decision).collect();
     assert_eq!(got, want);
     // The ranking behind the first kill: the hog above the quiet pod; Burstable only ranked.
     let first = &replay.decisions[0];
-    assert!(first.ranking.iter().any(|c| c.path.ends_with("pod-hog") && c.eligible));
+    assert!(
+        first
+            .ranking
+            .iter()
+            .any(|c| c.path.ends_with("pod-hog") && c.eligible)
+    );
     assert_eq!(replay.cycles[0].result, Replayed::Quiet);
     assert!(replay.cycles[0].context.is_some());
-    assert!(first.record.time.starts_with("2026-11-29T10:00:"), "{}", first.record.time);
+    assert!(
+        first.record.time.starts_with("2026-11-29T10:00:"),
+        "{}",
+        first.record.time
+    );
 }
 
 #[test]
@@ -169,7 +206,10 @@ fn a_replayed_kill_removes_the_victim_from_later_cycles() {
     let state = tempfile::tempdir().unwrap();
     let (live, text) = live(settings(TRIGGER, "dryRun: true\n", state.path()), 30, None);
     let victims: Vec<_> = live.iter().filter_map(|r| r.victim.clone()).collect();
-    assert!(victims.len() >= 2 && victims.iter().all(|v| v.ends_with("pod-hog")), "{victims:?}");
+    assert!(
+        victims.len() >= 2 && victims.iter().all(|v| v.ends_with("pod-hog")),
+        "{victims:?}"
+    );
     assert!(live.iter().all(|r| r.outcome == Outcome::DryRun));
     // Replayed for real: the hog goes at the first trigger, then the quiet pod.
     let replay = replayed(&text, settings(TRIGGER, "", state.path()));
@@ -181,7 +221,12 @@ fn a_replayed_kill_removes_the_victim_from_later_cycles() {
     assert!(victims[0].ends_with("pod-hog"), "{victims:?}");
     assert!(victims[1].ends_with("pod-quiet"), "{victims:?}");
     assert_eq!(victims.iter().filter(|v| v.ends_with("pod-hog")).count(), 1);
-    assert!(replay.decisions.iter().all(|d| d.record.outcome != Outcome::DryRun));
+    assert!(
+        replay
+            .decisions
+            .iter()
+            .all(|d| d.record.outcome != Outcome::DryRun)
+    );
 }
 
 #[test]
@@ -227,7 +272,9 @@ fn the_flight_recorder_saves_its_window_with_each_action() {
     let dir = state.path().join("recordings");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
     let last = live.last().unwrap();
-    let text = std::fs::read_to_string(last.recording.as_ref().unwrap()).unwrap();
+    let bytes = std::fs::read(last.recording.as_ref().unwrap()).unwrap();
+    let (text, warning) = oomwarden_recording::decode(&bytes).unwrap();
+    assert_eq!(warning, None);
     let window = parse(&text).unwrap();
     assert_eq!(window.meta.source, "flight-recorder");
     // The window ends with the action's cycle.
@@ -239,4 +286,29 @@ fn the_flight_recorder_saves_its_window_with_each_action() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn a_window_that_starts_mid_run_keeps_the_cooldown() {
+    // 15 s of cycles: the 1 s window holds only the second 10 s segment, after many triggers.
+    let state = tempfile::tempdir().unwrap();
+    let s = settings(TRIGGER, "", state.path());
+    let (live, _) = live(s.clone(), 150, Some(1_000_000_000));
+    let last = live.last().unwrap();
+    let bytes = std::fs::read(last.recording.as_ref().unwrap()).unwrap();
+    let (text, _) = oomwarden_recording::decode(&bytes).unwrap();
+    let window = parse(&text).unwrap();
+    let first = window.cycles[0].at_ns;
+    assert_eq!(first, 10_000_000_000);
+    assert!(window.meta.last_trigger_ns.is_some_and(|t| t < first));
+    let replay = replayed(&text, s);
+    let key = |r: &ActionRecord| (r.monotonic_ns, r.outcome, r.victim.clone());
+    let want: Vec<_> = live
+        .iter()
+        .filter(|r| r.monotonic_ns >= first)
+        .map(key)
+        .collect();
+    let got: Vec<_> = replay.decisions.iter().map(|d| key(&d.record)).collect();
+    assert!(want.len() >= 3, "{want:?}");
+    assert_eq!(got, want);
 }

@@ -164,9 +164,7 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let root = root
-        .titled(&timeline.title, (FAMILY, 22))
-        .map_err(e)?;
+    let root = root.titled(&timeline.title, (FAMILY, 22)).map_err(e)?;
     let rows = u32::try_from(timeline.decisions.len()).unwrap_or(1).max(1);
     let decisions_height = 50 + 34 * rows;
     let (_, height) = root.dim_in_pixel();
@@ -183,7 +181,14 @@ fn draw<DB: DrawingBackend>(
         .flat_map(|(i, d)| d.events.iter().map(move |ev| (i, ev)))
         .collect();
     panel(psi_area, &timeline.psi, &timeline.psi_label, end, &events).map_err(e)?;
-    panel(mem_area, &timeline.memory, "memory.current (MiB)", end, &events).map_err(e)?;
+    panel(
+        mem_area,
+        &timeline.memory,
+        "memory.current (MiB)",
+        end,
+        &events,
+    )
+    .map_err(e)?;
     decisions(events_area, &timeline.decisions, end).map_err(e)?;
     Ok(())
 }

@@ -56,6 +56,10 @@ pub struct Meta {
     /// The recording process's own cgroup (relative), never a candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_cgroup: Option<String>,
+    /// When the trigger last fired before the first cycle (a flight-recorder window starts in
+    /// the middle of a run): the replay starts its cooldown from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_trigger_ns: Option<u64>,
     /// The sampling interval, milliseconds.
     pub interval_ms: u64,
     /// Who recorded it: `record` (`oomwarden record`), `daemon` (`oomwarden run --record`) or
@@ -437,6 +441,7 @@ pub(crate) fn tests_meta() -> Meta {
         layout: "talos".into(),
         layout_document: None,
         own_cgroup: None,
+        last_trigger_ns: None,
         interval_ms: 100,
         source: "record".into(),
         version: "0.1.0".into(),

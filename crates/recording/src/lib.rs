@@ -16,6 +16,7 @@
 //! the caller writes the text where it wants and passes the times in.
 
 pub mod format;
+mod gzip;
 mod playback;
 mod recorder;
 mod tap;
@@ -24,6 +25,7 @@ pub use format::{
     Cycle, FORMAT_NAME, FORMAT_VERSION, Kind, Meta, Observation, ParseError, Recording, Wakeup,
     parse,
 };
+pub use gzip::{decode, gzip};
 pub use playback::Playback;
 pub use recorder::{Recorder, SEGMENT_NS};
 pub use tap::Tap;

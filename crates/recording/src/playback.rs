@@ -158,10 +158,7 @@ mod tests {
                 .map(|(i, reads)| Cycle {
                     at_ns: i as u64,
                     wakeup: Wakeup::Tick,
-                    reads: reads
-                        .into_iter()
-                        .map(|(p, o)| (Arc::from(p), o))
-                        .collect(),
+                    reads: reads.into_iter().map(|(p, o)| (Arc::from(p), o)).collect(),
                 })
                 .collect(),
         }

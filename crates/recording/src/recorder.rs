@@ -13,6 +13,8 @@ pub const SEGMENT_NS: u64 = 10_000_000_000;
 #[derive(Debug)]
 struct Segment {
     first_ns: u64,
+    /// The last trigger before this segment.
+    trigger_before: Option<u64>,
     text: String,
 }
 
@@ -24,6 +26,7 @@ pub struct Recorder {
     segment_started: Option<u64>,
     window_ns: Option<u64>,
     ring: VecDeque<Segment>,
+    last_trigger: Option<u64>,
 }
 
 impl Recorder {
@@ -35,6 +38,7 @@ impl Recorder {
             segment_started: None,
             window_ns,
             ring: VecDeque::new(),
+            last_trigger: None,
         }
     }
 
@@ -80,6 +84,7 @@ impl Recorder {
             if new_segment {
                 self.ring.push_back(Segment {
                     first_ns: at_ns,
+                    trigger_before: self.last_trigger,
                     text: String::new(),
                 });
             }
@@ -98,10 +103,16 @@ impl Recorder {
         text
     }
 
+    /// The trigger fired in the cycle at `at_ns` (a window starting later carries it).
+    pub fn triggered(&mut self, at_ns: u64) {
+        self.last_trigger = Some(at_ns);
+    }
+
     /// The in-memory window as a recording (at least the last `window`, from a segment start).
     pub fn window(&self) -> String {
         let mut out = header(&Meta {
             source: "flight-recorder".to_owned(),
+            last_trigger_ns: self.ring.front().and_then(|s| s.trigger_before),
             ..self.meta.clone()
         });
         for segment in &self.ring {
@@ -134,7 +145,10 @@ mod tests {
             let text = r.cycle(
                 at,
                 Wakeup::Tick,
-                vec![(Arc::clone(&path), Observation::File(i.to_string().into_bytes()))],
+                vec![(
+                    Arc::clone(&path),
+                    Observation::File(i.to_string().into_bytes()),
+                )],
             );
             assert!(text.contains(&format!("c {at} tick")));
         }
@@ -144,10 +158,28 @@ mod tests {
         let last = window.cycles.last().unwrap().at_ns;
         assert_eq!(last, 99_000_000_000);
         // At least 20 s, at most 20 s plus one segment.
-        assert!(last - first >= 20_000_000_000 && last - first < 30_000_000_000, "{first}");
+        assert!(
+            last - first >= 20_000_000_000 && last - first < 30_000_000_000,
+            "{first}"
+        );
         // It starts at a segment boundary: its first cycle lists its read.
         assert_eq!(window.cycles[0].reads.len(), 1);
         assert!(r.window_bytes() > 0);
+    }
+
+    #[test]
+    fn a_window_carries_the_last_trigger_before_it() {
+        let mut r = Recorder::new(meta(), Some(10_000_000_000));
+        for i in 0..40u64 {
+            let at = i * 1_000_000_000;
+            if i == 3 {
+                r.triggered(at);
+            }
+            r.cycle(at, Wakeup::Tick, Vec::new());
+        }
+        let window = parse(&r.window()).unwrap();
+        assert!(window.cycles[0].at_ns > 3_000_000_000);
+        assert_eq!(window.meta.last_trigger_ns, Some(3_000_000_000));
     }
 
     #[test]

@@ -13,11 +13,12 @@ const ENOENT: i32 = 2;
 const EIO: i32 = 5;
 
 fn errno(e: &io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(if e.kind() == io::ErrorKind::NotFound {
-        ENOENT
-    } else {
-        EIO
-    })
+    e.raw_os_error()
+        .unwrap_or(if e.kind() == io::ErrorKind::NotFound {
+            ENOENT
+        } else {
+            EIO
+        })
 }
 
 /// Reads through `inner` and keeps every result, in order, until [`Tap::take`].

@@ -33,6 +33,19 @@ pub(crate) fn read_input(path: &Path) -> anyhow::Result<String> {
     }
 }
 
+/// Reads a file named on the command line as bytes; `-` is standard input.
+pub(crate) fn read_input_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+        Ok(bytes)
+    } else {
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    }
+}
+
 /// Flags that override the configuration file.
 #[derive(Debug, clap::Args)]
 pub(crate) struct OverrideArgs {

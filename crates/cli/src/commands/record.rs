@@ -21,7 +21,8 @@ use crate::exit::Exit;
 /// Arguments of `oomwarden record`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The recording to write (created or truncated, mode 0600); `-` is standard output.
+    /// The recording to write (created or truncated, mode 0600; gzip when it ends in `.gz`);
+    /// `-` is standard output.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Fetch the running daemon's flight-recorder window instead of sampling.
@@ -48,7 +49,9 @@ pub(crate) struct Args {
 fn parse_duration(text: &str) -> Result<Duration, String> {
     match oomwarden_model::parse_go_duration(text) {
         Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns.unsigned_abs())),
-        _ => Err(format!("expected a positive duration such as \"5m\", found {text:?}")),
+        _ => Err(format!(
+            "expected a positive duration such as \"5m\", found {text:?}"
+        )),
     }
 }
 
@@ -64,6 +67,14 @@ fn create(path: &Path) -> anyhow::Result<Box<dyn Write>> {
         .mode(0o600)
         .open(path)
         .with_context(|| format!("cannot create {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        // Flushed every cycle (a sync flush), so a killed recorder leaves a readable prefix;
+        // finished when dropped.
+        return Ok(Box::new(flate2::write::GzEncoder::new(
+            file,
+            flate2::Compression::default(),
+        )));
+    }
     Ok(Box::new(file))
 }
 
@@ -92,8 +103,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let meta = Meta {
         started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         start_ns: monotonic_ns(),
-        cgroup_root: args.node.cgroup_root.display().to_string(),
-        proc_root: args.proc_root.display().to_string(),
+        // Absolute, as the daemon's records name cgroups.
+        cgroup_root: std::path::absolute(&args.node.cgroup_root)
+            .unwrap_or_else(|_| args.node.cgroup_root.clone())
+            .display()
+            .to_string(),
+        proc_root: std::path::absolute(&args.proc_root)
+            .unwrap_or_else(|_| args.proc_root.clone())
+            .display()
+            .to_string(),
         layout: setup.layout.name.clone(),
         layout_document: matches!(
             setup.settings.warden.layout,
@@ -101,6 +119,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         )
         .then(|| oomwarden_config::layout_document(&setup.layout)),
         own_cgroup: None,
+        last_trigger_ns: None,
         interval_ms: u64::try_from(interval.as_millis()).unwrap_or(u64::MAX),
         source: "record".to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -112,10 +131,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let collector = Collector::new(cgroups, proc, setup.layout, None);
     let mut recorder = Recorder::new(meta, None);
     let mut file = create(&args.out)?;
-    let write_err = |e: std::io::Error| {
-        anyhow::anyhow!("cannot write {}: {e}", args.out.display())
-    };
-    file.write_all(recorder.header().as_bytes()).map_err(write_err)?;
+    let write_err = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", args.out.display());
+    file.write_all(recorder.header().as_bytes())
+        .map_err(write_err)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -159,6 +177,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             tick = Instant::now(); // a long stall: no burst of catch-up cycles
         }
     }
+    drop(file); // finishes a gzip stream
     writeln!(err, "recorded {done} cycles to {}", args.out.display())?;
     Ok(Exit::Ok)
 }
@@ -185,11 +204,16 @@ fn from_daemon(args: &Args, _out: &mut impl Write, err: &mut impl Write) -> anyh
     };
     let value: serde_json::Value = serde_json::from_str(&answer)
         .with_context(|| format!("the daemon's answer is not JSON: {answer:?}"))?;
-    match (value.get("recording").and_then(|r| r.as_str()), value.get("error")) {
+    match (
+        value.get("recording").and_then(|r| r.as_str()),
+        value.get("error"),
+    ) {
         (Some(text), _) => {
             let mut file = create(&args.out)?;
             file.write_all(text.as_bytes())
+                .and_then(|()| file.flush())
                 .with_context(|| format!("cannot write {}", args.out.display()))?;
+            drop(file);
             let cycles = text.lines().filter(|l| l.starts_with("c ")).count();
             writeln!(
                 err,
@@ -199,11 +223,18 @@ fn from_daemon(args: &Args, _out: &mut impl Write, err: &mut impl Write) -> anyh
             Ok(Exit::Ok)
         }
         (None, Some(e)) => {
-            writeln!(err, "oomwarden: the daemon says: {}", e.as_str().unwrap_or("?"))?;
+            writeln!(
+                err,
+                "oomwarden: the daemon says: {}",
+                e.as_str().unwrap_or("?")
+            )?;
             Ok(Exit::Failure)
         }
         (None, None) => {
-            writeln!(err, "oomwarden: unexpected answer from the daemon: {answer}")?;
+            writeln!(
+                err,
+                "oomwarden: unexpected answer from the daemon: {answer}"
+            )?;
             Ok(Exit::Failure)
         }
     }

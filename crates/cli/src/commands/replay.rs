@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use oomwarden_config::Settings;
 use oomwarden_daemon::replay::{self, Decision, Replay, Result as CycleResult};
-use oomwarden_model::{ActionRecord, Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind};
+use oomwarden_model::{
+    ActionRecord, Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind,
+};
 use oomwarden_recording::{Recording, parse};
 use serde::Serialize;
 
@@ -51,8 +53,8 @@ pub(crate) struct Args {
     /// Candidates shown per ranking (text output).
     #[arg(long, value_name = "N", default_value_t = 5)]
     top: usize,
-    /// Compare the first configuration's decisions with the daemon's own records
-    /// (`actions.jsonl`) over the recording's span; exit 1 when they differ.
+    /// Instead of the report: compare the first configuration's decisions with the daemon's own
+    /// records (`actions.jsonl`) over the recording's span; exit 1 when they differ.
     #[arg(long, value_name = "ACTIONS.jsonl")]
     check_against: Option<PathBuf>,
 }
@@ -63,21 +65,30 @@ struct Config {
     settings: Settings,
 }
 
-fn load_recording(args: &Args) -> anyhow::Result<(String, Recording)> {
-    if let Some(name) = &args.builtin {
-        let b = builtin::find(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "no built-in recording {name:?}; there are: {}",
-                builtin::names().join(", ")
+/// The recording to replay, its name, and a warning about it (a truncated gzip stream).
+fn load_recording(args: &Args) -> anyhow::Result<(String, Recording, Option<String>)> {
+    let (name, bytes) = match &args.builtin {
+        Some(name) => {
+            let b = builtin::find(name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no built-in recording {name:?}; there are: {}",
+                    builtin::names().join(", ")
+                )
+            })?;
+            (format!("{name} (built-in)"), b.bytes.to_vec())
+        }
+        None => {
+            let path = args.file.as_deref().unwrap_or(Path::new("-"));
+            (
+                path.display().to_string(),
+                crate::commands::read_input_bytes(path)?,
             )
-        })?;
-        let recording = parse(b.text).with_context(|| format!("built-in recording {name}"))?;
-        return Ok((format!("{name} (built-in)"), recording));
-    }
-    let path = args.file.as_deref().unwrap_or(Path::new("-"));
-    let text = crate::commands::read_input(path)?;
-    let recording = parse(&text).with_context(|| format!("{} is not a usable recording", path.display()))?;
-    Ok((path.display().to_string(), recording))
+        }
+    };
+    let (text, warning) = oomwarden_recording::decode(&bytes)
+        .with_context(|| format!("{name} is not a usable recording"))?;
+    let recording = parse(&text).with_context(|| format!("{name} is not a usable recording"))?;
+    Ok((name, recording, warning))
 }
 
 fn configs(args: &Args, recording: &Recording) -> anyhow::Result<Vec<Config>> {
@@ -115,7 +126,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Ok);
     }
     let (name, recording) = match load_recording(args) {
-        Ok(r) => r,
+        Ok((name, recording, warning)) => {
+            if let Some(w) = warning {
+                writeln!(err, "warning: {name}: {w}")?;
+            }
+            (name, recording)
+        }
         Err(e) => {
             writeln!(err, "oomwarden: {e:#}")?;
             return Ok(Exit::Failure);
@@ -140,12 +156,18 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         if let Some(w) = warning {
             writeln!(err, "warning: {}: {w}", c.name)?;
         }
-        replays.push(replay::replay(recording.clone(), c.settings.clone(), layout));
+        replays.push(replay::replay(
+            recording.clone(),
+            c.settings.clone(),
+            layout,
+        ));
     }
     let start = recording.cycles.first().map_or(0, |c| c.at_ns);
-    match args.output {
-        Format::Text => text(out, &name, &recording, &configs, &replays, start, args.top)?,
-        Format::Json => json(out, &configs, &replays, start)?,
+    // A check prints its verdict instead of the report.
+    match (args.output, &args.check_against) {
+        (_, Some(_)) => {}
+        (Format::Text, None) => text(out, &name, &recording, &configs, &replays, start, args.top)?,
+        (Format::Json, None) => json(out, &configs, &replays, start)?,
     }
     for path in &args.plot {
         let timeline = timeline(&name, &recording, &configs, &replays, start);
@@ -201,14 +223,18 @@ fn why(ctx: &TriggerContext, trigger: &str) -> String {
         }
         let shown = match value {
             oomwarden_model::Variable::Double(v) => oomwarden_model::format_go_float(v),
-            oomwarden_model::Variable::DurationNanos(ns) => {
-                oomwarden_model::format_go_duration(ns)
-            }
+            oomwarden_model::Variable::DurationNanos(ns) => oomwarden_model::format_go_duration(ns),
             oomwarden_model::Variable::ClassMap(map) => {
                 let entries: Vec<String> = QosClass::ALL
                     .iter()
                     .filter(|c| map.get(**c) != 0.0)
-                    .map(|c| format!("{}: {}", c.name(), oomwarden_model::format_go_float(map.get(*c))))
+                    .map(|c| {
+                        format!(
+                            "{}: {}",
+                            c.name(),
+                            oomwarden_model::format_go_float(map.get(*c))
+                        )
+                    })
                     .collect();
                 format!("{{{}}}", entries.join(", "))
             }
@@ -242,8 +268,14 @@ fn text(
         m.layout,
         m.version,
         m.source,
-        m.hostname.as_deref().map(|h| format!(" on {h}")).unwrap_or_default(),
-        m.kernel.as_deref().map(|k| format!(", kernel {k}")).unwrap_or_default(),
+        m.hostname
+            .as_deref()
+            .map(|h| format!(" on {h}"))
+            .unwrap_or_default(),
+        m.kernel
+            .as_deref()
+            .map(|k| format!(", kernel {k}"))
+            .unwrap_or_default(),
     )?;
     for (i, (c, r)) in configs.iter().zip(replays).enumerate() {
         writeln!(out)?;
@@ -277,7 +309,10 @@ fn decision(
         r.outcome.name(),
         victim.as_deref().unwrap_or("(no victim)"),
         match (&r.class, victim.is_some()) {
-            (Some(class), true) => format!("  [{class}, score {}]", oomwarden_model::format_go_float(r.score)),
+            (Some(class), true) => format!(
+                "  [{class}, score {}]",
+                oomwarden_model::format_go_float(r.score)
+            ),
             _ => String::new(),
         }
     )?;
@@ -297,9 +332,15 @@ fn decision(
             "             {} {:<10} {:>14}  {}{}",
             if n == 0 { "ranking:" } else { "        " },
             c.class.name(),
-            c.score.map(oomwarden_model::format_go_float).unwrap_or_else(|| "-".to_owned()),
+            c.score
+                .map(oomwarden_model::format_go_float)
+                .unwrap_or_else(|| "-".to_owned()),
             short(&c.path, root),
-            if c.eligible { String::new() } else { format!("  ({})", c.reason) }
+            if c.eligible {
+                String::new()
+            } else {
+                format!("  ({})", c.reason)
+            }
         )?;
     }
     if ranked.len() > top {
@@ -341,7 +382,9 @@ fn at(r: &Replay, at_ns: u64, root: &str) -> String {
             CycleResult::Skipped(_) => "failed".to_owned(),
             CycleResult::Acted(i) => r.decisions.get(*i).map_or_else(String::new, |d| {
                 let v = d.record.victim.as_deref().map(|v| short(v, root));
-                format!("{} {}", d.record.outcome.name(), v.unwrap_or_default()).trim_end().to_owned()
+                format!("{} {}", d.record.outcome.name(), v.unwrap_or_default())
+                    .trim_end()
+                    .to_owned()
             }),
         },
     }
@@ -450,7 +493,11 @@ fn json(
                 .filter(|x| matches!(x.result, CycleResult::Skipped(_)))
                 .count(),
         };
-        writeln!(out, "{}", serde_json::to_string(&serde_json::json!({ "summary": s }))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "summary": s }))?
+        )?;
     }
     Ok(())
 }
@@ -478,7 +525,11 @@ fn timeline(
         let mut m = Vec::new();
         for c in cycles {
             if let Some(ctx) = &c.context {
-                p.push((secs(c.at_ns), ctx.class_psi(false, PsiKind::Full, PsiSpan::Avg10).get(class)));
+                p.push((
+                    secs(c.at_ns),
+                    ctx.class_psi(false, PsiKind::Full, PsiSpan::Avg10)
+                        .get(class),
+                ));
                 m.push((
                     secs(c.at_ns),
                     ctx.class_usage(false, UsageKind::Current).get(class) / 1_048_576.0,
@@ -486,10 +537,16 @@ fn timeline(
             }
         }
         if p.iter().any(|x| x.1 != 0.0) {
-            psi.push(oomwarden_plot::Series { name: class.name().to_owned(), points: p });
+            psi.push(oomwarden_plot::Series {
+                name: class.name().to_owned(),
+                points: p,
+            });
         }
         if m.iter().any(|x| x.1 != 0.0) {
-            memory.push(oomwarden_plot::Series { name: class.name().to_owned(), points: m });
+            memory.push(oomwarden_plot::Series {
+                name: class.name().to_owned(),
+                points: m,
+            });
         }
     }
     let root = &recording.meta.cgroup_root;
@@ -553,7 +610,11 @@ fn check_against(
         _ => (0, 0),
     };
     let mut live = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let r: ActionRecord = serde_json::from_str(line)
             .with_context(|| format!("{}:{}: not an action record", path.display(), n + 1))?;
         if (first..=last).contains(&r.monotonic_ns) {
@@ -594,7 +655,11 @@ fn check_against(
             if let (Some(w), Some(g)) = (w, g)
                 && w.4 != g.4
             {
-                writeln!(err, "      contexts differ:\n      daemon {}\n      replay {}", w.4, g.4)?;
+                writeln!(
+                    err,
+                    "      contexts differ:\n      daemon {}\n      replay {}",
+                    w.4, g.4
+                )?;
             }
         }
     }

@@ -18,6 +18,9 @@ const FAMILY: &str = "sans-serif";
 pub struct Series {
     /// Legend text.
     pub name: String,
+    /// Its colour, an index into a fixed palette (the same index gives the same colour in
+    /// every panel: one colour per class).
+    pub color: usize,
     /// (seconds, value) points, in time order.
     pub points: Vec<(f64, f64)>,
 }
@@ -166,7 +169,7 @@ fn draw<DB: DrawingBackend>(
     root.fill(&WHITE).map_err(e)?;
     let root = root.titled(&timeline.title, (FAMILY, 22)).map_err(e)?;
     let rows = u32::try_from(timeline.decisions.len()).unwrap_or(1).max(1);
-    let decisions_height = 50 + 34 * rows;
+    let decisions_height = 62 + 34 * rows;
     let (_, height) = root.dim_in_pixel();
     let panels = height.saturating_sub(decisions_height) / 2;
     let areas = root.split_by_breakpoints([] as [u32; 0], [panels, 2 * panels]);
@@ -174,9 +177,11 @@ fn draw<DB: DrawingBackend>(
         return Err("cannot split the picture".to_owned());
     };
     let end = span(timeline);
+    // Across the panels, the first configuration's decisions only: the others have their row.
     let events: Vec<(usize, &Event)> = timeline
         .decisions
         .iter()
+        .take(1)
         .enumerate()
         .flat_map(|(i, d)| d.events.iter().map(move |ev| (i, ev)))
         .collect();
@@ -213,7 +218,7 @@ fn panel<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .margin_right(30)
-        .x_label_area_size(28)
+        .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..end, 0.0..ymax)?;
     chart
@@ -231,8 +236,8 @@ fn panel<DB: DrawingBackend>(
             event_style(ev.kind),
         )))?;
     }
-    for (i, s) in series.iter().enumerate() {
-        let c = color(i);
+    for s in series {
+        let c = color(s.color);
         chart
             .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
             .label(s.name.as_str())
@@ -261,7 +266,7 @@ fn decisions<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .margin_right(30)
-        .x_label_area_size(28)
+        .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..end, 0.0..height)?;
     chart
@@ -308,11 +313,13 @@ mod tests {
             title: "test".into(),
             psi: vec![Series {
                 name: "Besteffort".into(),
+                color: 0,
                 points: vec![(0.0, 0.0), (1.0, 20.0), (2.0, 5.0)],
             }],
             psi_label: "PSI full avg10 (%)".into(),
             memory: vec![Series {
                 name: "Besteffort".into(),
+                color: 0,
                 points: vec![(0.0, 100.0), (2.0, 300.0)],
             }],
             decisions: vec![Decisions {

@@ -539,12 +539,14 @@ fn timeline(
         if p.iter().any(|x| x.1 != 0.0) {
             psi.push(oomwarden_plot::Series {
                 name: class.name().to_owned(),
+                color: class.index(),
                 points: p,
             });
         }
         if m.iter().any(|x| x.1 != 0.0) {
             memory.push(oomwarden_plot::Series {
                 name: class.name().to_owned(),
+                color: class.index(),
                 points: m,
             });
         }
@@ -583,12 +585,8 @@ fn timeline(
                 .collect(),
         })
         .collect();
-    let title = match &recording.meta.description {
-        Some(d) => format!("oomwarden replay: {name}: {d}"),
-        None => format!("oomwarden replay: {name}"),
-    };
     oomwarden_plot::Timeline {
-        title: title.chars().take(110).collect(),
+        title: format!("oomwarden replay: {name}"),
         psi,
         psi_label: "memory PSI full avg10 (%)".to_owned(),
         memory,

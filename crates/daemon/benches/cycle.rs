@@ -298,8 +298,10 @@ fn main() {
         );
     }
     println!();
-    println!("| pods | quiet cycle | recorded cycle (flight recorder) | ratio |");
-    println!("|---:|---:|---:|---:|");
+    println!(
+        "| pods | quiet cycle | floor recorded (its reads) | recorded cycle (flight recorder) | ratio to the quiet cycle | ratio to its floor |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
     for pods in [10usize, 100, 1000] {
         let root = tree(base.path(), pods);
         let proc = oomwarden_testkit::proc_fixture();
@@ -323,6 +325,10 @@ fn main() {
         .unwrap();
         let mut recorder = oomwarden_recording::Recorder::new(meta, Some(300_000_000_000));
         let iters = (20_000 / (pods + 20)).max(5);
+        let (qf, qd) = quiet_files(&root);
+        let (cf, cd) = candidate_files(&root);
+        let (rf, rd) = ([qf, cf].concat(), [qd, cd].concat());
+        let mut floor = || read_all(&rf, &rd);
         let (mut state, mut t) = (State::new(), 0u64);
         let mut quiet = || {
             t += 500_000_000;
@@ -339,12 +345,14 @@ fn main() {
             black_box(tapped.candidates());
             black_box(recorder.cycle(t2, oomwarden_recording::Wakeup::Tick, tap.take()));
         };
-        let m = measure(15, iters, &mut [&mut quiet, &mut recorded]);
+        let m = measure(15, iters, &mut [&mut quiet, &mut floor, &mut recorded]);
         println!(
-            "| {pods} | {} | {} | {:.2}x |",
+            "| {pods} | {} | {} | {} | {:.2}x | {:.2}x |",
             us(m[0]),
             us(m[1]),
-            m[1].as_secs_f64() / m[0].as_secs_f64()
+            us(m[2]),
+            m[2].as_secs_f64() / m[0].as_secs_f64(),
+            m[2].as_secs_f64() / m[1].as_secs_f64()
         );
     }
 }

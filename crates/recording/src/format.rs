@@ -238,26 +238,40 @@ pub fn header(meta: &Meta) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Encoder {
     ids: HashMap<Arc<str>, u32>,
-    last: HashMap<(Kind, u32), Observation>,
+    /// The last result per path id and kind.
+    last: Vec<[Option<Observation>; 3]>,
+    /// Scratch, kept between cycles to save allocations: each key's position in the cycle,
+    /// and (position, read index) pairs.
+    position: HashMap<(Kind, u32), usize>,
+    entries: Vec<(usize, usize, (Kind, u32))>,
+}
+
+fn slot(kind: Kind) -> usize {
+    match kind {
+        Kind::File => 0,
+        Kind::Dirs => 1,
+        Kind::IsDir => 2,
+    }
 }
 
 impl Encoder {
     /// Encodes one cycle. `segment` starts a new segment: fresh ids, every read listed.
-    pub(crate) fn encode(&mut self, cycle: &Cycle, segment: bool, out: &mut String) {
+    pub(crate) fn encode(&mut self, mut cycle: Cycle, segment: bool, out: &mut String) {
         if segment {
             self.ids.clear();
             self.last.clear();
             out.push_str("k\n");
         }
-        // Group the reads per (kind, path), first occurrence first; collapse repeats.
-        let mut order: Vec<(Kind, u32)> = Vec::new();
-        let mut results: HashMap<(Kind, u32), Vec<&Observation>> = HashMap::new();
-        for (path, obs) in &cycle.reads {
+        // Group the reads per (kind, path), first occurrence first, each group in read order.
+        self.position.clear();
+        self.entries.clear();
+        for (index, (path, obs)) in cycle.reads.iter().enumerate() {
             let next = u32::try_from(self.ids.len()).unwrap_or(u32::MAX);
             let id = match self.ids.get(path) {
                 Some(id) => *id,
                 None => {
                     self.ids.insert(Arc::clone(path), next);
+                    self.last.push(Default::default());
                     out.push_str("p ");
                     let _ = write!(out, "{next} ");
                     escape(path.as_bytes(), true, out);
@@ -266,27 +280,79 @@ impl Encoder {
                 }
             };
             let key = (obs.kind(), id);
-            let list = results.entry(key).or_insert_with(|| {
-                order.push(key);
-                Vec::new()
-            });
-            if list.last() != Some(&obs) {
-                list.push(obs);
-            }
+            let count = self.position.len();
+            let position = *self.position.entry(key).or_insert(count);
+            self.entries.push((position, index, key));
         }
+        self.entries
+            .sort_unstable_by_key(|(position, index, _)| (*position, *index));
         let _ = writeln!(out, "c {} {}", cycle.at_ns, cycle.wakeup.name());
-        for key in order {
-            let Some(list) = results.get(&key) else {
+        let mut group = 0;
+        while group < self.entries.len() {
+            let Some(&(position, _, key)) = self.entries.get(group) else {
+                break;
+            };
+            let end = self
+                .entries
+                .get(group..)
+                .and_then(|rest| rest.iter().position(|e| e.0 != position))
+                .map_or(self.entries.len(), |n| group + n);
+            let range = group..end;
+            group = end;
+            let Some(last) = self
+                .last
+                .get_mut(usize::try_from(key.1).unwrap_or(usize::MAX))
+                .and_then(|slots| slots.get_mut(slot(key.0)))
+            else {
                 continue;
             };
-            let unchanged = matches!(list.as_slice(), [only] if self.last.get(&key) == Some(*only));
-            if !unchanged {
-                for obs in list {
+            if range.len() == 1 {
+                // The common case: read once. Listed only when it changed.
+                let Some((_, obs)) = self
+                    .entries
+                    .get(range.start)
+                    .and_then(|e| cycle.reads.get_mut(e.1))
+                else {
+                    continue;
+                };
+                if last.as_ref() != Some(&*obs) {
                     line(key.1, obs, out);
+                    *last = Some(std::mem::replace(obs, Observation::IsDir(false)));
+                }
+                continue;
+            }
+            let indices: Vec<usize> = self
+                .entries
+                .get(range)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| e.1)
+                .collect();
+            // Repeats in a row are one result.
+            let mut results: Vec<usize> = Vec::with_capacity(indices.len());
+            for i in indices {
+                let same = results
+                    .last()
+                    .and_then(|j| cycle.reads.get(*j))
+                    .zip(cycle.reads.get(i))
+                    .is_some_and(|(a, b)| a.1 == b.1);
+                if !same {
+                    results.push(i);
                 }
             }
-            if let Some(last) = list.last() {
-                self.last.insert(key, (*last).clone());
+            let unchanged = match results.as_slice() {
+                [only] => last.as_ref() == cycle.reads.get(*only).map(|r| &r.1),
+                _ => false,
+            };
+            if !unchanged {
+                for i in &results {
+                    if let Some((_, obs)) = cycle.reads.get(*i) {
+                        line(key.1, obs, out);
+                    }
+                }
+            }
+            if let Some((_, obs)) = results.last().and_then(|i| cycle.reads.get_mut(*i)) {
+                *last = Some(std::mem::replace(obs, Observation::IsDir(false)));
             }
         }
     }
@@ -484,16 +550,16 @@ mod tests {
                 ("/cg/a", Observation::Dirs(vec!["x y".into(), "z".into()])),
             ],
         );
-        enc.encode(&first, true, &mut text);
+        enc.encode(first.clone(), true, &mut text);
         // Same result: nothing listed for the cycle.
         enc.encode(
-            &cycle(2, &[(a, Observation::File(b"10\n".to_vec()))]),
+            cycle(2, &[(a, Observation::File(b"10\n".to_vec()))]),
             false,
             &mut text,
         );
         // Read twice, the first result unchanged: both listed.
         enc.encode(
-            &cycle(
+            cycle(
                 3,
                 &[
                     (a, Observation::File(b"10\n".to_vec())),
@@ -586,7 +652,7 @@ mod tests {
                 reads: reads.iter().map(|(p, o)| (Arc::from(p.as_str()), o.clone())).collect(),
             }).collect();
             for c in &originals {
-                enc.encode(c, true, &mut text);
+                enc.encode(c.clone(), true, &mut text);
             }
             let parsed = parse(&text).unwrap();
             prop_assert_eq!(parsed.cycles.len(), originals.len());

@@ -72,7 +72,7 @@ impl Recorder {
         }
         let mut text = String::new();
         self.encoder.encode(
-            &Cycle {
+            Cycle {
                 at_ns,
                 wakeup,
                 reads,

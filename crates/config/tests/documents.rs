@@ -18,6 +18,16 @@ fn load(text: &str) -> Result<Settings, ConfigErrors> {
     Settings::from_yaml(text, "oom.yaml")
 }
 
+/// The key path of each error.
+fn keys(text: &str) -> Vec<Option<String>> {
+    load(text)
+        .unwrap_err()
+        .0
+        .into_iter()
+        .map(|e| e.key)
+        .collect()
+}
+
 fn messages(text: &str) -> Vec<String> {
     load(text)
         .unwrap_err()
@@ -303,16 +313,10 @@ fn flight_recorder_settings() {
     assert!(has("flightRecorder.size", "unknown field"), "{e:?}");
     assert!(messages(&format!("{w}flightRecorder: {{window: 2h}}\n"))[0].contains("\"2h\""));
     // Nested keys of the other sections are named by their path too.
-    let keys: Vec<Option<String>> = load(&format!(
-        "{w}metrics: {{enabled: 2}}\npsiTriggers: {{kind: 3}}\nhooks: {{preKill: {{command: [/bin/x], timeout: 5}}}}\n"
-    ))
-    .unwrap_err()
-    .0
-    .into_iter()
-    .map(|e| e.key)
-    .collect();
     assert_eq!(
-        keys,
+        keys(&format!(
+            "{w}metrics: {{enabled: 2}}\npsiTriggers: {{kind: 3}}\nhooks: {{preKill: {{command: [/bin/x], timeout: 5}}}}\n"
+        )),
         [
             Some("metrics.enabled".to_owned()),
             Some("psiTriggers.kind".to_owned()),
@@ -354,16 +358,10 @@ fn metrics_settings() {
     assert!(e.iter().any(|m| m.contains("expected IP:PORT")));
     assert!(messages(&format!("{w}metrics: on\n"))[0].contains("expected a mapping"));
     // Unknown nested keys carry their key path.
-    let keys: Vec<Option<String>> = load(&format!(
-        "{w}metrics: {{port: 3}}\nhooks: {{postKill: {{command: [/bin/x], shell: sh}}}}\n"
-    ))
-    .unwrap_err()
-    .0
-    .into_iter()
-    .map(|e| e.key)
-    .collect();
     assert_eq!(
-        keys,
+        keys(&format!(
+            "{w}metrics: {{port: 3}}\nhooks: {{postKill: {{command: [/bin/x], shell: sh}}}}\n"
+        )),
         [
             Some("metrics.port".to_owned()),
             Some("hooks.postKill.shell".to_owned())

@@ -14,6 +14,50 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use oomwarden_recording::{Meta, Recorder, Tap, Wakeup};
 
+/// What a recording of this node says about itself, now: where, when, which layout, interval
+/// and configuration. `own_cgroup` and `description` are left for the caller.
+pub fn meta(
+    settings: &oomwarden_config::Settings,
+    layout: &oomwarden_model::Layout,
+    cgroup_root: &Path,
+    proc_root: &Path,
+    source: &str,
+) -> Meta {
+    let kernel_file = |name: &str| {
+        fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
+            .ok()
+            .map(|t| t.trim().to_owned())
+    };
+    // Absolute, as the daemon's records name cgroups.
+    let absolute = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    Meta {
+        started_at: crate::run::wall_clock(),
+        start_ns: crate::run::monotonic_ns(),
+        cgroup_root: absolute(cgroup_root),
+        proc_root: absolute(proc_root),
+        layout: layout.name.clone(),
+        layout_document: matches!(
+            settings.warden.layout,
+            oomwarden_config::LayoutSetting::Custom(_)
+        )
+        .then(|| oomwarden_config::layout_document(layout)),
+        own_cgroup: None,
+        last_trigger_ns: None,
+        interval_ms: u64::try_from(settings.oom.sample_interval.as_millis()).unwrap_or(u64::MAX),
+        source: source.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        config: Some(settings.to_yaml()),
+        hostname: kernel_file("hostname"),
+        kernel: kernel_file("osrelease"),
+        description: None,
+    }
+}
+
 /// The directory below the state directory where the flight recorder saves its windows.
 pub const RECORDINGS_DIR: &str = "recordings";
 

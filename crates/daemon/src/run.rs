@@ -164,7 +164,7 @@ pub fn monotonic_ns() -> u64 {
         .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
 }
 
-fn wall_clock() -> String {
+pub(crate) fn wall_clock() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -235,18 +235,15 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         "oomwarden started"
     );
     let meta = tap.is_some().then(|| {
-        recording_meta(
-            &settings,
-            &layout,
-            &cgroups,
-            &proc,
-            self_cgroup.clone(),
-            if options.record.is_some() {
-                "daemon"
-            } else {
-                "flight-recorder"
-            },
-        )
+        let source = if options.record.is_some() {
+            "daemon"
+        } else {
+            "flight-recorder"
+        };
+        oomwarden_recording::Meta {
+            own_cgroup: self_cgroup.clone(),
+            ..crate::recorder::meta(&settings, &layout, cgroups.root(), proc.root(), source)
+        }
     });
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
@@ -442,40 +439,6 @@ fn watch_pressure(engine: &Engine, tx: mpsc::Sender<Wake>) -> Result<(), RunErro
         })
         .map_err(RunError::Signals)?;
     Ok(())
-}
-
-/// What a recording made by this daemon says about itself.
-fn recording_meta(
-    settings: &Settings,
-    layout: &Layout,
-    cgroups: &CgroupFs,
-    proc: &ProcFs,
-    own_cgroup: Option<String>,
-    source: &str,
-) -> oomwarden_recording::Meta {
-    let kernel_file = |name: &str| {
-        std::fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
-            .ok()
-            .map(|t| t.trim().to_owned())
-    };
-    oomwarden_recording::Meta {
-        started_at: wall_clock(),
-        start_ns: monotonic_ns(),
-        cgroup_root: cgroups.root().display().to_string(),
-        proc_root: proc.root().display().to_string(),
-        layout: layout.name.clone(),
-        layout_document: matches!(settings.warden.layout, LayoutSetting::Custom(_))
-            .then(|| oomwarden_config::layout_document(layout)),
-        own_cgroup,
-        last_trigger_ns: None,
-        interval_ms: u64::try_from(settings.oom.sample_interval.as_millis()).unwrap_or(u64::MAX),
-        source: source.to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        config: Some(settings.to_yaml()),
-        hostname: kernel_file("hostname"),
-        kernel: kernel_file("osrelease"),
-        description: None,
-    }
 }
 
 fn config_name(options: &RunOptions) -> String {

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 const FONT: &[u8] = include_bytes!("../assets/DejaVuSans-subset.ttf");
@@ -207,6 +208,25 @@ fn event_style(kind: EventKind) -> ShapeStyle {
     }
 }
 
+/// The grid's fine lines.
+const LIGHT: RGBColor = RGBColor(235, 235, 235);
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A panel's chart: seconds across, `0..ymax` up, room for the labels.
+fn chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    end: f64,
+    ymax: f64,
+) -> Result<Chart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    ChartBuilder::on(area)
+        .margin(10)
+        .margin_right(30)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..end, 0.0..ymax)
+}
+
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[Series],
@@ -215,19 +235,14 @@ fn panel<DB: DrawingBackend>(
     events: &[(usize, &Event)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let ymax = top(series);
-    let mut chart = ChartBuilder::on(area)
-        .margin(10)
-        .margin_right(30)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..end, 0.0..ymax)?;
+    let mut chart = chart(area, end, ymax)?;
     chart
         .configure_mesh()
         .y_desc(label)
         .x_desc("seconds")
         .label_style((FAMILY, 13))
         .axis_desc_style((FAMILY, 14))
-        .light_line_style(RGBColor(235, 235, 235))
+        .light_line_style(LIGHT)
         .draw()?;
     // Decisions as vertical lines under the data.
     for (_, ev) in events {
@@ -263,12 +278,7 @@ fn decisions<DB: DrawingBackend>(
     let n = rows.len().max(1);
     #[allow(clippy::cast_precision_loss)] // a handful of rows
     let height = n as f64;
-    let mut chart = ChartBuilder::on(area)
-        .margin(10)
-        .margin_right(30)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..end, 0.0..height)?;
+    let mut chart = chart(area, end, height)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -276,7 +286,7 @@ fn decisions<DB: DrawingBackend>(
         .x_desc("seconds: red = kill, orange = dry run, purple = kill failed, grey = no eligible victim")
         .label_style((FAMILY, 13))
         .axis_desc_style((FAMILY, 14))
-        .light_line_style(RGBColor(235, 235, 235))
+        .light_line_style(LIGHT)
         .draw()?;
     for (row, d) in rows.iter().enumerate() {
         #[allow(clippy::cast_precision_loss)]

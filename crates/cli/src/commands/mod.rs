@@ -20,17 +20,11 @@ use oomwarden_config::Overrides;
 
 use anyhow::Context;
 
-/// Reads a file named on the command line; `-` is standard input.
+/// Reads a text file named on the command line; `-` is standard input.
 pub(crate) fn read_input(path: &Path) -> anyhow::Result<String> {
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("cannot read standard input")?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
-    }
+    let bytes = read_input_bytes(path)?;
+    String::from_utf8(bytes)
+        .with_context(|| format!("cannot read {}: not UTF-8 text", path.display()))
 }
 
 /// Reads a file named on the command line as bytes; `-` is standard input.

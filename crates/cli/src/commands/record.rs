@@ -95,38 +95,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let cgroups = CgroupFs::with_files(&args.node.cgroup_root, tap.clone());
     let proc = ProcFs::with_files(&args.proc_root, tap.clone());
     let interval = setup.settings.oom.sample_interval;
-    let kernel_file = |name: &str| {
-        std::fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
-            .ok()
-            .map(|t| t.trim().to_owned())
-    };
     let meta = Meta {
-        started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        start_ns: monotonic_ns(),
-        // Absolute, as the daemon's records name cgroups.
-        cgroup_root: std::path::absolute(&args.node.cgroup_root)
-            .unwrap_or_else(|_| args.node.cgroup_root.clone())
-            .display()
-            .to_string(),
-        proc_root: std::path::absolute(&args.proc_root)
-            .unwrap_or_else(|_| args.proc_root.clone())
-            .display()
-            .to_string(),
-        layout: setup.layout.name.clone(),
-        layout_document: matches!(
-            setup.settings.warden.layout,
-            oomwarden_config::LayoutSetting::Custom(_)
-        )
-        .then(|| oomwarden_config::layout_document(&setup.layout)),
-        own_cgroup: None,
-        last_trigger_ns: None,
-        interval_ms: u64::try_from(interval.as_millis()).unwrap_or(u64::MAX),
-        source: "record".to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        config: args.node.config.as_ref().map(|_| setup.settings.to_yaml()),
-        hostname: kernel_file("hostname"),
-        kernel: kernel_file("osrelease"),
         description: args.describe.clone(),
+        ..oomwarden_daemon::recorder::meta(
+            &setup.settings,
+            &setup.layout,
+            &args.node.cgroup_root,
+            &args.proc_root,
+            "record",
+        )
     };
     let collector = Collector::new(cgroups, proc, setup.layout, None);
     let mut recorder = Recorder::new(meta, None);

@@ -142,6 +142,14 @@ disk_services() {
     sleep 3
 }
 
+# big_files: 1.2 GB of files on the scratch disk (/mnt/big/f0..f11, 100 MiB each), more than
+# the VM's RAM, out of the page cache: reading them over and over churns the cache.
+big_files() {
+    mkdir -p /mnt/big
+    i=0; while [ $i -lt 12 ]; do dd if=/dev/zero of=/mnt/big/f$i bs=1M count=100 2>/dev/null; i=$((i + 1)); done
+    sync; echo 3 > /proc/sys/vm/drop_caches
+}
+
 # psi CG -> "some10 full10" of a cgroup (relative or absolute; "" for /proc/pressure/memory)
 psi() {
     case "$1" in /*) f=$1/memory.pressure ;; *) f=$CG/$1/memory.pressure ;; esac

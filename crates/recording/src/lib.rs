@@ -12,7 +12,7 @@
 //!
 //! The unit recorded is the raw result of each read the readers make (file bytes, a directory
 //! listing, an error number), so the replay runs the very parsers, collector and engine of the
-//! daemon. The format is described in [`format`]. This crate does no I/O and reads no clock:
+//! daemon. The format is described in [`mod@format`]. This crate does no I/O and reads no clock:
 //! the caller writes the text where it wants and passes the times in.
 
 pub mod format;

@@ -8,9 +8,7 @@ SCENARIO=s4-no-false-kill
 echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
 node_layout
 disk_services
-mkdir -p /mnt/big
-i=0; while [ $i -lt 12 ]; do dd if=/dev/zero of=/mnt/big/f$i bs=1M count=100 2>/dev/null; i=$((i + 1)); done
-sync; echo 3 > /proc/sys/vm/drop_caches
+big_files
 OOM_BEFORE=$(oom_kills)
 start_oomwarden
 # A Burstable pod streams 1.2 GB of files over and over (more than RAM).

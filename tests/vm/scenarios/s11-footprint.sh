@@ -4,6 +4,8 @@
 # a container cgroup and one sleeping process), at the default 500 ms interval: idle for 60 s,
 # then while a hog puts the node under pressure. Writes /out/footprint.json; checks RSS under
 # 16 MiB. CPU is reported, not checked: under TCG code runs 15-25x slower than on hardware.
+# FLIGHT=1 (run-in-vm.sh --env FLIGHT=1) measures the same with the flight recorder on (60 s
+# window, so that it is full before the idle minute ends).
 SCENARIO=s11-footprint
 . /root/lib.sh
 echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
@@ -16,7 +18,13 @@ while [ $i -lt 100 ]; do
     start_in "$(ctr "$P")" sleep 100000 > /dev/null
     i=$((i + 1))
 done
-start_oomwarden
+if [ -n "${FLIGHT:-}" ]; then
+    printf 'apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nflightRecorder: {enabled: true, window: 60s}\n' > /root/warden.yaml
+    start_oomwarden --config /root/warden.yaml
+    sleep 60   # fill the window
+else
+    start_oomwarden
+fi
 PID=$OOMWARDEN
 hz=100
 cpu() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
@@ -34,8 +42,9 @@ C2=$(cpu); T2=$(up)
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do sleep 1; i=$((i + 1)); done
 C3=$(cpu); T3=$(up)
-printf '{"pods":100,"idleRssKb":%s,"peakRssKb":%s,"idleCpuPercent":%s,"pressureCpuPercent":%s,"idleSeconds":%s,"pressureSeconds":%s,"killed":%s}\n' \
-    "$IDLE_RSS" "$(hwm_kb)" \
+FLIGHT_ON=false; [ -n "${FLIGHT:-}" ] && FLIGHT_ON=true
+printf '{"flightRecorder":%s,"pods":100,"idleRssKb":%s,"peakRssKb":%s,"idleCpuPercent":%s,"pressureCpuPercent":%s,"idleSeconds":%s,"pressureSeconds":%s,"killed":%s}\n' \
+    "$FLIGHT_ON" "$IDLE_RSS" "$(hwm_kb)" \
     "$(awk -v c="$((C1 - C0))" -v a="$T0" -v b="$T1" -v hz=$hz 'BEGIN{printf "%.3f", 100 * c / hz / (b - a)}')" \
     "$(awk -v c="$((C3 - C2))" -v a="$T2" -v b="$T3" -v hz=$hz 'BEGIN{printf "%.3f", 100 * c / hz / (b - a)}')" \
     "$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b - a}')" "$(awk -v a="$T2" -v b="$T3" 'BEGIN{printf "%.1f", b - a}')" \

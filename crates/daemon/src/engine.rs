@@ -73,8 +73,9 @@ pub struct Engine {
     recorder: Option<CycleRecorder>,
     /// The last cycle's trigger context.
     last_context: Option<TriggerContext>,
-    /// The last triggered cycle's ranking, in candidate order.
-    last_ranking: Vec<RankedCandidate>,
+    /// The last triggered cycle's candidates and ranking (moved here at the end of the cycle:
+    /// the ranked list is built only when asked for).
+    last_ranking: Option<(Vec<CandidateSample>, oomwarden_policy::Ranking)>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -106,7 +107,7 @@ impl Engine {
             wakeup: "tick",
             recorder: None,
             last_context: None,
-            last_ranking: Vec::new(),
+            last_ranking: None,
         }
     }
 
@@ -136,9 +137,22 @@ impl Engine {
         self.last_context.as_ref()
     }
 
-    /// The ranking of the last cycle (empty unless the trigger fired).
-    pub fn last_ranking(&self) -> &[RankedCandidate] {
-        &self.last_ranking
+    /// The ranking of the last cycle, in candidate order (empty unless the trigger fired).
+    pub fn last_ranking(&self) -> Vec<RankedCandidate> {
+        let Some((candidates, ranking)) = &self.last_ranking else {
+            return Vec::new();
+        };
+        candidates
+            .iter()
+            .zip(ranking.verdicts(candidates.len()))
+            .map(|(c, (score, eligible, reason))| RankedCandidate {
+                path: c.path.clone(),
+                class: c.class,
+                score,
+                eligible,
+                reason,
+            })
+            .collect()
     }
 
     /// The cgroups summed into the System and Podruntime classes, as read now (where PSI
@@ -211,7 +225,7 @@ impl Engine {
     /// Runs one cycle. `now_ns` is the monotonic clock; `wall` the RFC 3339 time for records.
     pub fn cycle(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
         self.last_context = None;
-        self.last_ranking.clear();
+        self.last_ranking = None;
         let outcome = self.decide(now_ns, wall);
         // An acted cycle was recorded before its record was written (which names the saved
         // window).
@@ -270,20 +284,6 @@ impl Engine {
             }
         }
         let ranking = rank(&self.settings.oom.ranking, &candidates);
-        self.last_ranking = candidates
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let (score, eligible, reason) = ranking.verdict(i);
-                RankedCandidate {
-                    path: c.path.clone(),
-                    class: c.class,
-                    score,
-                    eligible,
-                    reason,
-                }
-            })
-            .collect();
         let failed = ranking
             .excluded
             .iter()
@@ -380,6 +380,7 @@ impl Engine {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
         }
         self.post_kill_hook(&record);
+        self.last_ranking = Some((candidates, ranking));
         CycleOutcome::Acted(Box::new(record))
     }
 

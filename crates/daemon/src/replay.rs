@@ -207,7 +207,7 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             CycleOutcome::Acted(record) => {
                 out.decisions.push(Decision {
                     record: *record,
-                    ranking: engine.last_ranking().to_vec(),
+                    ranking: engine.last_ranking(),
                 });
                 Result::Acted(out.decisions.len() - 1)
             }

@@ -14,4 +14,4 @@ mod context;
 mod rank;
 
 pub use context::{State, build_context};
-pub use rank::{Exclusion, Ranking, Scored, rank, select};
+pub use rank::{Exclusion, Ranking, Scored, Verdict, rank, select};

@@ -36,27 +36,50 @@ pub struct Ranking {
     pub excluded: Vec<(usize, Exclusion)>,
 }
 
+/// A verdict: the score (when there is one), whether eligible, a short reason for people.
+pub type Verdict = (Option<f64>, bool, String);
+
+fn excluded_verdict(e: &Exclusion) -> Verdict {
+    match e {
+        Exclusion::NotPositive(score) => (Some(*score), false, "score is not above 0".to_owned()),
+        Exclusion::Empty => (None, false, "no live process".to_owned()),
+        Exclusion::OwnCgroup => (None, false, "oomwarden's own cgroup".to_owned()),
+        Exclusion::EvalError(e) => (None, false, format!("ranking failed: {e}")),
+    }
+}
+
+fn not_a_candidate() -> Verdict {
+    (None, false, "not a candidate".to_owned())
+}
+
 impl Ranking {
     /// What became of candidate `index`: its score (when it has one), whether it is eligible,
     /// and a short reason for people.
-    pub fn verdict(&self, index: usize) -> (Option<f64>, bool, String) {
+    pub fn verdict(&self, index: usize) -> Verdict {
         if let Some(s) = self.eligible.iter().find(|s| s.index == index) {
             return (Some(s.score), true, "eligible".to_owned());
         }
-        match self
-            .excluded
+        self.excluded
             .iter()
             .find(|(j, _)| *j == index)
-            .map(|(_, e)| e)
-        {
-            Some(Exclusion::NotPositive(score)) => {
-                (Some(*score), false, "score is not above 0".to_owned())
+            .map_or_else(not_a_candidate, |(_, e)| excluded_verdict(e))
+    }
+
+    /// The verdicts of candidates `0..count`, in one pass (`verdict` for each would be
+    /// quadratic: a thousand candidates means a million comparisons).
+    pub fn verdicts(&self, count: usize) -> Vec<Verdict> {
+        let mut out = vec![not_a_candidate(); count];
+        for s in &self.eligible {
+            if let Some(slot) = out.get_mut(s.index) {
+                *slot = (Some(s.score), true, "eligible".to_owned());
             }
-            Some(Exclusion::Empty) => (None, false, "no live process".to_owned()),
-            Some(Exclusion::OwnCgroup) => (None, false, "oomwarden's own cgroup".to_owned()),
-            Some(Exclusion::EvalError(e)) => (None, false, format!("ranking failed: {e}")),
-            None => (None, false, "not a candidate".to_owned()),
         }
+        for (i, e) in &self.excluded {
+            if let Some(slot) = out.get_mut(*i) {
+                *slot = excluded_verdict(e);
+            }
+        }
+        out
     }
 }
 
@@ -126,4 +149,36 @@ pub fn select(ranking: &Ranking, candidates: &[CandidateSample], strict: bool) -
                 })
         })
         .copied()
+}
+
+#[cfg(test)]
+mod verdict_tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_in_one_pass_equal_each_verdict() {
+        let r = Ranking {
+            eligible: vec![
+                Scored {
+                    index: 3,
+                    score: 7.0,
+                },
+                Scored {
+                    index: 0,
+                    score: 1.5,
+                },
+            ],
+            excluded: vec![
+                (1, Exclusion::Empty),
+                (2, Exclusion::NotPositive(0.0)),
+                (4, Exclusion::EvalError("no such key".into())),
+                (5, Exclusion::OwnCgroup),
+            ],
+        };
+        let all = r.verdicts(7);
+        assert_eq!(all, (0..7).map(|i| r.verdict(i)).collect::<Vec<_>>());
+        assert_eq!(all[6].2, "not a candidate");
+        assert_eq!(all[3], (Some(7.0), true, "eligible".to_owned()));
+        assert_eq!(all[4].2, "ranking failed: no such key");
+    }
 }

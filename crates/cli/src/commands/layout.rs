@@ -55,7 +55,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         writeln!(err, "warning: {p}")?;
     }
     let ranking = rank(&settings.oom.ranking, &candidates);
-    let verdict = |i: usize| ranking.verdict(i);
+    let verdicts = ranking.verdicts(candidates.len());
+    let verdict = |i: usize| {
+        verdicts
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| ranking.verdict(i))
+    };
     if args.json {
         let metrics: Vec<_> = sample
             .subtrees

@@ -228,9 +228,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             s.class.map(|c| c.name()),
         ));
     }
-    for (i, c) in candidates.iter().enumerate() {
+    for (c, (score, eligible, reason)) in candidates.iter().zip(ranking.verdicts(candidates.len()))
+    {
         let mut row = read_row(&cgroups, &c.dir, "candidate", Some(c.class.name()));
-        let (score, eligible, reason) = ranking.verdict(i);
         row.oom_handler_may_kill = Some(eligible);
         row.score = score;
         row.reason = Some(reason);

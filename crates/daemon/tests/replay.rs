@@ -94,44 +94,76 @@ fn meta(cg: &Path, proc: &Path) -> Meta {
     }
 }
 
-/// Runs `cycles` live cycles with recording on; returns the records and the recording text.
-fn live(settings: Settings, cycles: u64, window: Option<u64>) -> (Vec<ActionRecord>, String) {
-    let cg = tempfile::tempdir().unwrap();
-    let proc = tempfile::tempdir().unwrap();
-    write(proc.path(), "7/cmdline", "hog\0");
-    write(
-        proc.path(),
-        "meminfo",
-        "MemTotal: 1000 kB\nMemAvailable: 500 kB\n",
-    );
-    let rec = tempfile::NamedTempFile::new().unwrap();
-    let tap = Tap::new(Arc::new(Disk));
-    let cgroups = CgroupFs::with_files(cg.path(), tap.clone());
-    let procfs = ProcFs::with_files(proc.path(), tap.clone());
-    let (history, _) = History::open(&settings.warden.state_dir).unwrap();
-    let collector = Collector::new(cgroups, procfs.clone(), Layout::talos(), None);
-    let mut engine = Engine::new(
-        settings.clone(),
-        collector,
-        procfs,
-        history,
-        Box::new(RecordingActuator::new(KillEffect::Empty)),
-    );
-    let mut recorder = CycleRecorder::new(tap, meta(cg.path(), proc.path()), window)
-        .writing_to(rec.path())
-        .unwrap();
-    if window.is_some() {
-        recorder = recorder.saving_to(settings.warden.state_dir.join("recordings"), 2);
-    }
-    engine.set_recorder(recorder);
-    let mut records = Vec::new();
-    for i in 0..cycles {
-        node_at(cg.path(), i);
-        if let CycleOutcome::Acted(r) = engine.cycle(i * STEP_NS, "live") {
-            records.push(*r);
+/// A fixture node and an engine recording to a file.
+struct Live {
+    cg: tempfile::TempDir,
+    _proc: tempfile::TempDir,
+    rec: tempfile::NamedTempFile,
+    engine: Engine,
+}
+
+impl Live {
+    fn new(settings: Settings, window: Option<u64>) -> Live {
+        let cg = tempfile::tempdir().unwrap();
+        let proc = tempfile::tempdir().unwrap();
+        write(proc.path(), "7/cmdline", "hog\0");
+        write(
+            proc.path(),
+            "meminfo",
+            "MemTotal: 1000 kB\nMemAvailable: 500 kB\n",
+        );
+        let rec = tempfile::NamedTempFile::new().unwrap();
+        let tap = Tap::new(Arc::new(Disk));
+        let cgroups = CgroupFs::with_files(cg.path(), tap.clone());
+        let procfs = ProcFs::with_files(proc.path(), tap.clone());
+        let (history, _) = History::open(&settings.warden.state_dir).unwrap();
+        let collector = Collector::new(cgroups, procfs.clone(), Layout::talos(), None);
+        let mut engine = Engine::new(
+            settings.clone(),
+            collector,
+            procfs,
+            history,
+            Box::new(RecordingActuator::new(KillEffect::Empty)),
+        );
+        let mut recorder = CycleRecorder::new(tap, meta(cg.path(), proc.path()), window)
+            .writing_to(rec.path())
+            .unwrap();
+        if window.is_some() {
+            recorder = recorder.saving_to(settings.warden.state_dir.join("recordings"), 2);
+        }
+        engine.set_recorder(recorder);
+        Live {
+            cg,
+            _proc: proc,
+            rec,
+            engine,
         }
     }
-    (records, std::fs::read_to_string(rec.path()).unwrap())
+
+    /// Step `i` of the fixture node, then a cycle (woken by PSI when `pressure`).
+    fn step(&mut self, i: u64, pressure: bool) -> Option<ActionRecord> {
+        node_at(self.cg.path(), i);
+        let outcome = if pressure {
+            self.engine.cycle_on_pressure(i * STEP_NS, "live")
+        } else {
+            self.engine.cycle(i * STEP_NS, "live")
+        };
+        match outcome {
+            CycleOutcome::Acted(r) => Some(*r),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(self.rec.path()).unwrap()
+    }
+}
+
+/// Runs `cycles` live cycles with recording on; returns the records and the recording text.
+fn live(settings: Settings, cycles: u64, window: Option<u64>) -> (Vec<ActionRecord>, String) {
+    let mut l = Live::new(settings, window);
+    let records = (0..cycles).filter_map(|i| l.step(i, false)).collect();
+    (records, l.text())
 }
 
 fn replayed(text: &str, settings: Settings) -> replay::Replay {
@@ -311,4 +343,118 @@ fn a_window_that_starts_mid_run_keeps_the_cooldown() {
     let got: Vec<_> = replay.decisions.iter().map(|d| key(&d.record)).collect();
     assert!(want.len() >= 3, "{want:?}");
     assert_eq!(got, want);
+}
+
+#[test]
+fn reads_between_cycles_are_not_recorded_once_discarded() {
+    let state = tempfile::tempdir().unwrap();
+    let mut l = Live::new(settings(TRIGGER, "", state.path()), None);
+    l.step(0, false);
+    // A reload's layout detection reads through the same readers between cycles.
+    // (memory.stat: a file the cycles themselves never read.)
+    let extra = l.cg.path().join("kubepods/besteffort/pod-hog/memory.stat");
+    std::fs::write(&extra, "anon 1\n").unwrap();
+    l.engine
+        .cgroups()
+        .memory_stat("kubepods/besteffort/pod-hog")
+        .unwrap();
+    l.engine.discard_reads();
+    l.step(1, false);
+    assert!(
+        !l.text().contains("memory.stat"),
+        "a discarded read reached the recording"
+    );
+    // Without the discard it would have been the next cycle's first read of that file.
+    l.engine
+        .cgroups()
+        .memory_stat("kubepods/besteffort/pod-hog")
+        .unwrap();
+    l.step(2, false);
+    assert!(l.text().contains("memory.stat"));
+}
+
+#[test]
+fn a_reload_names_the_new_configuration_in_later_windows() {
+    let state = tempfile::tempdir().unwrap();
+    let mut l = Live::new(settings(TRIGGER, "", state.path()), Some(60_000_000_000));
+    for i in 0..25 {
+        l.step(i, false);
+    }
+    let lazy = settings("memory_full_avg10 > 99.0", "", state.path());
+    l.engine.set_settings(lazy);
+    let record = (25..40).find_map(|i| l.step(i, false));
+    assert!(record.is_none(), "the lazy trigger never fires");
+    // Windows saved before the reload name the configuration of the recording's start
+    // (none in this test's meta).
+    let first = std::fs::read_dir(state.path().join("recordings"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let (text, _) = oomwarden_recording::decode(&std::fs::read(first).unwrap()).unwrap();
+    assert_eq!(parse(&text).unwrap().meta.config, None);
+    // A new action after the reload saves a window naming the new trigger.
+    l.engine
+        .set_settings(settings("memory_full_avg10 > 1.0", "", state.path()));
+    let record = (40..45).find_map(|i| l.step(i, false)).unwrap();
+    let (text, _) =
+        oomwarden_recording::decode(&std::fs::read(record.recording.unwrap()).unwrap()).unwrap();
+    let config = parse(&text).unwrap().meta.config.unwrap_or_default();
+    assert!(config.contains("memory_full_avg10 > 1.0"), "{config}");
+}
+
+#[test]
+fn pressure_woken_cycles_replay_only_with_psi_triggers() {
+    let state = tempfile::tempdir().unwrap();
+    let mut l = Live::new(settings(TRIGGER, "", state.path()), None);
+    // Every third cycle woken by the kernel.
+    let live: Vec<ActionRecord> = (0..30).filter_map(|i| l.step(i, i % 3 == 1)).collect();
+    assert!(
+        live.iter().any(|r| r.wakeup.as_deref() == Some("pressure")),
+        "{live:?}"
+    );
+    let text = l.text();
+    let with = replayed(
+        &text,
+        settings(TRIGGER, "psiTriggers: {enabled: true}\n", state.path()),
+    );
+    assert_eq!(with.cycles.len(), 30);
+    let key = |r: &ActionRecord| (r.monotonic_ns, r.wakeup.clone(), r.victim.clone());
+    assert_eq!(
+        with.decisions
+            .iter()
+            .map(|d| key(&d.record))
+            .collect::<Vec<_>>(),
+        live.iter().map(key).collect::<Vec<_>>()
+    );
+    let without = replayed(&text, settings(TRIGGER, "", state.path()));
+    assert_eq!((without.cycles.len(), without.not_replayed), (20, 10));
+    assert!(
+        without
+            .decisions
+            .iter()
+            .all(|d| d.record.wakeup.as_deref() == Some("tick"))
+    );
+}
+
+#[test]
+fn a_configuration_naming_another_layout_is_warned_about() {
+    let state = tempfile::tempdir().unwrap();
+    let (_, text) = live(settings(TRIGGER, "", state.path()), 3, None);
+    let recording = parse(&text).unwrap();
+    let (layout, warning) = replay::layout_for(
+        &recording,
+        &settings(TRIGGER, "layout: systemd\n", state.path()),
+    )
+    .unwrap();
+    assert_eq!(layout.name, "systemd");
+    assert!(
+        warning
+            .unwrap()
+            .contains("differs from the recording's (talos)")
+    );
+    let (layout, warning) =
+        replay::layout_for(&recording, &settings(TRIGGER, "", state.path())).unwrap();
+    assert_eq!((layout.name.as_str(), warning), ("talos", None));
 }

@@ -13,4 +13,6 @@ mod run;
 pub use engine::{CycleOutcome, Engine, RankedCandidate};
 pub use history::History;
 pub use metrics::Metrics;
-pub use run::{RunError, RunOptions, check_host, load_settings, monotonic_ns, resolve_layout, run};
+pub use run::{
+    RunError, RunOptions, check_host, load_settings, monotonic_ns, next_tick, resolve_layout, run,
+};

@@ -169,7 +169,7 @@ pub(crate) fn wall_clock() -> String {
 }
 
 /// The next tick after `now` on the grid `start + k * interval`, and how many were skipped.
-fn next_tick(previous: Instant, interval: Duration, now: Instant) -> (Instant, u32) {
+pub fn next_tick(previous: Instant, interval: Duration, now: Instant) -> (Instant, u32) {
     let mut next = previous + interval;
     if next > now {
         return (next, 0);

@@ -129,7 +129,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let mut done = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let at = monotonic_ns();
-        // What the engine reads: the metrics every cycle, the candidates when it fires.
+        // What the engine reads: the metrics, and the candidates (every cycle, so that a replay
+        // under any trigger finds them).
         let _ = collector.metrics(at);
         let _ = collector.candidates();
         let text = recorder.cycle(at, Wakeup::Tick, tap.take());
@@ -141,7 +142,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         {
             break;
         }
-        tick += interval;
+        // The daemon's schedule: ticks a slow cycle overran are skipped, not bunched.
+        (tick, _) = oomwarden_daemon::next_tick(tick, interval, Instant::now());
         // Sleep in slices so that a signal ends the recording promptly.
         while !stop.load(Ordering::Relaxed) {
             let left = tick.saturating_duration_since(Instant::now());
@@ -149,9 +151,6 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 break;
             }
             std::thread::sleep(left.min(Duration::from_millis(50)));
-        }
-        if Instant::now() > tick + interval {
-            tick = Instant::now(); // a long stall: no burst of catch-up cycles
         }
     }
     drop(file); // finishes a gzip stream

@@ -29,7 +29,8 @@ YAML
 OOM_BEFORE=$(oom_kills)
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 start_oomwarden --config /root/oom.yaml --metrics-listen 127.0.0.1:9465
-check "triggers are registered" "oomwarden.log" grep -q 'PSI triggers registered' "$OUT/oomwarden.log"
+# The line comes after "oomwarden started" (which start_oomwarden waits for): give it time.
+check "triggers are registered" "oomwarden.log" wait_for 10 grep -q 'PSI triggers registered' "$OUT/oomwarden.log"
 P=$(pod besteffort hog)
 FAST=$(start_in "$(ctr "$P")" hog -s 16 -i 20 -m ${FAST_MB:-450} -H -1)
 LEAK=$(start_in "$(ctr "$P")" hog -s 5 -i 1000)

@@ -36,6 +36,8 @@ FAST=$(start_in "$(ctr "$P")" hog -s 16 -i 20 -m ${FAST_MB:-450} -H -1)
 LEAK=$(start_in "$(ctr "$P")" hog -s 5 -i 1000)
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do sleep 1; i=$((i + 1)); done
+# The hogs die at the kill; the record follows the verification (up to killTimeout): wait for it.
+wait_for 10 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
 wget -qO "$OUT/metrics.txt" http://127.0.0.1:9465/metrics
 check "oomwarden killed the hog's pod" "$P" grep -q "\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 check "the kill was a cycle the kernel woke" "actions.jsonl" grep -q '"outcome":"killed".*"wakeup":"pressure"' "$STATE/actions.jsonl"

@@ -42,6 +42,8 @@ C2=$(cpu); T2=$(up)
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do sleep 1; i=$((i + 1)); done
 C3=$(cpu); T3=$(up)
+# The hogs die at the kill; the record follows the verification (up to killTimeout): wait for it.
+wait_for 10 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
 FLIGHT_ON=false; [ -n "${FLIGHT:-}" ] && FLIGHT_ON=true
 printf '{"flightRecorder":%s,"pods":100,"idleRssKb":%s,"peakRssKb":%s,"idleCpuPercent":%s,"pressureCpuPercent":%s,"idleSeconds":%s,"pressureSeconds":%s,"killed":%s}\n' \
     "$FLIGHT_ON" "$IDLE_RSS" "$(hwm_kb)" \

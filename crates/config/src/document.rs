@@ -72,6 +72,19 @@ impl Errors<'_> {
     }
 }
 
+/// The `OOMConfig` fields whose scalar text matters, read as written. go-yaml hands Talos an
+/// unquoted scalar's text when the field is a string: `triggerExpression: false` is the
+/// expression `false`, `cgroupRankingExpression: 1.5e3` the expression `1.5e3`. For a bool
+/// field go-yaml accepts only some spellings, which the text tells apart from what the YAML
+/// library here resolves more leniently (`tRUE`).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScalarText {
+    trigger_expression: Option<String>,
+    cgroup_ranking_expression: Option<String>,
+    strict_cgroup_class_ordering: Option<String>,
+}
+
 /// What one document contributed, before defaults.
 #[derive(Default)]
 struct Raw {
@@ -101,6 +114,11 @@ pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
             return Err(ConfigErrors(errors.list));
         }
     };
+    // The scalars as written, for the fields go-yaml hands Talos as text (see `ScalarText`).
+    // A stream this pass cannot read (a document that is not a mapping, a field that is a
+    // list) is reported by the main pass; the text is then simply not available.
+    let texts: Vec<Option<ScalarText>> =
+        serde_saphyr::from_multiple(text).unwrap_or_default();
     let mut raw = Raw::default();
     let (mut seen_oom, mut seen_warden) = (false, false);
     for (i, doc) in documents.iter().enumerate() {
@@ -126,7 +144,8 @@ pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
                     errors.push(n, kind, None, "duplicate document: OOMConfig/");
                     continue;
                 }
-                oom_document(map, n, &mut raw, &mut errors);
+                let texts = texts.get(i).cloned().flatten().unwrap_or_default();
+                oom_document(map, &texts, n, &mut raw, &mut errors);
             }
             (Some(WARDEN_API_VERSION), Some(WARDEN_KIND)) => {
                 if std::mem::replace(&mut seen_warden, true) {
@@ -321,13 +340,16 @@ pub(crate) fn json_type(v: &Value) -> String {
 
 fn oom_document(
     map: &Map<String, Value>,
+    texts: &ScalarText,
     n: Option<usize>,
     raw: &mut Raw,
     errors: &mut Errors<'_>,
 ) {
     let kind = OOM_CONFIG_KIND;
     unknown_keys(map, None, OOM_FIELDS, n, kind, errors);
-    if let Some(text) = string_field(map, "triggerExpression", n, kind, errors) {
+    let trigger_text = texts.trigger_expression.as_deref();
+    if let Some(text) = expression_field(map, "triggerExpression", trigger_text, n, kind, errors)
+    {
         match TriggerExpr::compile(text) {
             Ok(t) => raw.trigger = Some(t),
             Err(e) => errors.push(
@@ -338,7 +360,10 @@ fn oom_document(
             ),
         }
     }
-    if let Some(text) = string_field(map, "cgroupRankingExpression", n, kind, errors) {
+    let ranking_text = texts.cgroup_ranking_expression.as_deref();
+    if let Some(text) =
+        expression_field(map, "cgroupRankingExpression", ranking_text, n, kind, errors)
+    {
         match RankingExpr::compile(text) {
             Ok(r) => raw.ranking = Some(r),
             Err(e) => errors.push(
@@ -368,7 +393,95 @@ fn oom_document(
             ),
         ),
     }
-    raw.strict = bool_field(map, "strictCgroupClassOrdering", n, kind, errors);
+    raw.strict = go_yaml_bool_field(
+        map,
+        "strictCgroupClassOrdering",
+        texts.strict_cgroup_class_ordering.as_deref(),
+        n,
+        kind,
+        errors,
+    );
+}
+
+/// An expression field as Talos reads it: `null`, missing and `""` mean the default; any
+/// other scalar is the expression its text spells (`false`, `0.0`, `1.5e3`), whitespace-only
+/// text included (a syntax error, as in Talos).
+fn expression_field<'m>(
+    map: &'m Map<String, Value>,
+    key: &str,
+    text: Option<&'m str>,
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) -> Option<&'m str> {
+    match (map.get(key), text) {
+        (None | Some(Value::Null), _) => None,
+        (Some(Value::String(s)), _) if s.is_empty() => None,
+        (Some(Value::String(s)), _) => Some(s),
+        (Some(Value::Bool(_) | Value::Number(_)), Some(text)) => Some(text),
+        (Some(other), _) => {
+            errors.push(
+                n,
+                Some(kind),
+                Some(key),
+                format!("expected a string, found {}", json_type(other)),
+            );
+            None
+        }
+    }
+}
+
+/// The spellings go-yaml (v3 and v4) decodes into a Go `bool`: YAML 1.2's unquoted
+/// `true`/`false` in three cases, and, quoted or not, YAML 1.1's words.
+fn go_yaml_bool(plain: bool, text: &str) -> Option<bool> {
+    match text {
+        "true" | "True" | "TRUE" if plain => Some(true),
+        "false" | "False" | "FALSE" if plain => Some(false),
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+/// A bool field as Talos's go-yaml reads it (see [`go_yaml_bool`]).
+fn go_yaml_bool_field(
+    map: &Map<String, Value>,
+    key: &str,
+    text: Option<&str>,
+    n: Option<usize>,
+    kind: &str,
+    errors: &mut Errors<'_>,
+) -> Option<bool> {
+    let value = map.get(key)?;
+    let decoded = match (value, text) {
+        (Value::Null, _) => return None,
+        // Resolved as a bool here: its text says whether go-yaml would too (`tRUE` is not).
+        (Value::Bool(_), Some(text)) => go_yaml_bool(true, text),
+        (Value::Bool(b), None) => Some(*b),
+        (Value::String(s), _) => go_yaml_bool(false, s),
+        _ => None,
+    };
+    if decoded.is_none() {
+        let hint = match value {
+            Value::String(s) if go_yaml_bool(true, s).is_some() => {
+                " (quoted, it is a string to Talos's YAML reader: write it without quotes)"
+            }
+            _ => "",
+        };
+        errors.push(
+            n,
+            Some(kind),
+            Some(key),
+            format!(
+                "expected true or false (or yes, no, on, off), found {}{hint}",
+                match (value, text) {
+                    (Value::Bool(_), Some(text)) => format!("{text:?}"),
+                    _ => json_type(value),
+                }
+            ),
+        );
+    }
+    decoded
 }
 
 /// Validates a sample interval written as a Go duration. `0` is allowed (the default).

@@ -175,7 +175,7 @@ fn every_error_is_reported_with_document_and_key() {
             "oom.yaml: document 1 (OOMConfig): triggerExpresion: unknown field; known fields are apiVersion, kind, triggerExpression, cgroupRankingExpression, sampleInterval, strictCgroupClassOrdering",
             "oom.yaml: document 1 (OOMConfig): cgroupRankingExpression: OOM cgroup scoring expression is invalid: expression output type is int, expected double",
             "oom.yaml: document 1 (OOMConfig): sampleInterval: OOM sample interval must be longer than 0",
-            "oom.yaml: document 1 (OOMConfig): strictCgroupClassOrdering: expected true or false, found string \"maybe\"",
+            "oom.yaml: document 1 (OOMConfig): strictCgroupClassOrdering: expected true or false (or yes, no, on, off), found string \"maybe\"",
             "oom.yaml: document 2 (Pod): unknown document apiVersion \"v1\" kind \"Pod\"; supported: apiVersion \"v1alpha1\" kind \"OOMConfig\", apiVersion \"oomwarden/v1alpha1\" kind \"OOMWardenConfig\"",
             "oom.yaml: document 3 (OOMConfig): duplicate document: OOMConfig/",
         ]
@@ -440,4 +440,73 @@ mod fuzz {
             let _ = Settings::from_yaml(&lines.join("\n"), "fuzz.yaml");
         }
     }
+}
+
+/// go-yaml hands Talos the text of an unquoted scalar when the field is a string, so
+/// `triggerExpression: false` is the expression `false` (the usual way to switch the handler
+/// off), not a type error.
+#[test]
+fn unquoted_scalars_are_the_expressions_they_spell() {
+    let s = load(&format!(
+        "{HEADER}triggerExpression: false\ncgroupRankingExpression: 0.0\n"
+    ))
+    .unwrap();
+    assert_eq!(s.oom.trigger.source(), "false");
+    assert_eq!(s.oom.ranking.source(), "0.0");
+    let s = load(&format!("{HEADER}triggerExpression: true\ncgroupRankingExpression: 1.5e3\n")).unwrap();
+    assert_eq!(s.oom.trigger.source(), "true");
+    assert_eq!(s.oom.ranking.source(), "1.5e3");
+    // An int is the int expression, which Talos rejects for its output type.
+    assert_eq!(
+        messages(&format!("{HEADER}cgroupRankingExpression: 7\n")),
+        ["OOM cgroup scoring expression is invalid: expression output type is int, expected double"]
+    );
+    // A list or mapping is no scalar.
+    assert_eq!(
+        messages(&format!("{HEADER}triggerExpression: [a]\n")),
+        ["expected a string, found a list"]
+    );
+}
+
+/// Only an absent, null or empty value means the default; whitespace is an expression (a
+/// syntax error in cel-go).
+#[test]
+fn whitespace_only_expression_is_a_syntax_error() {
+    let errors = messages(&format!("{HEADER}triggerExpression: \"  \"\n"));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("OOM trigger expression is invalid: ERROR: <input>:1:"),
+        "{errors:?}"
+    );
+}
+
+/// `strictCgroupClassOrdering` takes what go-yaml decodes into a Go bool.
+#[test]
+fn strict_ordering_takes_go_yaml_bools() {
+    for (text, want) in [
+        ("true", true),
+        ("True", true),
+        ("FALSE", false),
+        ("yes", true),
+        ("\"yes\"", true),
+        ("'on'", true),
+        ("Off", false),
+        ("\"n\"", false),
+        ("Y", true),
+    ] {
+        let s = load(&format!("{HEADER}strictCgroupClassOrdering: {text}\n"))
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(s.oom.strict_class_ordering, want, "{text}");
+    }
+    for text in ["tRUE", "\"true\"", "1", "maybe"] {
+        assert_eq!(
+            keys(&format!("{HEADER}strictCgroupClassOrdering: {text}\n")),
+            [Some("strictCgroupClassOrdering".to_owned())],
+            "{text}"
+        );
+    }
+    assert!(
+        messages(&format!("{HEADER}strictCgroupClassOrdering: \"true\"\n"))[0]
+            .contains("write it without quotes")
+    );
 }

@@ -133,7 +133,8 @@ pub fn kill_cgroup(
     timeout: Duration,
 ) -> KillReport {
     let path = cgroups.dir(dir);
-    tracing::warn!(cgroup = %path.display(), "Sending SIGKILL to cgroup");
+    let node_path = oomwarden_cgroupfs::node_path(dir);
+    tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
     let pids = subtree_pids(cgroups, dir);
     tracing::info!(processes = ?pids, "victim processes:");
     let mut processes = Vec::with_capacity(pids.len());
@@ -149,7 +150,7 @@ pub fn kill_cgroup(
     }
     let started = Instant::now();
     if let Err(e) = actuator.write_cgroup_kill(&path) {
-        tracing::error!(cgroup = %path.display(), error = %e, "failed to send SIGKILL");
+        tracing::error!(cgroup = %node_path, error = %e, "failed to send SIGKILL");
         actuator.close_all();
         return KillReport {
             pids,
@@ -177,7 +178,7 @@ pub fn kill_cgroup(
             Ok(false) => break KillResult::Verified,
             Ok(true) => {}
             Err(e) => {
-                tracing::warn!(cgroup = %path.display(), error = %e, "cannot read cgroup.events while verifying")
+                tracing::warn!(cgroup = %node_path, error = %e, "cannot read cgroup.events while verifying")
             }
         }
         if started.elapsed() >= timeout {

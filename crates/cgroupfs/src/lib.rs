@@ -24,6 +24,18 @@ pub use triggers::{PressureTriggers, TriggerSpec};
 /// Where cgroup2 is mounted on a normal host.
 pub const DEFAULT_CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
+/// A cgroup's path on the node (`/sys/fs/cgroup/<cgroup>`), whatever root it was read under:
+/// what Talos gives the ranking's `path` and what records and logs show. A DaemonSet reads
+/// the host's tree at `/host/sys/fs/cgroup`, yet the node's path is the one people and
+/// expressions know.
+pub fn node_path(cgroup: &str) -> String {
+    if cgroup.is_empty() {
+        DEFAULT_CGROUP_ROOT.to_owned()
+    } else {
+        format!("{DEFAULT_CGROUP_ROOT}/{cgroup}")
+    }
+}
+
 /// A failed read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

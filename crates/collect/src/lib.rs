@@ -406,7 +406,7 @@ impl Collector {
                         .is_some_and(|rest| rest.starts_with('/'))
             });
             out.push(CandidateSample {
-                path: self.cgroups.dir(&dir).display().to_string(),
+                path: oomwarden_cgroupfs::node_path(&dir),
                 dir,
                 class: source.class,
                 memory,

@@ -76,7 +76,8 @@ pub struct MetricsSample {
 /// One kill candidate, read when the trigger fires.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateSample {
-    /// Absolute cgroup directory (the ranking's `path`).
+    /// The cgroup's path on the node, `/sys/fs/cgroup/...` whatever root it was read under
+    /// (the ranking's `path`, as Talos gives it).
     pub path: String,
     /// Relative path.
     pub dir: String,

@@ -315,12 +315,16 @@ fn t5_ranking_on_rank1() {
             222593024.0
         )
     );
-    // Paths are absolute under the given root.
-    assert!(
-        candidates[0]
-            .path
-            .ends_with("testdata/talos/rank1/kubepods/besteffort/pod123")
+    // `path` is the node's path, as Talos gives it, though the tree was read elsewhere.
+    assert_eq!(
+        candidates[0].path,
+        "/sys/fs/cgroup/kubepods/besteffort/pod123"
     );
+    // So a ranking written against the node's paths chooses under any root.
+    let by_path = r#"path.startsWith("/sys/fs/cgroup/kubepods/besteffort/") ? 1.0 : 0.0"#;
+    let ranked = scores(by_path);
+    assert_eq!(ranked.len(), 1, "{ranked:?}");
+    assert_eq!(ranked[0].0, "kubepods/besteffort/pod123");
     assert_eq!(candidates[0].memory.max, Some(Limit::Max));
 }
 

@@ -599,6 +599,20 @@ fn actions_and_status_without_a_daemon() {
     );
 }
 
+/// A `+Inf` score (cel-go's `x / 0.0`, eligible since it is above 0) is written as "+Inf",
+/// listed as such, and an older record's `null` reads as NaN instead of vanishing.
+#[test]
+fn non_finite_scores_are_listed() {
+    let dir = "testdata/actions/non-finite";
+    golden("actions-non-finite", &["actions", "--state-dir", dir], None);
+    golden(
+        "actions-non-finite-json",
+        &["actions", "--state-dir", dir, "-o", "json"],
+        None,
+    );
+    golden("eval-infinite", &["eval", "ranking", "1.0 / 0.0"], None);
+}
+
 /// `actions --follow` prints the records there are, then each new one as it is appended.
 #[test]
 fn actions_follow_prints_new_records() {

@@ -396,7 +396,7 @@ impl Engine {
             ),
             (
                 "OOMWARDEN_SCORE".to_owned(),
-                oomwarden_model::format_go_float(record.score),
+                oomwarden_model::format_number(record.score),
             ),
         ];
         let mut add = |k: &str, v: Option<String>| {

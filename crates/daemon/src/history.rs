@@ -36,6 +36,9 @@ pub struct FileContents {
     pub warnings: Vec<String>,
     /// The length of the complete lines when the last one is torn.
     pub torn_at: Option<u64>,
+    /// The highest `id` on any complete line, a skipped (malformed) record's included, so
+    /// that no id is ever given twice.
+    pub max_id: Option<u64>,
 }
 
 /// Reads `<state_dir>/actions.jsonl` without changing anything (for `oomwarden actions`
@@ -73,12 +76,22 @@ fn read_file(path: &Path) -> Result<FileContents, HistoryError> {
     {
         out.lines += 1;
         match serde_json::from_str::<ActionRecord>(line) {
-            Ok(record) => out.records.push(record),
-            Err(e) => out.warnings.push(format!(
-                "{}: line {}: skipping a malformed record: {e}",
-                path.display(),
-                n + 1
-            )),
+            Ok(record) => {
+                out.max_id = out.max_id.max(Some(record.id));
+                out.records.push(record);
+            }
+            Err(e) => {
+                // Its id is still taken, if it has one.
+                let id = serde_json::from_str::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
+                out.max_id = out.max_id.max(id);
+                out.warnings.push(format!(
+                    "{}: line {}: skipping a malformed record: {e}",
+                    path.display(),
+                    n + 1
+                ));
+            }
         }
     }
     Ok(out)
@@ -133,12 +146,7 @@ impl History {
             file.set_len(complete).map_err(wrap(&path))?;
             file.sync_all().map_err(wrap(&path))?;
         }
-        let next_id = read
-            .records
-            .iter()
-            .map(|r| r.id.saturating_add(1))
-            .max()
-            .unwrap_or(0);
+        let next_id = read.max_id.map_or(0, |id| id.saturating_add(1));
         let lines = read.lines;
         let warnings = read.warnings;
         let skip = read.records.len().saturating_sub(KEEP_IN_MEMORY);
@@ -321,6 +329,32 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("line 1"));
         assert_eq!(h.next_id(), 8);
+    }
+
+    #[test]
+    fn a_skipped_record_keeps_its_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = serde_json::to_string(&record(3)).unwrap();
+        let bad = serde_json::to_string(&record(9))
+            .unwrap()
+            .replace("\"score\":0.0", "\"score\":\"lots\"");
+        fs::write(dir.path().join(FILE_NAME), format!("{good}\n{bad}\n")).unwrap();
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(h.next_id(), 10, "id 9 was given once already");
+    }
+
+    #[test]
+    fn a_non_finite_score_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut h, _) = History::open(dir.path()).unwrap();
+        let mut r = record(0);
+        r.score = f64::INFINITY;
+        h.push(r).unwrap();
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(h.recent().map(|r| r.score).collect::<Vec<_>>(), [f64::INFINITY]);
+        assert_eq!(h.next_id(), 1);
     }
 
     #[test]

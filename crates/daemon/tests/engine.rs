@@ -617,3 +617,38 @@ fn a_dry_run_runs_the_pre_kill_hook_and_says_so() {
             .contains(&("OOMWARDEN_DRY_RUN".to_owned(), "true".to_owned()))
     );
 }
+
+/// A ranking that divides by zero gives `+Inf` (cel-go's IEEE division), which is above 0 and
+/// so eligible: the victim is chosen, recorded with score "+Inf", and the record is still
+/// there, with its id, after a restart.
+#[test]
+fn an_infinite_score_is_eligible_recorded_and_kept() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\ncgroupRankingExpression: 'path.endsWith(\"pod-live\") ? 1.0 / 0.0 : 0.0'\n",
+            "",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(r.outcome, Outcome::Killed);
+    assert_eq!(r.score, f64::INFINITY);
+    assert_eq!(
+        r.victim.as_deref(),
+        Some("/sys/fs/cgroup/kubepods/besteffort/pod-live")
+    );
+    let line = fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
+    assert!(line.contains(r#""score":"+Inf""#), "{line}");
+    let (history, warnings) = History::open(state.path()).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        history.recent().map(|r| (r.id, r.score)).collect::<Vec<_>>(),
+        [(0, f64::INFINITY)]
+    );
+    assert_eq!(history.next_id(), 1);
+}

@@ -25,9 +25,33 @@ pub fn format_go_float(value: f64) -> String {
     }
 }
 
+/// Formats a number for people and for text a program parses: Go's `encoding/json` digits
+/// when finite, else `+Inf`, `-Inf` or `NaN` (Go's `strconv` and Prometheus spellings). Scores
+/// may be non-finite (`1.0/0.0` is `+Inf` in cel-go), and must not read as `0`.
+pub fn format_number(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".to_owned()
+    } else if value == f64::INFINITY {
+        "+Inf".to_owned()
+    } else if value == f64::NEG_INFINITY {
+        "-Inf".to_owned()
+    } else {
+        format_go_float(value)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::format_go_float;
+    use super::{format_go_float, format_number};
+
+    #[test]
+    fn numbers_for_people_keep_non_finite_values() {
+        assert_eq!(format_number(f64::INFINITY), "+Inf");
+        assert_eq!(format_number(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(format_number(f64::NAN), "NaN");
+        assert_eq!(format_number(1.5e300), "1.5e+300");
+        assert_eq!(format_number(222593024.0), "222593024");
+    }
 
     #[test]
     fn matches_go_encoding_json() {

@@ -26,7 +26,7 @@ pub use context::{
     TIME_SINCE_TRIGGER, TriggerContext, UsageKind, Variable,
 };
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
-pub use gofloat::format_go_float;
+pub use gofloat::{format_go_float, format_number};
 pub use layout::{CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match};
 pub use limit::Limit;
 pub use record::{ActionRecord, Outcome};

@@ -55,8 +55,10 @@ pub struct ActionRecord {
     /// IDs of the victim's containers (its child cgroups named by the runtime).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<String>,
-    /// The victim's score (0 when there was none).
-    #[serde(default)]
+    /// The victim's score (0 when there was none). A non-finite score (`+Inf` is eligible: it
+    /// is above 0) is written as the string `"+Inf"`, `"-Inf"` or `"NaN"`, as Prometheus and Go
+    /// spell them, since JSON has no such numbers (older versions wrote `null`, read as NaN).
+    #[serde(default, with = "score_json")]
     pub score: f64,
     /// PIDs found in the victim's subtree before the kill.
     #[serde(default)]
@@ -83,6 +85,102 @@ pub struct ActionRecord {
     /// absent when the flight recorder is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording: Option<String>,
+}
+
+/// A score in JSON: a number when finite, else `"+Inf"`, `"-Inf"` or `"NaN"`. Reading also
+/// takes `"Inf"`, `"inf"` and `null` (what older versions wrote for any non-finite score:
+/// read as NaN, since the sign is lost).
+pub(crate) mod score_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serializes a score.
+    pub(crate) fn serialize<S: Serializer>(score: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if score.is_finite() {
+            s.serialize_f64(*score)
+        } else {
+            s.serialize_str(&crate::format_number(*score))
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Number(f64),
+        Text(String),
+        Null(()),
+    }
+
+    /// Deserializes a score.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Option::<Repr>::deserialize(d)? {
+            Some(Repr::Number(x)) => Ok(x),
+            Some(Repr::Text(t)) => match t.as_str() {
+                "+Inf" | "Inf" | "inf" | "+inf" | "Infinity" => Ok(f64::INFINITY),
+                "-Inf" | "-inf" | "-Infinity" => Ok(f64::NEG_INFINITY),
+                "NaN" | "nan" => Ok(f64::NAN),
+                other => Err(serde::de::Error::custom(format!(
+                    "invalid score {other:?}: expected a number, \"+Inf\", \"-Inf\" or \"NaN\""
+                ))),
+            },
+            Some(Repr::Null(())) | None => Ok(f64::NAN),
+        }
+    }
+}
+
+#[cfg(test)]
+mod score_round_trip {
+    use super::*;
+
+    fn record(score: f64) -> ActionRecord {
+        ActionRecord {
+            id: 1,
+            time: "t".into(),
+            monotonic_ns: 1,
+            outcome: Outcome::DryRun,
+            victim: None,
+            class: None,
+            pod_uid: None,
+            containers: vec![],
+            score,
+            pids: vec![],
+            processes: vec![],
+            memory_current_bytes: None,
+            kill_duration_ms: None,
+            error: None,
+            trigger_context: "{}".into(),
+            wakeup: None,
+            recording: None,
+        }
+    }
+
+    #[test]
+    fn non_finite_scores_round_trip() {
+        for (score, text) in [
+            (f64::INFINITY, r#""score":"+Inf""#),
+            (f64::NEG_INFINITY, r#""score":"-Inf""#),
+            (f64::NAN, r#""score":"NaN""#),
+            (1.5, r#""score":1.5"#),
+            (0.0, r#""score":0.0"#),
+        ] {
+            let json = serde_json::to_string(&record(score)).unwrap_or_default();
+            assert!(json.contains(text), "{json}");
+            let back: ActionRecord = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(back.score.to_bits(), score.to_bits(), "{json}");
+        }
+    }
+
+    #[test]
+    fn older_null_scores_and_missing_scores_load() {
+        let json = serde_json::to_string(&record(1.0)).unwrap_or_default();
+        let null = json.replace(r#""score":1.0"#, r#""score":null"#);
+        let back: ActionRecord = serde_json::from_str(&null).unwrap_or_else(|e| panic!("{null}: {e}"));
+        assert!(back.score.is_nan());
+        let missing = json.replace(r#""score":1.0,"#, "");
+        let back: ActionRecord = serde_json::from_str(&missing).unwrap_or_else(|e| panic!("{missing}: {e}"));
+        assert_eq!(back.score, 0.0);
+        let bad = json.replace(r#""score":1.0"#, r#""score":"lots""#);
+        assert!(serde_json::from_str::<ActionRecord>(&bad).is_err());
+    }
 }
 
 #[cfg(test)]

@@ -167,7 +167,7 @@ fn print(
                     r.time,
                     r.outcome.name(),
                     r.class.as_deref().unwrap_or("-"),
-                    oomwarden_model::format_go_float(r.score),
+                    oomwarden_model::format_number(r.score),
                     r.pod_uid.as_deref().unwrap_or("-"),
                     r.victim.as_deref().unwrap_or("-"),
                 )?;

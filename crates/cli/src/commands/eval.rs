@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use oomwarden_config::Settings;
 use oomwarden_expr::{AnyExpr, ExprKind, RankingExpr, RankingInput, TriggerExpr};
-use oomwarden_model::{QosClass, TriggerContext, format_go_float};
+use oomwarden_model::{QosClass, TriggerContext, format_number};
 use serde_json::json;
 
 use crate::commands::read_input;
@@ -178,7 +178,7 @@ fn evaluate_ranking(expression: &str, input: &RankingInput<'_>, any: bool) -> Ou
     } else {
         evaluate(RankingExpr::compile(expression), |e| {
             e.eval(input)
-                .map(|d| ("double".to_owned(), format_go_float(d)))
+                .map(|d| ("double".to_owned(), format_number(d)))
         })
     };
     Outcome {

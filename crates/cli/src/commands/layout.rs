@@ -116,7 +116,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             "  {:<11} {:>14} {:>12} {:<9} {:<36} {}{}",
             c.class.name(),
             c.memory.current.map_or("-".to_owned(), |m| m.to_string()),
-            score.map_or("-".to_owned(), oomwarden_model::format_go_float),
+            score.map_or("-".to_owned(), oomwarden_model::format_number),
             if eligible { "yes" } else { "no" },
             uid,
             c.dir,

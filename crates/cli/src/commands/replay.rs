@@ -311,7 +311,7 @@ fn decision(
         match (&r.class, victim.is_some()) {
             (Some(class), true) => format!(
                 "  [{class}, score {}]",
-                oomwarden_model::format_go_float(r.score)
+                oomwarden_model::format_number(r.score)
             ),
             _ => String::new(),
         }
@@ -333,7 +333,7 @@ fn decision(
             if n == 0 { "ranking:" } else { "        " },
             c.class.name(),
             c.score
-                .map(oomwarden_model::format_go_float)
+                .map(oomwarden_model::format_number)
                 .unwrap_or_else(|| "-".to_owned()),
             short(&c.path, root),
             if c.eligible {
@@ -625,7 +625,7 @@ fn check_against(
             r.monotonic_ns,
             r.outcome.name(),
             r.victim.clone(),
-            oomwarden_model::format_go_float(r.score),
+            oomwarden_model::format_number(r.score),
             r.trigger_context.clone(),
         )
     };

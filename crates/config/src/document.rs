@@ -117,8 +117,7 @@ pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
     // The scalars as written, for the fields go-yaml hands Talos as text (see `ScalarText`).
     // A stream this pass cannot read (a document that is not a mapping, a field that is a
     // list) is reported by the main pass; the text is then simply not available.
-    let texts: Vec<Option<ScalarText>> =
-        serde_saphyr::from_multiple(text).unwrap_or_default();
+    let texts: Vec<Option<ScalarText>> = serde_saphyr::from_multiple(text).unwrap_or_default();
     let mut raw = Raw::default();
     let (mut seen_oom, mut seen_warden) = (false, false);
     for (i, doc) in documents.iter().enumerate() {
@@ -348,8 +347,7 @@ fn oom_document(
     let kind = OOM_CONFIG_KIND;
     unknown_keys(map, None, OOM_FIELDS, n, kind, errors);
     let trigger_text = texts.trigger_expression.as_deref();
-    if let Some(text) = expression_field(map, "triggerExpression", trigger_text, n, kind, errors)
-    {
+    if let Some(text) = expression_field(map, "triggerExpression", trigger_text, n, kind, errors) {
         match TriggerExpr::compile(text) {
             Ok(t) => raw.trigger = Some(t),
             Err(e) => errors.push(
@@ -361,9 +359,14 @@ fn oom_document(
         }
     }
     let ranking_text = texts.cgroup_ranking_expression.as_deref();
-    if let Some(text) =
-        expression_field(map, "cgroupRankingExpression", ranking_text, n, kind, errors)
-    {
+    if let Some(text) = expression_field(
+        map,
+        "cgroupRankingExpression",
+        ranking_text,
+        n,
+        kind,
+        errors,
+    ) {
         match RankingExpr::compile(text) {
             Ok(r) => raw.ranking = Some(r),
             Err(e) => errors.push(

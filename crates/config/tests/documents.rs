@@ -453,13 +453,18 @@ fn unquoted_scalars_are_the_expressions_they_spell() {
     .unwrap();
     assert_eq!(s.oom.trigger.source(), "false");
     assert_eq!(s.oom.ranking.source(), "0.0");
-    let s = load(&format!("{HEADER}triggerExpression: true\ncgroupRankingExpression: 1.5e3\n")).unwrap();
+    let s = load(&format!(
+        "{HEADER}triggerExpression: true\ncgroupRankingExpression: 1.5e3\n"
+    ))
+    .unwrap();
     assert_eq!(s.oom.trigger.source(), "true");
     assert_eq!(s.oom.ranking.source(), "1.5e3");
     // An int is the int expression, which Talos rejects for its output type.
     assert_eq!(
         messages(&format!("{HEADER}cgroupRankingExpression: 7\n")),
-        ["OOM cgroup scoring expression is invalid: expression output type is int, expected double"]
+        [
+            "OOM cgroup scoring expression is invalid: expression output type is int, expected double"
+        ]
     );
     // A list or mapping is no scalar.
     assert_eq!(

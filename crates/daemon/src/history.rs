@@ -353,7 +353,10 @@ mod tests {
         h.push(r).unwrap();
         let (h, w) = History::open(dir.path()).unwrap();
         assert!(w.is_empty(), "{w:?}");
-        assert_eq!(h.recent().map(|r| r.score).collect::<Vec<_>>(), [f64::INFINITY]);
+        assert_eq!(
+            h.recent().map(|r| r.score).collect::<Vec<_>>(),
+            [f64::INFINITY]
+        );
         assert_eq!(h.next_id(), 1);
     }
 

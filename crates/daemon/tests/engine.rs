@@ -108,7 +108,7 @@ fn engine(
 
 /// A fixture node's directories, kept alive with the engine that uses them.
 struct Dirs {
-    cg: tempfile::TempDir,
+    _cg: tempfile::TempDir,
     _proc: tempfile::TempDir,
     state: tempfile::TempDir,
 }
@@ -125,7 +125,7 @@ fn always_triggered() -> (Dirs, Engine) {
     );
     (
         Dirs {
-            cg,
+            _cg: cg,
             _proc: proc,
             state,
         },
@@ -647,7 +647,10 @@ fn an_infinite_score_is_eligible_recorded_and_kept() {
     let (history, warnings) = History::open(state.path()).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(
-        history.recent().map(|r| (r.id, r.score)).collect::<Vec<_>>(),
+        history
+            .recent()
+            .map(|r| (r.id, r.score))
+            .collect::<Vec<_>>(),
         [(0, f64::INFINITY)]
     );
     assert_eq!(history.next_id(), 1);

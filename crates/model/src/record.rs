@@ -164,7 +164,8 @@ mod score_round_trip {
         ] {
             let json = serde_json::to_string(&record(score)).unwrap_or_default();
             assert!(json.contains(text), "{json}");
-            let back: ActionRecord = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            let back: ActionRecord =
+                serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
             assert_eq!(back.score.to_bits(), score.to_bits(), "{json}");
         }
     }
@@ -173,10 +174,12 @@ mod score_round_trip {
     fn older_null_scores_and_missing_scores_load() {
         let json = serde_json::to_string(&record(1.0)).unwrap_or_default();
         let null = json.replace(r#""score":1.0"#, r#""score":null"#);
-        let back: ActionRecord = serde_json::from_str(&null).unwrap_or_else(|e| panic!("{null}: {e}"));
+        let back: ActionRecord =
+            serde_json::from_str(&null).unwrap_or_else(|e| panic!("{null}: {e}"));
         assert!(back.score.is_nan());
         let missing = json.replace(r#""score":1.0,"#, "");
-        let back: ActionRecord = serde_json::from_str(&missing).unwrap_or_else(|e| panic!("{missing}: {e}"));
+        let back: ActionRecord =
+            serde_json::from_str(&missing).unwrap_or_else(|e| panic!("{missing}: {e}"));
         assert_eq!(back.score, 0.0);
         let bad = json.replace(r#""score":1.0"#, r#""score":"lots""#);
         assert!(serde_json::from_str::<ActionRecord>(&bad).is_err());

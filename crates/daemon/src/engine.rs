@@ -118,8 +118,8 @@ impl Engine {
         self.recorder = Some(recorder);
     }
 
-    /// Starts the cooldown as if the trigger had fired at `at_ns` (a replay of a window that
-    /// begins after a trigger).
+    /// Starts the cooldown as if the trigger had fired at `at_ns`: at start, from the history's
+    /// last record of this boot; in a replay, for a window that begins after a trigger.
     pub fn set_last_trigger(&mut self, at_ns: u64) {
         self.state.triggered(at_ns);
     }

@@ -252,6 +252,24 @@ impl History {
     }
 }
 
+/// How far the two clocks may disagree for a record to be taken as written during this boot
+/// (the wall clock may be stepped by NTP meanwhile).
+const SAME_BOOT_SLACK_NS: i128 = 60_000_000_000;
+
+/// The monotonic time of the last trigger that `last` records, when it happened during this
+/// boot: the daemon restores it at start, so that a restart (or a new pod) inside the cooldown
+/// does not act again (`time_since_trigger` continues). A record is from this boot when its
+/// monotonic reading is not in the future and the time elapsed on both clocks agrees within a
+/// minute; otherwise (another boot, a clock jump, an unreadable time) nothing is restored.
+pub fn restored_trigger(last: &ActionRecord, now_mono_ns: u64, now_wall_ns: i128) -> Option<u64> {
+    let mono_elapsed = i128::from(now_mono_ns.checked_sub(last.monotonic_ns)?);
+    let wall = chrono::DateTime::parse_from_rfc3339(&last.time).ok()?;
+    let wall_ns =
+        i128::from(wall.timestamp()) * 1_000_000_000 + i128::from(wall.timestamp_subsec_nanos());
+    let wall_elapsed = now_wall_ns - wall_ns;
+    ((mono_elapsed - wall_elapsed).abs() <= SAME_BOOT_SLACK_NS).then_some(last.monotonic_ns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +347,34 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("line 1"));
         assert_eq!(h.next_id(), 8);
+    }
+
+    #[test]
+    fn the_last_trigger_is_restored_only_from_this_boot() {
+        let mut r = record(0);
+        r.time = "2026-11-29T12:00:00.000Z".into();
+        r.monotonic_ns = 1_000_000_000_000;
+        let wall = |s: &str| {
+            let t = chrono::DateTime::parse_from_rfc3339(s).unwrap();
+            i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
+        };
+        // 3 s later on both clocks: the same boot.
+        assert_eq!(
+            restored_trigger(&r, 1_003_000_000_000, wall("2026-11-29T12:00:03.000Z")),
+            Some(1_000_000_000_000)
+        );
+        // The monotonic clock is behind the record: another boot.
+        assert_eq!(
+            restored_trigger(&r, 5_000_000_000, wall("2026-11-29T12:00:03.000Z")),
+            None
+        );
+        // A day on the wall clock, 3 s on the monotonic one: another boot.
+        assert_eq!(
+            restored_trigger(&r, 1_003_000_000_000, wall("2026-11-30T12:00:03.000Z")),
+            None
+        );
+        r.time = "garbage".into();
+        assert_eq!(restored_trigger(&r, 1_003_000_000_000, 0), None);
     }
 
     #[test]

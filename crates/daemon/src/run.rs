@@ -265,7 +265,23 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         };
         s.records = history.recent().cloned().collect();
     }
+    // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
+    // record of this boot, so restarting the daemon (or its pod) never bypasses it.
+    let restored = history.recent().last().and_then(|last| {
+        let now_wall = chrono::Utc::now()
+            .timestamp_nanos_opt()
+            .map_or(0, i128::from);
+        crate::history::restored_trigger(last, monotonic_ns(), now_wall).map(|at| (at, last.id))
+    });
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
+    if let Some((at, id)) = restored {
+        engine.set_last_trigger(at);
+        tracing::info!(
+            record = id,
+            ago = ?std::time::Duration::from_nanos(monotonic_ns().saturating_sub(at)),
+            "cooldown restored from the action history"
+        );
+    }
     if let (Some(tap), Some(meta)) = (tap, meta) {
         let window = flight
             .enabled

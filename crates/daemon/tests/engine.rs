@@ -655,3 +655,55 @@ fn an_infinite_score_is_eligible_recorded_and_kept() {
     );
     assert_eq!(history.next_id(), 1);
 }
+
+/// The cooldown survives a restart: a new engine on the same history, given the trigger time
+/// `restored_trigger` finds in it (what `run` does at start), stays quiet inside the cooldown
+/// and acts after it.
+#[test]
+fn a_restart_inside_the_cooldown_does_not_act_again() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = || {
+        settings(
+            "triggerExpression: 'time_since_trigger > duration(\"5s\")'\n",
+            "dryRun: true\n",
+            state.path(),
+        )
+    };
+    let s = 1_000_000_000_u64;
+    let mut first = engine(
+        cg.path(),
+        proc.path(),
+        config(),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    acted(first.cycle(100 * s, "2026-11-29T12:00:00.000Z"));
+    drop(first);
+    // Restarted 2 s later.
+    let (history, _) = History::open(state.path()).unwrap();
+    let last = history.recent().last().unwrap().clone();
+    let wall_now = |text: &str| {
+        let t = chrono::DateTime::parse_from_rfc3339(text).unwrap();
+        i128::from(t.timestamp_nanos_opt().unwrap())
+    };
+    let at = oomwarden_daemon::history::restored_trigger(
+        &last,
+        102 * s,
+        wall_now("2026-11-29T12:00:02.000Z"),
+    )
+    .expect("the record is from this boot");
+    assert_eq!(at, 100 * s);
+    let mut second = engine(
+        cg.path(),
+        proc.path(),
+        config(),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    second.set_last_trigger(at);
+    assert!(matches!(
+        second.cycle(103 * s, "2026-11-29T12:00:03.000Z"),
+        CycleOutcome::Quiet
+    ));
+    let again = acted(second.cycle(106 * s, "2026-11-29T12:00:06.000Z"));
+    assert_eq!(again.id, 1, "ids continue after the restart");
+}

@@ -168,18 +168,18 @@ pub(crate) fn wall_clock() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// The next tick after `now` on the grid `start + k * interval`, and how many were skipped.
+/// The next tick on the grid `start + k * interval`, and how many grid points were skipped.
+/// As Go's `time.Ticker`, which Talos's loop reads: a cycle that ran past a tick is followed
+/// at once by the next one (the ticker holds one tick), on the latest grid point not after
+/// `now`; the ticks between are dropped, and the grid is kept.
 pub fn next_tick(previous: Instant, interval: Duration, now: Instant) -> (Instant, u32) {
-    let mut next = previous + interval;
+    let next = previous + interval;
     if next > now {
         return (next, 0);
     }
     let behind = now.duration_since(next);
-    let skipped = u32::try_from(behind.as_nanos() / interval.as_nanos().max(1))
-        .unwrap_or(u32::MAX)
-        .saturating_add(1);
-    next += interval * skipped;
-    (next, skipped)
+    let skipped = u32::try_from(behind.as_nanos() / interval.as_nanos().max(1)).unwrap_or(u32::MAX);
+    (next + interval.saturating_mul(skipped), skipped)
 }
 
 /// Runs the OOM handler until a signal or `cycles`.
@@ -332,6 +332,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     engine.discard_reads();
 
     let metrics = engine.metrics();
+    let mut config_watch = ConfigWatch::new(options.config_file.as_deref());
     let mut done = 0u64;
     let mut tick = Instant::now();
     let mut last_cycle: Option<Instant> = None;
@@ -341,6 +342,9 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         match rx.recv_timeout(wait) {
             Ok(Wake::Signal(SIGHUP)) => {
                 reload(&mut engine, options, Some(&shared));
+                config_watch.refresh();
+                // As Talos: a cycle at once, then ticks on the (new) interval from there.
+                tick = Instant::now();
                 continue;
             }
             Ok(Wake::Signal(signal)) => {
@@ -358,6 +362,12 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // A ConfigMap update arrives as a symlink swap, without a signal.
+        if config_watch.changed() {
+            tracing::info!("the configuration file changed on disk; reloading");
+            reload(&mut engine, options, Some(&shared));
+            tick = Instant::now();
         }
         let started = Instant::now();
         last_cycle = Some(started);
@@ -393,6 +403,48 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     // Best effort: a stale socket is replaced at the next start anyway.
     let _ = std::fs::remove_file(&socket);
     Ok(())
+}
+
+/// Notices a configuration file that changed on disk: what the path resolves to now (device,
+/// inode, size, modification time, symlinks followed) against what was last loaded. A
+/// Kubernetes ConfigMap volume replaces its `..data` symlink atomically, so the inode changes.
+#[derive(Debug)]
+struct ConfigWatch {
+    path: Option<PathBuf>,
+    seen: Option<(u64, u64, u64, i64, i64)>,
+}
+
+impl ConfigWatch {
+    fn new(path: Option<&Path>) -> Self {
+        let mut w = ConfigWatch {
+            path: path.map(Path::to_path_buf),
+            seen: None,
+        };
+        w.refresh();
+        w
+    }
+
+    fn identity(&self) -> Option<(u64, u64, u64, i64, i64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(self.path.as_ref()?).ok()?;
+        Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+    }
+
+    /// Takes the file as it is now as the loaded one.
+    fn refresh(&mut self) {
+        self.seen = self.identity();
+    }
+
+    /// Whether the file changed since it was last taken (a vanished file is no change: the
+    /// running configuration stays until it is back).
+    fn changed(&mut self) -> bool {
+        let now = self.identity();
+        if now.is_some() && now != self.seen {
+            self.seen = now;
+            return true;
+        }
+        false
+    }
 }
 
 /// What wakes the loop besides its tick.
@@ -538,22 +590,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slow_cycles_skip_ticks_instead_of_bunching() {
+    fn a_slow_cycle_is_followed_at_once_then_the_grid_resumes() {
         let t0 = Instant::now();
         let i = Duration::from_millis(500);
         assert_eq!(
             next_tick(t0, i, t0 + Duration::from_millis(10)),
             (t0 + i, 0)
         );
-        // A cycle that took 1.2 s: the ticks at 0.5 s and 1.0 s are skipped; the next is 1.5 s.
+        // A cycle that took 1.2 s: as Go's ticker, the next cycle runs at once, on the grid
+        // point of 1.0 s (the one of 0.5 s is dropped), and the one after at 1.5 s.
+        let now = t0 + Duration::from_millis(1200);
+        assert_eq!(next_tick(t0, i, now), (t0 + Duration::from_millis(1000), 1));
         assert_eq!(
-            next_tick(t0, i, t0 + Duration::from_millis(1200)),
-            (t0 + Duration::from_millis(1500), 2)
+            next_tick(t0 + Duration::from_millis(1000), i, now),
+            (t0 + Duration::from_millis(1500), 0)
         );
-        assert_eq!(
-            next_tick(t0, i, t0 + i),
-            (t0 + Duration::from_millis(1000), 1)
-        );
+        // Ending exactly on a tick: that tick runs at once.
+        assert_eq!(next_tick(t0, i, t0 + i), (t0 + i, 0));
+    }
+
+    #[test]
+    fn a_configmap_style_symlink_swap_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // The kubelet's layout: config.yaml -> ..data/config.yaml, ..data -> ..<timestamp>.
+        std::fs::create_dir(d.join("..2026_1")).unwrap();
+        std::fs::write(d.join("..2026_1/config.yaml"), "a").unwrap();
+        std::os::unix::fs::symlink("..2026_1", d.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/config.yaml", d.join("config.yaml")).unwrap();
+        let mut w = ConfigWatch::new(Some(&d.join("config.yaml")));
+        assert!(!w.changed());
+        // The update: a new directory, a new ..data link renamed over the old one.
+        std::fs::create_dir(d.join("..2026_2")).unwrap();
+        std::fs::write(d.join("..2026_2/config.yaml"), "a").unwrap();
+        std::os::unix::fs::symlink("..2026_2", d.join("..data_tmp")).unwrap();
+        std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+        assert!(w.changed(), "same content, new file: a change");
+        assert!(!w.changed(), "noticed once");
+        // A file that vanishes is no change; when it is back, it is one.
+        std::fs::remove_file(d.join("config.yaml")).unwrap();
+        assert!(!w.changed());
+        std::fs::write(d.join("config.yaml"), "b").unwrap();
+        assert!(w.changed());
+        // No configuration file: never a change.
+        assert!(!ConfigWatch::new(None).changed());
     }
 
     #[test]

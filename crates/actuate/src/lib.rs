@@ -142,10 +142,9 @@ pub fn kill_cgroup(
         if let Ok(cmdline) = proc.cmdline(pid) {
             processes.push(cmdline);
         }
-        match actuator.open_pidfd(pid) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {} // already gone
-            Err(e) => tracing::error!(pid, error = %e, "failed to open pidfd"),
+        // Logged on every failure, a process already gone (ESRCH) included, as Talos does.
+        if let Err(e) = actuator.open_pidfd(pid) {
+            tracing::error!(pid, error = %e, "failed to open pidfd");
         }
     }
     let started = Instant::now();

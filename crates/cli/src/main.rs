@@ -3,6 +3,7 @@
 
 mod commands;
 mod exit;
+mod logjson;
 
 use std::io::Write;
 use std::process::ExitCode;

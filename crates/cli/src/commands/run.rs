@@ -55,11 +55,7 @@ fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
         .with_target(false);
     let result = match format {
         LogFormat::Human => builder.try_init(),
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .try_init(),
+        LogFormat::Json => builder.event_format(crate::logjson::JsonLines).try_init(),
     };
     result.map_err(|e| format!("cannot install the logger: {e}"))
 }

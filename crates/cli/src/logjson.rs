@@ -1,0 +1,134 @@
+//! The daemon's JSON log lines: one object per event, `timestamp`, `level`, then the event's
+//! fields flattened (`message` first, as tracing-subscriber's JSON format writes them). Unlike
+//! that format, a field whose value is a list of numbers (Talos's `processes`: the victim's
+//! PIDs) is a JSON array, as Talos's zap logger writes it, not a string.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// Fields whose `Debug` value (`[1, 2, 3]`) is written as a JSON array.
+const ARRAY_FIELDS: &[&str] = &["processes"];
+
+/// The JSON event format of `oomwarden run --log-format json`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct JsonLines;
+
+#[derive(Default)]
+struct Fields(Map<String, Value>);
+
+impl Visit for Fields {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.insert(field.name().to_owned(), Value::from(value));
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().to_owned(), Value::from(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), Value::from(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().to_owned(), Value::from(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), Value::from(value));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let text = format!("{value:?}");
+        let value = if ARRAY_FIELDS.contains(&field.name()) {
+            match serde_json::from_str::<Value>(&text) {
+                Ok(array @ Value::Array(_)) => array,
+                _ => Value::String(text),
+            }
+        } else {
+            Value::String(text)
+        };
+        self.0.insert(field.name().to_owned(), value);
+    }
+}
+
+impl<S, N> FormatEvent<S, N> for JsonLines
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> fmt::Result {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let mut line = Map::new();
+        line.insert(
+            "timestamp".into(),
+            Value::from(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
+        );
+        line.insert(
+            "level".into(),
+            Value::from(event.metadata().level().as_str()),
+        );
+        line.extend(fields.0);
+        let text = serde_json::to_string(&Value::Object(line)).map_err(|_| fmt::Error)?;
+        writeln!(writer, "{text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn processes_is_an_array_of_pids() {
+        let buffer = Buffer::default();
+        let out = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .event_format(JsonLines)
+            .with_writer(move || out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let pids: Vec<u32> = vec![12, 13];
+            tracing::info!(processes = ?pids, "victim processes:");
+            tracing::error!(pid = 12_u32, error = %"No such process", "failed to open pidfd");
+        });
+        let text = String::from_utf8(buffer.0.lock().map(|b| b.clone()).unwrap_or_default())
+            .unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["processes"], serde_json::json!([12, 13]), "{text}");
+        assert_eq!(lines[0]["message"], "victim processes:");
+        assert_eq!(lines[0]["level"], "INFO");
+        assert_eq!(lines[1]["pid"], 12);
+        assert_eq!(lines[1]["error"], "No such process");
+        assert!(
+            lines[0]["timestamp"]
+                .as_str()
+                .is_some_and(|t| t.ends_with('Z'))
+        );
+    }
+}

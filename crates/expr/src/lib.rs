@@ -88,6 +88,8 @@ pub enum CompileError {
     /// Syntax, size, depth or type errors, rendered as cel-go renders them.
     #[error("{rendered}")]
     Invalid {
+        /// Where cel-go finds it: parsing (syntax, size, depth) or checking (types, names).
+        stage: Stage,
         /// Each problem with its location.
         diagnostics: Vec<Diagnostic>,
         /// All of them, in cel-go's text form.
@@ -106,12 +108,35 @@ pub enum CompileError {
     Internal(String),
 }
 
+/// The step of cel-go's pipeline (and Talos's) that rejects an expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// `env.Parse`: syntax, size and nesting limits.
+    Parse,
+    /// `env.Check`: names, overloads, types.
+    Check,
+    /// Talos's `OutputType().IsExactType` after checking.
+    OutputType,
+    /// Not cel-go's: the compiler itself could not run.
+    Internal,
+}
+
 impl CompileError {
-    fn invalid(diagnostics: Vec<Diagnostic>, source: &str) -> Self {
+    fn invalid(stage: Stage, diagnostics: Vec<Diagnostic>, source: &str) -> Self {
         let rendered = Rendered(&diagnostics, source).to_string();
         CompileError::Invalid {
+            stage,
             diagnostics,
             rendered,
+        }
+    }
+
+    /// Which step rejected the expression.
+    pub fn stage(&self) -> Stage {
+        match self {
+            CompileError::Invalid { stage, .. } => *stage,
+            CompileError::OutputType { .. } => Stage::OutputType,
+            CompileError::Internal(_) => Stage::Internal,
         }
     }
 }
@@ -153,6 +178,7 @@ fn compile(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
         Ok(()) => {}
         Err(LimitExceeded::Size(size)) => {
             return Err(CompileError::invalid(
+                Stage::Parse,
                 vec![Diagnostic::nowhere(format!(
                     "expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
                 ))],
@@ -180,6 +206,7 @@ fn compile(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
 
 fn too_deep(offset: usize, source: &str) -> CompileError {
     CompileError::invalid(
+        Stage::Parse,
         vec![Diagnostic::at(
             offset,
             format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
@@ -200,10 +227,11 @@ fn compile_on_this_thread(
             .iter()
             .map(|e| Diagnostic::at(e.span.start, syntax_message(&e.message)))
             .collect();
-        return Err(CompileError::invalid(diags, source));
+        return Err(CompileError::invalid(Stage::Parse, diags, source));
     }
     let Some(expr) = parsed.ast else {
         return Err(CompileError::invalid(
+            Stage::Parse,
             vec![Diagnostic::at(0, "Syntax error: empty expression")],
             source,
         ));
@@ -223,11 +251,11 @@ fn compile_on_this_thread(
                 None => Diagnostic::at(e.span.start, check_message(&e.kind)),
             })
             .collect();
-        return Err(CompileError::invalid(diags, source));
+        return Err(CompileError::invalid(Stage::Check, diags, source));
     }
     let strict = strict::strict_overloads(env, source, &expr, &checked);
     if !strict.is_empty() {
-        return Err(CompileError::invalid(strict, source));
+        return Err(CompileError::invalid(Stage::Check, strict, source));
     }
     let output = checked
         .type_map

@@ -1,0 +1,196 @@
+//! Differential test against cel-go v0.31.0 (the engine Talos 1.14 compiles), through the
+//! oracle in `../shared/tools/cel-go-oracle`: thousands of random expressions over both
+//! environments, each with a random full activation, compared for verdict (accepted or not,
+//! and at which stage), output type, and the evaluated value or evaluation error.
+//!
+//! A fixed seed runs every time, then a fresh one; a failure prints the seed, and
+//! `CEL_DIFF_SEED=<n>` replays it (`CEL_DIFF_COUNT` changes how many expressions).
+//! Without the oracle the test says so on stderr and checks nothing else.
+
+// Test code: a seed from the clock, small casts, and panics as failures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods,
+    clippy::cast_possible_truncation
+)]
+
+#[path = "support/celgo.rs"]
+mod celgo;
+#[path = "support/gen.rs"]
+mod generator;
+
+use celgo::Activation;
+use generator::{Env, Gen};
+use oomwarden_model::QosClass;
+use rand::{RngExt, SeedableRng};
+use rand_xorshift::XorShiftRng;
+
+const FIXED_SEED: u64 = 0x0_0a11_7a1c;
+
+fn double(rng: &mut XorShiftRng) -> f64 {
+    match rng.random_range(0..8) {
+        0 => 0.0,
+        1 => f64::from(rng.random_range(0..100)),
+        2 => f64::from(rng.random_range(0..10_000)) / 100.0,
+        3 => -f64::from(rng.random_range(0..1000)),
+        4 => 1e18 * f64::from(rng.random_range(1..10)),
+        5 => f64::from(rng.random_range(0..1_000_000_000_u32)) * 16.0,
+        6 => 0.1,
+        _ => f64::from(rng.random_range(0..5)),
+    }
+}
+
+fn activation(env: Env, rng: &mut XorShiftRng) -> Activation {
+    match env {
+        Env::Trigger => {
+            let mut scalars = [0.0; 16];
+            for s in &mut scalars {
+                *s = double(rng);
+            }
+            let mut maps = Box::new([[0.0; 5]; 22]);
+            for m in maps.iter_mut() {
+                for v in m.iter_mut() {
+                    *v = double(rng);
+                }
+            }
+            let time_since_trigger_ns = match rng.random_range(0..4) {
+                0 => None,
+                1 => Some(0),
+                2 => Some(rng.random_range(0..20_000_000_000_i64)),
+                _ => Some(i64::MAX - rng.random_range(0..3)),
+            };
+            Activation::Trigger {
+                scalars,
+                maps,
+                time_since_trigger_ns,
+            }
+        }
+        Env::Ranking => {
+            let opt = |rng: &mut XorShiftRng| match rng.random_range(0..5) {
+                0 => None,
+                1 => Some(0),
+                2 => Some(u64::MAX - rng.random_range(0..2)),
+                _ => Some(rng.random_range(0..(1_u64 << 34))),
+            };
+            let memory_max = opt(rng);
+            let memory_current = opt(rng);
+            let memory_peak = opt(rng);
+            let class = QosClass::ALL[rng.random_range(0..5)];
+            let path = [
+                "/sys/fs/cgroup/kubepods/besteffort/pod1",
+                "/sys/fs/cgroup/system.slice",
+                "",
+                "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/x",
+            ][rng.random_range(0..4)]
+            .to_owned();
+            Activation::Ranking {
+                memory_max,
+                memory_current,
+                memory_peak,
+                class,
+                path,
+            }
+        }
+    }
+}
+
+/// Generates `count` expressions per environment from `seed` and returns the differences.
+fn run(oracle: &std::path::PathBuf, seed: u64, count: usize) -> (usize, Vec<String>) {
+    let mut rng = XorShiftRng::seed_from_u64(seed);
+    let mut cases = Vec::new();
+    for env in [Env::Trigger, Env::Ranking] {
+        for i in 0..count {
+            let depth = 1 + (i % 4) as u32;
+            let slip = if i % 3 == 0 { 80 } else { 5 };
+            let expr = generator::top(&mut Gen::new(env, &mut rng, slip), depth);
+            let act = activation(env, &mut rng);
+            cases.push((expr, act));
+        }
+    }
+    let requests: Vec<_> = cases.iter().map(|(e, a)| celgo::request(e, a)).collect();
+    let answers = celgo::ask_all(oracle, &requests);
+    let mut failures = Vec::new();
+    let mut accepted = 0;
+    for ((expr, act), want) in cases.iter().zip(&answers) {
+        let got = celgo::ours(expr, act);
+        if want.get("ok") == Some(&serde_json::Value::Bool(true)) {
+            accepted += 1;
+        }
+        if let Some(why) = celgo::difference(want, &got) {
+            failures.push(format!(
+                "[{}] {expr}\n    {why}\n    cel-go: {want}\n    ours:   {got}",
+                act.env()
+            ));
+        }
+    }
+    (accepted, failures)
+}
+
+fn check(seed: u64, count: usize) {
+    let oracle = match celgo::locate() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("SKIPPED the differential test against cel-go: {why}");
+            return;
+        }
+    };
+    let (accepted, failures) = run(&oracle, seed, count);
+    let total = 2 * count;
+    eprintln!(
+        "differential (seed {seed}): {total} expressions, {accepted} accepted by cel-go, {} differ",
+        failures.len()
+    );
+    // A generator that only produces rejected expressions would compare nothing of value.
+    assert!(
+        accepted * 4 >= total,
+        "only {accepted} of {total} expressions type-check: the generator is off"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} expressions differ from cel-go (seed {seed}; replay with CEL_DIFF_SEED={seed}):\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+fn count() -> usize {
+    std::env::var("CEL_DIFF_COUNT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(2500)
+}
+
+// Ignored until the expression layer types and parses as cel-go does (issue 13, items 2 and
+// 3): at 2 x 500 expressions it finds ~150 differences today (dyn propagation, even `!`/`-`
+// runs, the optional library's first/last/unwrap, int(duration), macros Talos lacks,
+// Go's duration and float formats). Run it with `cargo test -p oomwarden-expr --test
+// differential -- --ignored`.
+#[test]
+#[ignore = "issue 13: the expression layer does not yet agree with cel-go; see the comment"]
+fn random_expressions_agree_with_cel_go_fixed_seed() {
+    let seed = std::env::var("CEL_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(FIXED_SEED);
+    check(seed, count());
+}
+
+#[test]
+#[ignore = "issue 13: the expression layer does not yet agree with cel-go; see above"]
+fn random_expressions_agree_with_cel_go_fresh_seed() {
+    if std::env::var_os("CEL_DIFF_SEED").is_some() {
+        return; // replaying one seed
+    }
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    check(seed, count() / 2);
+}

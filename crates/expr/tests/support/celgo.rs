@@ -1,0 +1,302 @@
+//! The cel-go oracle (`../shared/tools/cel-go-oracle`): cel-go v0.31.0 with Talos 1.14's two
+//! environments, as a process speaking JSON lines, and our engine's answer in the same shape.
+//!
+//! Located by `CEL_GO_ORACLE`, else `../shared/tools/cel-go-oracle/cel-go-oracle` beside the
+//! repository. Tests that use it say on stderr when it is absent and skip only that part.
+
+// Test code: a broken oracle process should fail the test loudly.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    dead_code,
+    unreachable_pub
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use oomwarden_expr::{CompileError, RankingExpr, RankingInput, Stage, TriggerExpr};
+use oomwarden_model::{MAP_NAMES, QosClass, SCALAR_NAMES, TriggerContext, Variable};
+use serde_json::{Value as Json, json};
+
+/// Where the oracle binary is, or why it is not used.
+pub fn locate() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("CEL_GO_ORACLE") {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("CEL_GO_ORACLE={} is not a file", path.display()))
+        };
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/tools/cel-go-oracle/cel-go-oracle");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "no cel-go oracle: CEL_GO_ORACLE is unset and {} does not exist",
+            path.display()
+        ))
+    }
+}
+
+/// Asks the oracle about every request, in order (one process, pipelined).
+pub fn ask_all(oracle: &PathBuf, requests: &[Json]) -> Vec<Json> {
+    let mut child = Command::new(oracle)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", oracle.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let lines: Vec<String> = requests.iter().map(|r| r.to_string()).collect();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            stdin.write_all(line.as_bytes()).unwrap();
+            stdin.write_all(b"\n").unwrap();
+        }
+    });
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let answers: Vec<Json> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    writer.join().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the oracle exited with {status}");
+    assert_eq!(
+        answers.len(),
+        requests.len(),
+        "the oracle answered fewer lines"
+    );
+    answers
+}
+
+/// A full activation: every variable of the environment, all five classes in every map.
+#[derive(Debug, Clone)]
+pub enum Activation {
+    Trigger {
+        scalars: [f64; 16],
+        maps: Box<[[f64; 5]; 22]>,
+        /// `None`: never triggered (Talos passes `math.MaxInt64` ns).
+        time_since_trigger_ns: Option<i64>,
+    },
+    Ranking {
+        memory_max: Option<u64>,
+        memory_current: Option<u64>,
+        memory_peak: Option<u64>,
+        class: QosClass,
+        path: String,
+    },
+}
+
+fn number(v: f64) -> Json {
+    if v.is_nan() {
+        json!("NaN")
+    } else if v.is_infinite() {
+        json!(if v > 0.0 { "Inf" } else { "-Inf" })
+    } else {
+        json!(v)
+    }
+}
+
+impl Activation {
+    pub fn env(&self) -> &'static str {
+        match self {
+            Activation::Trigger { .. } => "trigger",
+            Activation::Ranking { .. } => "ranking",
+        }
+    }
+
+    /// The oracle's `context` object.
+    pub fn to_json(&self) -> Json {
+        match self {
+            Activation::Trigger {
+                scalars,
+                maps,
+                time_since_trigger_ns,
+            } => {
+                let mut obj = serde_json::Map::new();
+                for (name, v) in SCALAR_NAMES.iter().zip(scalars) {
+                    obj.insert((*name).into(), number(*v));
+                }
+                for (name, m) in MAP_NAMES.iter().zip(maps.iter()) {
+                    let entries: serde_json::Map<String, Json> = m
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| (i.to_string(), number(*v)))
+                        .collect();
+                    obj.insert((*name).into(), Json::Object(entries));
+                }
+                obj.insert(
+                    "time_since_trigger".into(),
+                    match time_since_trigger_ns {
+                        Some(ns) => json!(ns),
+                        None => json!("max"),
+                    },
+                );
+                Json::Object(obj)
+            }
+            Activation::Ranking {
+                memory_max,
+                memory_current,
+                memory_peak,
+                class,
+                path,
+            } => json!({
+                "memory_max": memory_max,
+                "memory_current": memory_current,
+                "memory_peak": memory_peak,
+                "class": class.as_i64(),
+                "path": path,
+            }),
+        }
+    }
+
+    pub fn trigger_context(&self) -> TriggerContext {
+        let Activation::Trigger {
+            scalars,
+            maps,
+            time_since_trigger_ns,
+        } = self
+        else {
+            panic!("not a trigger activation")
+        };
+        let mut text = serde_json::Map::new();
+        for (name, v) in SCALAR_NAMES.iter().zip(scalars) {
+            text.insert((*name).into(), json!(v));
+        }
+        for (name, m) in MAP_NAMES.iter().zip(maps.iter()) {
+            text.insert(
+                (*name).into(),
+                json!({"0": m[0], "1": m[1], "2": m[2], "3": m[3], "4": m[4]}),
+            );
+        }
+        let mut ctx = TriggerContext::from_json(&Json::Object(text).to_string()).unwrap();
+        ctx.set_time_since_trigger(*time_since_trigger_ns);
+        // The conversion must be exact, or the comparison means nothing.
+        for (name, var) in ctx.talos_variables() {
+            if let Variable::Double(d) = var {
+                let i = SCALAR_NAMES.iter().position(|n| *n == name).unwrap();
+                assert_eq!(d.to_bits(), scalars[i].to_bits(), "{name}");
+            }
+        }
+        ctx
+    }
+}
+
+/// Asks the oracle and our engine about one expression; `None` when they agree.
+pub fn request(expr: &str, activation: &Activation) -> Json {
+    json!({"env": activation.env(), "expr": expr, "context": activation.to_json()})
+}
+
+/// Our engine's answer in the oracle's shape (`ok`, `type`, `stage`, `error`, `value`,
+/// `eval_error`), through the same entry points the daemon uses.
+pub fn ours(expr: &str, activation: &Activation) -> Json {
+    let mut out = serde_json::Map::new();
+    let compiled = match activation {
+        Activation::Trigger { .. } => TriggerExpr::compile(expr).map(|t| (Some(t), None)),
+        Activation::Ranking { .. } => RankingExpr::compile(expr).map(|r| (None, Some(r))),
+    };
+    match compiled {
+        Err(e) => {
+            out.insert("ok".into(), json!(false));
+            out.insert("error".into(), json!(e.to_string()));
+            out.insert(
+                "stage".into(),
+                json!(match e.stage() {
+                    Stage::Parse => "parse",
+                    Stage::Check => "check",
+                    Stage::OutputType => "output_type",
+                    Stage::Internal => "internal",
+                }),
+            );
+            if let CompileError::OutputType { found, .. } = &e {
+                out.insert("type".into(), json!(found));
+            }
+        }
+        Ok((trigger, ranking)) => {
+            out.insert("ok".into(), json!(true));
+            if let Some(t) = trigger {
+                out.insert("type".into(), json!("bool"));
+                match t.eval(&activation.trigger_context()) {
+                    Ok(b) => out.insert("value".into(), json!(b)),
+                    Err(e) => out.insert("eval_error".into(), json!(e.to_string())),
+                };
+            }
+            if let Some(r) = ranking {
+                out.insert("type".into(), json!("double"));
+                let Activation::Ranking {
+                    memory_max,
+                    memory_current,
+                    memory_peak,
+                    class,
+                    path,
+                } = activation
+                else {
+                    unreachable!()
+                };
+                let input = RankingInput {
+                    memory_max: *memory_max,
+                    memory_current: *memory_current,
+                    memory_peak: *memory_peak,
+                    path,
+                    class: *class,
+                    pod_uid: "",
+                };
+                match r.eval(&input) {
+                    Ok(d) => out.insert("value".into(), oracle_number(d)),
+                    Err(e) => out.insert("eval_error".into(), json!(e.to_string())),
+                };
+            }
+        }
+    }
+    Json::Object(out)
+}
+
+/// A double as the oracle writes it (`"NaN"`, `"+Inf"`, `"-Inf"`, else a JSON number).
+pub fn oracle_number(v: f64) -> Json {
+    if v.is_nan() {
+        json!("NaN")
+    } else if v.is_infinite() {
+        json!(if v > 0.0 { "+Inf" } else { "-Inf" })
+    } else {
+        json!(v)
+    }
+}
+
+/// Why two answers differ in what the comparison covers (verdict, stage, output type, value
+/// or error), or `None`. Message texts are compared by the golden tests, not here.
+pub fn difference(oracle: &Json, ours: &Json) -> Option<String> {
+    let field = |j: &Json, k: &str| j.get(k).cloned().unwrap_or(Json::Null);
+    if let Some(e) = oracle.get("oracle_error") {
+        return Some(format!("the oracle refused the request: {e}"));
+    }
+    for key in ["ok", "stage", "type"] {
+        if field(oracle, key) != field(ours, key) {
+            return Some(format!(
+                "{key}: cel-go {} / ours {}",
+                field(oracle, key),
+                field(ours, key)
+            ));
+        }
+    }
+    let (ov, uv) = (field(oracle, "value"), field(ours, "value"));
+    let (oe, ue) = (oracle.get("eval_error"), ours.get("eval_error"));
+    match (oe, ue) {
+        (None, None) => {
+            let same = match (ov.as_f64(), uv.as_f64()) {
+                // Exact: 0.1+0.2 must be cel-go's double (the sign of a zero is not compared).
+                (Some(a), Some(b)) => a.to_bits() == b.to_bits() || a == b,
+                _ => ov == uv,
+            };
+            (!same).then(|| format!("value: cel-go {ov} / ours {uv}"))
+        }
+        (Some(_), Some(_)) => None,
+        (Some(e), None) => Some(format!("cel-go: evaluation error {e} / ours: value {uv}")),
+        (None, Some(e)) => Some(format!("cel-go: value {ov} / ours: evaluation error {e}")),
+    }
+}

@@ -93,16 +93,6 @@ pub enum Activation {
     },
 }
 
-fn number(v: f64) -> Json {
-    if v.is_nan() {
-        json!("NaN")
-    } else if v.is_infinite() {
-        json!(if v > 0.0 { "Inf" } else { "-Inf" })
-    } else {
-        json!(v)
-    }
-}
-
 impl Activation {
     pub fn env(&self) -> &'static str {
         match self {
@@ -121,13 +111,13 @@ impl Activation {
             } => {
                 let mut obj = serde_json::Map::new();
                 for (name, v) in SCALAR_NAMES.iter().zip(scalars) {
-                    obj.insert((*name).into(), number(*v));
+                    obj.insert((*name).into(), oracle_number(*v));
                 }
                 for (name, m) in MAP_NAMES.iter().zip(maps.iter()) {
                     let entries: serde_json::Map<String, Json> = m
                         .iter()
                         .enumerate()
-                        .map(|(i, v)| (i.to_string(), number(*v)))
+                        .map(|(i, v)| (i.to_string(), oracle_number(*v)))
                         .collect();
                     obj.insert((*name).into(), Json::Object(entries));
                 }
@@ -257,7 +247,8 @@ pub fn ours(expr: &str, activation: &Activation) -> Json {
     Json::Object(out)
 }
 
-/// A double as the oracle writes it (`"NaN"`, `"+Inf"`, `"-Inf"`, else a JSON number).
+/// A double as the oracle writes and reads it (`"NaN"`, `"+Inf"`, `"-Inf"`, else a JSON
+/// number).
 pub fn oracle_number(v: f64) -> Json {
     if v.is_nan() {
         json!("NaN")

@@ -254,20 +254,25 @@ impl History {
 
 /// How far the two clocks may disagree for a record to be taken as written during this boot
 /// (the wall clock may be stepped by NTP meanwhile).
-const SAME_BOOT_SLACK_NS: i128 = 60_000_000_000;
+const SAME_BOOT_SLACK: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
 /// The monotonic time of the last trigger that `last` records, when it happened during this
 /// boot: the daemon restores it at start, so that a restart (or a new pod) inside the cooldown
 /// does not act again (`time_since_trigger` continues). A record is from this boot when its
 /// monotonic reading is not in the future and the time elapsed on both clocks agrees within a
 /// minute; otherwise (another boot, a clock jump, an unreadable time) nothing is restored.
-pub fn restored_trigger(last: &ActionRecord, now_mono_ns: u64, now_wall_ns: i128) -> Option<u64> {
-    let mono_elapsed = i128::from(now_mono_ns.checked_sub(last.monotonic_ns)?);
-    let wall = chrono::DateTime::parse_from_rfc3339(&last.time).ok()?;
-    let wall_ns =
-        i128::from(wall.timestamp()) * 1_000_000_000 + i128::from(wall.timestamp_subsec_nanos());
-    let wall_elapsed = now_wall_ns - wall_ns;
-    ((mono_elapsed - wall_elapsed).abs() <= SAME_BOOT_SLACK_NS).then_some(last.monotonic_ns)
+pub fn restored_trigger(
+    last: &ActionRecord,
+    now_mono_ns: u64,
+    now_wall: chrono::DateTime<chrono::Utc>,
+) -> Option<u64> {
+    let mono_elapsed = now_mono_ns.checked_sub(last.monotonic_ns)?;
+    let mono_elapsed = chrono::TimeDelta::nanoseconds(i64::try_from(mono_elapsed).ok()?);
+    let wall_elapsed = now_wall
+        - chrono::DateTime::parse_from_rfc3339(&last.time)
+            .ok()?
+            .to_utc();
+    ((mono_elapsed - wall_elapsed).abs() <= SAME_BOOT_SLACK).then_some(last.monotonic_ns)
 }
 
 #[cfg(test)]
@@ -354,10 +359,7 @@ mod tests {
         let mut r = record(0);
         r.time = "2026-11-29T12:00:00.000Z".into();
         r.monotonic_ns = 1_000_000_000_000;
-        let wall = |s: &str| {
-            let t = chrono::DateTime::parse_from_rfc3339(s).unwrap();
-            i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
-        };
+        let wall = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
         // 3 s later on both clocks: the same boot.
         assert_eq!(
             restored_trigger(&r, 1_003_000_000_000, wall("2026-11-29T12:00:03.000Z")),
@@ -374,7 +376,10 @@ mod tests {
             None
         );
         r.time = "garbage".into();
-        assert_eq!(restored_trigger(&r, 1_003_000_000_000, 0), None);
+        assert_eq!(
+            restored_trigger(&r, 1_003_000_000_000, wall("2026-11-29T12:00:03.000Z")),
+            None
+        );
     }
 
     #[test]

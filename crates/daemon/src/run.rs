@@ -190,6 +190,9 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     let (tx, rx) = mpsc::channel();
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .map_err(RunError::Signals)?;
+    // The file's identity is taken before it is read, so a change made while it loads is
+    // noticed at the first cycle rather than lost.
+    let mut config_watch = ConfigWatch::new(options.config_file.as_deref());
     let settings = load_settings(options.config_file.as_deref(), &options.overrides)?;
     let cgroups = CgroupFs::new(&options.cgroup_root);
     let proc = ProcFs::new(&options.proc_root);
@@ -268,10 +271,8 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
     // record of this boot, so restarting the daemon (or its pod) never bypasses it.
     let restored = history.recent().last().and_then(|last| {
-        let now_wall = chrono::Utc::now()
-            .timestamp_nanos_opt()
-            .map_or(0, i128::from);
-        crate::history::restored_trigger(last, monotonic_ns(), now_wall).map(|at| (at, last.id))
+        crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
+            .map(|at| (at, last.id))
     });
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
     if let Some((at, id)) = restored {
@@ -332,7 +333,6 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     engine.discard_reads();
 
     let metrics = engine.metrics();
-    let mut config_watch = ConfigWatch::new(options.config_file.as_deref());
     let mut done = 0u64;
     let mut tick = Instant::now();
     let mut last_cycle: Option<Instant> = None;
@@ -341,8 +341,9 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         let mut on_pressure = false;
         match rx.recv_timeout(wait) {
             Ok(Wake::Signal(SIGHUP)) => {
-                reload(&mut engine, options, Some(&shared));
+                // Taken before the read, as at start.
                 config_watch.refresh();
+                reload(&mut engine, options, Some(&shared));
                 // As Talos: a cycle at once, then ticks on the (new) interval from there.
                 tick = Instant::now();
                 continue;

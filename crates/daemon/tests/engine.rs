@@ -682,10 +682,7 @@ fn a_restart_inside_the_cooldown_does_not_act_again() {
     // Restarted 2 s later.
     let (history, _) = History::open(state.path()).unwrap();
     let last = history.recent().last().unwrap().clone();
-    let wall_now = |text: &str| {
-        let t = chrono::DateTime::parse_from_rfc3339(text).unwrap();
-        i128::from(t.timestamp_nanos_opt().unwrap())
-    };
+    let wall_now = |text: &str| chrono::DateTime::parse_from_rfc3339(text).unwrap().to_utc();
     let at = oomwarden_daemon::history::restored_trigger(
         &last,
         102 * s,

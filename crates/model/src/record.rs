@@ -131,26 +131,13 @@ pub(crate) mod score_json {
 mod score_round_trip {
     use super::*;
 
+    /// The smallest record the format takes, with this score.
     fn record(score: f64) -> ActionRecord {
-        ActionRecord {
-            id: 1,
-            time: "t".into(),
-            monotonic_ns: 1,
-            outcome: Outcome::DryRun,
-            victim: None,
-            class: None,
-            pod_uid: None,
-            containers: vec![],
-            score,
-            pids: vec![],
-            processes: vec![],
-            memory_current_bytes: None,
-            kill_duration_ms: None,
-            error: None,
-            trigger_context: "{}".into(),
-            wakeup: None,
-            recording: None,
-        }
+        let minimal =
+            r#"{"id":1,"time":"t","monotonicNs":1,"outcome":"dry-run","triggerContext":"{}"}"#;
+        let mut r: ActionRecord = serde_json::from_str(minimal).unwrap_or_else(|e| panic!("{e}"));
+        r.score = score;
+        r
     }
 
     #[test]

@@ -62,12 +62,27 @@ fn kill_sequence_is_exact() {
     let (cgroups, procfs) = (CgroupFs::new(cg.path()), ProcFs::new(proc.path()));
     let mut fake = RecordingActuator::new(KillEffect::Empty);
     fake.gone = vec![31];
-    let report = kill_cgroup(
-        &mut fake,
-        &cgroups,
-        &procfs,
-        "kubepods/besteffort/pod1",
-        Duration::from_secs(2),
+    let mut report = None;
+    let logs = oomwarden_testkit::capture_logs(|| {
+        report = Some(kill_cgroup(
+            &mut fake,
+            &cgroups,
+            &procfs,
+            "kubepods/besteffort/pod1",
+            Duration::from_secs(2),
+        ));
+    });
+    let report = report.unwrap();
+    // Talos's messages: the node's path, and a pidfd failure logged even for a process that
+    // is already gone.
+    assert!(
+        logs.contains("Sending SIGKILL to cgroup cgroup=/sys/fs/cgroup/kubepods/besteffort/pod1"),
+        "{logs}"
+    );
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("failed to open pidfd") && l.contains("pid=31")),
+        "{logs}"
     );
     let dir = cg.path().join("kubepods/besteffort/pod1");
     assert_eq!(

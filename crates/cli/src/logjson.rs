@@ -1,7 +1,9 @@
 //! The daemon's JSON log lines: one object per event, `timestamp`, `level`, then the event's
 //! fields flattened (`message` first, as tracing-subscriber's JSON format writes them). Unlike
 //! that format, a field whose value is a list of numbers (Talos's `processes`: the victim's
-//! PIDs) is a JSON array, as Talos's zap logger writes it, not a string.
+//! PIDs) is a JSON array, as Talos's zap logger writes it, not a string: tracing-subscriber's
+//! own JSON format records a `Debug` field as a string, and structured values need tracing's
+//! unstable `valuable` support.
 
 use std::fmt;
 
@@ -82,27 +84,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buffer {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use oomwarden_testkit::LogBuffer;
 
     #[test]
     fn processes_is_an_array_of_pids() {
-        let buffer = Buffer::default();
+        let buffer = LogBuffer::default();
         let out = buffer.clone();
         let subscriber = tracing_subscriber::fmt()
             .event_format(JsonLines)
@@ -113,8 +99,7 @@ mod tests {
             tracing::info!(processes = ?pids, "victim processes:");
             tracing::error!(pid = 12_u32, error = %"No such process", "failed to open pidfd");
         });
-        let text = String::from_utf8(buffer.0.lock().map(|b| b.clone()).unwrap_or_default())
-            .unwrap_or_default();
+        let text = buffer.text();
         let lines: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))

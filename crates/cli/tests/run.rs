@@ -316,3 +316,104 @@ fn the_layout_is_detected_and_an_ambiguous_tree_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The daemon on the fixture node with `config` and these extra arguments.
+fn run_on(
+    cg: &tempfile::TempDir,
+    proc: &tempfile::TempDir,
+    state: &std::path::Path,
+    config: &std::path::Path,
+    extra: &[&str],
+) -> Command {
+    let mut c = oomwarden();
+    c.args(["run", "--log-format", "json", "--dry-run"])
+        .args(extra)
+        .arg("--config")
+        .arg(config)
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state);
+    c
+}
+
+/// A restart inside the cooldown does not act again: the second daemon takes the time of the
+/// last trigger from the history and `time_since_trigger > 1h` stays false.
+#[test]
+fn a_restarted_daemon_keeps_the_cooldown() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: time_since_trigger > duration(\"1h\")\n",
+    )
+    .unwrap();
+    let history = state.path().join("actions.jsonl");
+    for (round, want_records) in [(1, 1), (2, 1)] {
+        let out = run_on(&cg, &proc, state.path(), &config, &["--cycles", "1"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let records = std::fs::read_to_string(&history).unwrap();
+        assert_eq!(
+            records.lines().count(),
+            want_records,
+            "run {round}: {records}\n{stderr}"
+        );
+        if round == 2 {
+            assert!(
+                stderr.contains("cooldown restored from the action history"),
+                "{stderr}"
+            );
+        }
+    }
+}
+
+/// A ConfigMap update arrives as a symlink swap without a signal: the daemon notices the
+/// file changed on disk, reloads, and acts under the new trigger.
+#[test]
+fn a_configuration_file_replaced_on_disk_is_reloaded_without_a_signal() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The kubelet's layout of a ConfigMap volume.
+    std::fs::create_dir(d.join("..v1")).unwrap();
+    std::fs::write(
+        d.join("..v1/oom.yaml"),
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: false\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("..v1", d.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/oom.yaml", d.join("oom.yaml")).unwrap();
+    let mut child = run_on(&cg, &proc, state.path(), &d.join("oom.yaml"), &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !state.path().join("actions.jsonl").exists(),
+        "triggerExpression: false (unquoted) never fires"
+    );
+    std::fs::create_dir(d.join("..v2")).unwrap();
+    std::fs::write(
+        d.join("..v2/oom.yaml"),
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: time_since_trigger > duration(\"1h\")\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("..v2", d.join("..data_tmp")).unwrap();
+    std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+    logs.wait_for("the configuration file changed on disk; reloading");
+    logs.wait_for("configuration reloaded");
+    logs.wait_for("dry run: would send SIGKILL to cgroup");
+    signal(&child, rustix::process::Signal::TERM);
+    logs.wait_for("oomwarden stopping");
+    assert!(child.wait().unwrap().success());
+}

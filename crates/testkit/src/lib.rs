@@ -1,4 +1,4 @@
-//! Fixture-tree helpers for tests. Never a dependency of product code.
+//! Fixture-tree and log-capture helpers for tests. Never a dependency of product code.
 
 // Test support: a fixture that cannot be written is a broken test environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
@@ -63,4 +63,45 @@ pub fn copy_talos_fixture(name: &str) -> Copied {
 /// MemAvailable 782,780 kB), for tests that read the node's memory but no processes.
 pub fn proc_fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/proc")
+}
+
+/// A log writer that keeps what is written, for a `tracing_subscriber` under test: hand
+/// `move || buffer.clone()` as the writer, then read [`LogBuffer::text`].
+#[derive(Clone, Default, Debug)]
+pub struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogBuffer {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The log lines (plain text, no colours) that `f` emits on this thread.
+pub fn capture_logs(f: impl FnOnce()) -> String {
+    let buffer = LogBuffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    buffer.text()
 }

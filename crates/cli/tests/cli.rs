@@ -90,6 +90,31 @@ fn check_talos_examples() {
 }
 
 #[test]
+fn check_talos_validates_as_talos_would() {
+    // Valid for Talos: the effective OOMConfig document alone.
+    golden(
+        "check-talos-mode-valid",
+        &["check", "--talos", "examples/config/talos-default.yaml"],
+        None,
+    );
+    // oomwarden's own document and extension variables are errors for Talos, each reported.
+    golden(
+        "check-talos-mode-extensions",
+        &["check", "--talos", "-"],
+        Some(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: node_memory_available < 1e9\n\
+             cgroupRankingExpression: 'pod_uid == \"\" ? 0.0 : 1.0'\n---\n\
+             apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\n",
+        ),
+    );
+    golden(
+        "check-talos-mode-memory-level",
+        &["check", "--talos", "examples/config/memory-level.yaml"],
+        None,
+    );
+}
+
+#[test]
 fn check_reports_every_error() {
     golden(
         "check-invalid",

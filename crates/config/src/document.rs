@@ -102,7 +102,15 @@ struct Raw {
     flight_recorder: Option<crate::FlightRecorderSettings>,
 }
 
-pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
+/// Who reads the document: oomwarden, or (for `oomwarden check --talos`) Talos 1.14 as it
+/// would: only `OOMConfig`, expressions in Talos's environments exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    Oomwarden,
+    Talos,
+}
+
+pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, ConfigErrors> {
     let mut errors = Errors {
         file,
         list: Vec::new(),
@@ -144,8 +152,14 @@ pub(crate) fn load(text: &str, file: &str) -> Result<Settings, ConfigErrors> {
                     continue;
                 }
                 let texts = texts.get(i).cloned().flatten().unwrap_or_default();
-                oom_document(map, &texts, n, &mut raw, &mut errors);
+                oom_document(map, &texts, n, reader, &mut raw, &mut errors);
             }
+            (Some(WARDEN_API_VERSION), Some(WARDEN_KIND)) if reader == Reader::Talos => errors.push(
+                n,
+                kind,
+                None,
+                "OOMWardenConfig is oomwarden's own document: Talos does not know it (remove it from the file given to Talos)",
+            ),
             (Some(WARDEN_API_VERSION), Some(WARDEN_KIND)) => {
                 if std::mem::replace(&mut seen_warden, true) {
                     errors.push(n, kind, None, "duplicate document: OOMWardenConfig/");
@@ -341,6 +355,7 @@ fn oom_document(
     map: &Map<String, Value>,
     texts: &ScalarText,
     n: Option<usize>,
+    reader: Reader,
     raw: &mut Raw,
     errors: &mut Errors<'_>,
 ) {
@@ -348,7 +363,11 @@ fn oom_document(
     unknown_keys(map, None, OOM_FIELDS, n, kind, errors);
     let trigger_text = texts.trigger_expression.as_deref();
     if let Some(text) = expression_field(map, "triggerExpression", trigger_text, n, kind, errors) {
-        match TriggerExpr::compile(text) {
+        let compiled = match reader {
+            Reader::Oomwarden => TriggerExpr::compile(text),
+            Reader::Talos => TriggerExpr::compile_talos(text),
+        };
+        match compiled {
             Ok(t) => raw.trigger = Some(t),
             Err(e) => errors.push(
                 n,
@@ -367,7 +386,11 @@ fn oom_document(
         kind,
         errors,
     ) {
-        match RankingExpr::compile(text) {
+        let compiled = match reader {
+            Reader::Oomwarden => RankingExpr::compile(text),
+            Reader::Talos => RankingExpr::compile_talos(text),
+        };
+        match compiled {
             Ok(r) => raw.ranking = Some(r),
             Err(e) => errors.push(
                 n,

@@ -279,7 +279,19 @@ impl Settings {
     /// Parses and validates a configuration file's contents. `name` is used in messages only.
     /// An empty file (or one holding only comments) means the defaults.
     pub fn from_yaml(text: &str, name: &str) -> Result<Settings, ConfigErrors> {
-        document::load(text, name)
+        document::load(text, name, document::Reader::Oomwarden)
+    }
+
+    /// Validates a configuration as Talos 1.14 would read it: only the `OOMConfig` document
+    /// (an `OOMWardenConfig` is an error), and expressions in Talos's environments exactly, so
+    /// oomwarden's extension variables (`node_*`, `pod_uid`) are undeclared references.
+    pub fn from_yaml_talos(text: &str, name: &str) -> Result<Settings, ConfigErrors> {
+        document::load(text, name, document::Reader::Talos)
+    }
+
+    /// The `OOMConfig` document alone, defaults filled in: what a Talos machine config takes.
+    pub fn to_talos_yaml(&self) -> String {
+        render::to_talos_yaml(self)
     }
 
     /// Applies command-line overrides.

@@ -202,8 +202,8 @@ fn go_duration(d: std::time::Duration) -> String {
     format_go_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-pub(crate) fn to_yaml(s: &Settings) -> String {
-    let oom = OomDoc {
+fn oom_doc(s: &Settings) -> OomDoc<'_> {
+    OomDoc {
         api_version: OOM_CONFIG_API_VERSION,
         kind: OOM_CONFIG_KIND,
         trigger_expression: text(s.oom.trigger.source()),
@@ -212,7 +212,21 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
             i64::try_from(s.oom.sample_interval.as_nanos()).unwrap_or(i64::MAX),
         ),
         strict_cgroup_class_ordering: s.oom.strict_class_ordering,
-    };
+    }
+}
+
+/// Serializing these plain structs cannot fail; should it ever, say so in the output.
+fn part(r: Result<String, serde_saphyr::SerializeError>) -> String {
+    r.unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+}
+
+/// The `OOMConfig` document alone.
+pub(crate) fn to_talos_yaml(s: &Settings) -> String {
+    part(serde_saphyr::to_string(&oom_doc(s)))
+}
+
+pub(crate) fn to_yaml(s: &Settings) -> String {
+    let oom = oom_doc(s);
     let warden = WardenDoc {
         api_version: WARDEN_API_VERSION,
         kind: WARDEN_KIND,
@@ -246,10 +260,6 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
             pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),
             post_kill: s.warden.hooks.post_kill.as_ref().map(hook_doc),
         },
-    };
-    // Serializing these plain structs cannot fail; should it ever, say so in the output.
-    let part = |r: Result<String, serde_saphyr::SerializeError>| {
-        r.unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     };
     format!(
         "{}---\n{}",

@@ -1,7 +1,7 @@
 //! Error text in cel-go's format, so Talos users see the messages they know:
 //!
 //! ```text
-//! ERROR: <input>:1:20: found no matching overload for '_>_' applied to '(google.protobuf.Duration, int)'
+//! ERROR: <input>:1:20: found no matching overload for '_>_' applied to '(duration, int)'
 //!  | time_since_trigger > 5
 //!  | ...................^
 //! ```

@@ -31,23 +31,25 @@
 //! - Inputs over cel-go's limits (100,000 code points, nesting 250) are rejected before the
 //!   recursive parser runs, so no expression can overflow the stack.
 
+mod check;
 mod diag;
 mod env;
 mod limits;
-mod strict;
+mod parse;
+mod runtime;
+mod tree;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-use cel_core::{Ast, CelType, CheckErrorKind, Env, Expr, MapKey, Program, Value, ValueMap};
+use cel_core::{Ast, Env, MapKey, Program, Value, ValueMap};
 use oomwarden_model::{QosClass, TriggerContext, Variable};
 use thiserror::Error;
 
 pub use diag::Diagnostic;
 pub use limits::{MAX_CODE_POINTS, MAX_RECURSION_DEPTH};
 
-use crate::diag::{Rendered, node_offset};
+use crate::diag::Rendered;
 use crate::env::{
     RANKING_ENV, RANKING_VARIABLES, SlotActivation, TRIGGER_ENV, ranking_slot, trigger_slot,
 };
@@ -74,12 +76,30 @@ impl ExprKind {
         }
     }
 
-    fn output(self) -> CelType {
-        match self {
-            ExprKind::Trigger => CelType::Bool,
-            ExprKind::Ranking => CelType::Double,
+    fn decls(self, dialect: Dialect) -> &'static check::decls::Decls {
+        match (self, dialect) {
+            (ExprKind::Trigger, Dialect::Oomwarden) => &check::decls::TRIGGER,
+            (ExprKind::Ranking, Dialect::Oomwarden) => &check::decls::RANKING,
+            (ExprKind::Trigger, Dialect::Talos) => &check::decls::TALOS_TRIGGER,
+            (ExprKind::Ranking, Dialect::Talos) => &check::decls::TALOS_RANKING,
         }
     }
+
+    fn output(self) -> check::types::Type {
+        match self {
+            ExprKind::Trigger => check::types::Type::Bool,
+            ExprKind::Ranking => check::types::Type::Double,
+        }
+    }
+}
+
+/// Which declarations an expression may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// Talos's environments plus oomwarden's extension variables (`node_*`, `pod_uid`).
+    Oomwarden,
+    /// Talos 1.14's environments exactly (`oomwarden check --talos`).
+    Talos,
 }
 
 /// Why an expression was rejected at load.
@@ -161,7 +181,7 @@ impl EvalError {
 struct Compiled {
     source: Arc<str>,
     program: Arc<Program>,
-    output: CelType,
+    output: check::types::Type,
 }
 
 impl fmt::Debug for Compiled {
@@ -172,7 +192,7 @@ impl fmt::Debug for Compiled {
     }
 }
 
-fn compile(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
+fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, CompileError> {
     // Cheap checks first, on the caller's stack.
     match check_limits(source) {
         Ok(()) => {}
@@ -192,7 +212,7 @@ fn compile(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
     let handle = std::thread::Builder::new()
         .name("cel-compile".into())
         .stack_size(COMPILE_STACK_BYTES)
-        .spawn(move || compile_on_this_thread(kind, &for_thread))
+        .spawn(move || compile_on_this_thread(kind, dialect, &for_thread))
         .map_err(|e| CompileError::Internal(format!("cannot start the compiler thread: {e}")))?;
     let (program, output) = handle
         .join()
@@ -217,66 +237,38 @@ fn too_deep(offset: usize, source: &str) -> CompileError {
 
 fn compile_on_this_thread(
     kind: ExprKind,
+    dialect: Dialect,
     source: &str,
-) -> Result<(Program, CelType), CompileError> {
-    let env = kind.env();
-    let parsed = env.parse(source);
-    if !parsed.errors.is_empty() {
-        let diags = parsed
-            .errors
-            .iter()
-            .map(|e| Diagnostic::at(e.span.start, syntax_message(&e.message)))
-            .collect();
-        return Err(CompileError::invalid(Stage::Parse, diags, source));
-    }
-    let Some(expr) = parsed.ast else {
-        return Err(CompileError::invalid(
-            Stage::Parse,
-            vec![Diagnostic::at(0, "Syntax error: empty expression")],
-            source,
-        ));
-    };
-    if strict::ast_depth(&expr) > MAX_RECURSION_DEPTH {
+) -> Result<(Program, check::types::Type), CompileError> {
+    let expr =
+        parse::parse(source).map_err(|diags| CompileError::invalid(Stage::Parse, diags, source))?;
+    if tree::ast_depth(&expr) > MAX_RECURSION_DEPTH {
         return Err(too_deep(0, source));
     }
-    let checked = env.check(&expr);
+    let mut expr = expr;
+    let checked = check::check(kind.decls(dialect), source, &expr);
     if !checked.errors.is_empty() {
-        let nodes = node_index(&expr);
-        let diags = checked
-            .errors
-            .iter()
-            .filter(|e| !is_cascade(&e.kind))
-            .map(|e| match nodes.get(&e.expr_id) {
-                Some(node) => check_diagnostic(source, node, &nodes, &checked, &e.kind),
-                None => Diagnostic::at(e.span.start, check_message(&e.kind)),
-            })
-            .collect();
-        return Err(CompileError::invalid(Stage::Check, diags, source));
+        return Err(CompileError::invalid(Stage::Check, checked.errors, source));
     }
-    let strict = strict::strict_overloads(env, source, &expr, &checked);
-    if !strict.is_empty() {
-        return Err(CompileError::invalid(Stage::Check, strict, source));
-    }
-    let output = checked
-        .type_map
-        .get(&expr.id)
-        .cloned()
-        .unwrap_or(CelType::Dyn);
-    let ast = Ast::new_checked(expr, source, checked);
-    let program = env
+    runtime::prepare(&mut expr, &checked.types);
+    // cel-core evaluates by the runtime types of the values, so the unchecked tree runs as
+    // cel-go's checked program does.
+    let ast = Ast::new_unchecked(expr, source);
+    let program = kind
+        .env()
         .program(&ast)
         .map_err(|e| CompileError::Internal(e.to_string()))?;
-    Ok((program, output))
+    Ok((program, checked.output))
 }
 
 /// Compiles and requires the kind's exact output type (`dyn` is not accepted), as Talos does.
-fn compile_typed(kind: ExprKind, source: &str) -> Result<Compiled, CompileError> {
-    let compiled = compile(kind, source)?;
+fn compile_typed(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, CompileError> {
+    let compiled = compile(kind, dialect, source)?;
     let want = kind.output();
-    if compiled.output != want {
+    if !compiled.output.is_exact(&want) {
         return Err(CompileError::OutputType {
-            found: diag::type_name(&compiled.output),
-            expected: if want == CelType::Bool {
+            found: compiled.output.display(),
+            expected: if want == check::types::Type::Bool {
                 "bool"
             } else {
                 "double"
@@ -284,115 +276,6 @@ fn compile_typed(kind: ExprKind, source: &str) -> Result<Compiled, CompileError>
         });
     }
     Ok(compiled)
-}
-
-fn node_index(root: &cel_core::SpannedExpr) -> HashMap<i64, &cel_core::SpannedExpr> {
-    let mut out = HashMap::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        out.insert(node.id, node);
-        stack.extend(strict::children_of(node));
-    }
-    out
-}
-
-/// A checker error at `node`, in cel-go's words and position.
-fn check_diagnostic(
-    source: &str,
-    node: &cel_core::SpannedExpr,
-    nodes: &HashMap<i64, &cel_core::SpannedExpr>,
-    checked: &cel_core::CheckResult,
-    kind: &CheckErrorKind,
-) -> Diagnostic {
-    // cel-core reports a non-bool ternary condition as a type mismatch on the condition;
-    // cel-go reports no overload of `_?_:_` at the `?`.
-    if let CheckErrorKind::TypeMismatch { .. } = kind {
-        let parent = nodes
-            .values()
-            .find(|p| matches!(&p.node, Expr::Ternary { cond, .. } if cond.id == node.id));
-        if let Some(
-            ternary @ cel_core::SpannedExpr {
-                node:
-                    Expr::Ternary {
-                        cond,
-                        then_expr,
-                        else_expr,
-                    },
-                ..
-            },
-        ) = parent
-        {
-            let ty = |e: &cel_core::SpannedExpr| {
-                diag::type_name(checked.type_map.get(&e.id).unwrap_or(&CelType::Dyn))
-            };
-            return Diagnostic::at(
-                node_offset(source, ternary),
-                format!(
-                    "found no matching overload for '_?_:_' applied to '({}, {}, {})'",
-                    ty(cond),
-                    ty(then_expr),
-                    ty(else_expr)
-                ),
-            );
-        }
-    }
-    Diagnostic::at(node_offset(source, node), check_message(kind))
-}
-
-fn syntax_message(message: &str) -> String {
-    // cel-core reports an out-of-range literal as an unexpected character or an overflow;
-    // cel-go says "invalid int literal" / "invalid uint literal".
-    if message.starts_with("integer literal '") && message.contains("overflow") {
-        return "invalid int literal".to_owned();
-    }
-    if let Some(lit) = message
-        .strip_prefix("unexpected character '")
-        .and_then(|m| m.strip_suffix('\''))
-        && lit.bytes().next().is_some_and(|b| b.is_ascii_digit())
-    {
-        let kind = if lit.ends_with(['u', 'U']) {
-            "uint"
-        } else {
-            "int"
-        };
-        return format!("invalid {kind} literal");
-    }
-    format!("Syntax error: {message}")
-}
-
-/// An error about a sub-expression that already failed (its type is `error`); cel-go reports
-/// only the original problem.
-fn is_cascade(kind: &CheckErrorKind) -> bool {
-    match kind {
-        CheckErrorKind::UndefinedField { type_name, .. } => type_name == "error",
-        CheckErrorKind::NoMatchingOverload { arg_types, .. } => arg_types.contains(&CelType::Error),
-        CheckErrorKind::TypeMismatch { expected, actual } => {
-            *expected == CelType::Error || *actual == CelType::Error
-        }
-        CheckErrorKind::NotAssignable { from, to } => {
-            *from == CelType::Error || *to == CelType::Error
-        }
-        _ => false,
-    }
-}
-
-fn check_message(kind: &CheckErrorKind) -> String {
-    match kind {
-        CheckErrorKind::UndeclaredReference { container, name } => {
-            format!("undeclared reference to '{name}' (in container '{container}')")
-        }
-        CheckErrorKind::NoMatchingOverload {
-            function,
-            arg_types,
-        } => {
-            let types: Vec<String> = arg_types.iter().map(diag::type_name).collect();
-            format!(
-                "found no matching overload for '{function}' applied to '({})'",
-                types.join(", ")
-            )
-        }
-        other => other.to_string(),
-    }
 }
 
 fn eval_error(err: &cel_core::EvalError) -> EvalError {
@@ -454,7 +337,13 @@ pub struct RankingInput<'a> {
 impl TriggerExpr {
     /// Parses and checks a trigger expression (output must be `bool`).
     pub fn compile(source: &str) -> Result<Self, CompileError> {
-        compile_typed(ExprKind::Trigger, source).map(TriggerExpr)
+        compile_typed(ExprKind::Trigger, Dialect::Oomwarden, source).map(TriggerExpr)
+    }
+
+    /// As [`TriggerExpr::compile`], in Talos 1.14's environment exactly: oomwarden's
+    /// extension variables (`node_*`) are undeclared, as Talos would report them.
+    pub fn compile_talos(source: &str) -> Result<Self, CompileError> {
+        compile_typed(ExprKind::Trigger, Dialect::Talos, source).map(TriggerExpr)
     }
 
     /// The source text.
@@ -496,7 +385,12 @@ fn trigger_activation(ctx: &TriggerContext) -> SlotActivation {
 impl RankingExpr {
     /// Parses and checks a ranking expression (output must be `double`).
     pub fn compile(source: &str) -> Result<Self, CompileError> {
-        compile_typed(ExprKind::Ranking, source).map(RankingExpr)
+        compile_typed(ExprKind::Ranking, Dialect::Oomwarden, source).map(RankingExpr)
+    }
+
+    /// As [`RankingExpr::compile`], in Talos 1.14's environment exactly (no `pod_uid`).
+    pub fn compile_talos(source: &str) -> Result<Self, CompileError> {
+        compile_typed(ExprKind::Ranking, Dialect::Talos, source).map(RankingExpr)
     }
 
     /// The source text.
@@ -558,13 +452,13 @@ impl AnyExpr {
     pub fn compile(kind: ExprKind, source: &str) -> Result<Self, CompileError> {
         Ok(AnyExpr {
             kind,
-            compiled: compile(kind, source)?,
+            compiled: compile(kind, Dialect::Oomwarden, source)?,
         })
     }
 
     /// The checked output type, in cel-go's spelling.
     pub fn output_type(&self) -> String {
-        diag::type_name(&self.compiled.output)
+        self.compiled.output.display()
     }
 
     /// Evaluates a trigger-environment expression.

@@ -111,22 +111,56 @@ fn run(oracle: &std::path::PathBuf, seed: u64, count: usize) -> (usize, Vec<Stri
     }
     let requests: Vec<_> = cases.iter().map(|(e, a)| celgo::request(e, a)).collect();
     let answers = celgo::ask_all(oracle, &requests);
-    let mut failures = Vec::new();
     let mut accepted = 0;
-    for ((expr, act), want) in cases.iter().zip(&answers) {
-        let got = celgo::ours(expr, act);
+    let mut differing = Vec::new();
+    for (i, ((expr, act), want)) in cases.iter().zip(&answers).enumerate() {
         if want.get("ok") == Some(&serde_json::Value::Bool(true)) {
             accepted += 1;
         }
-        if let Some(why) = celgo::difference(want, &got) {
-            failures.push(format!(
-                "[{}] {expr}\n    {why}\n    cel-go: {want}\n    ours:   {got}",
-                act.env()
-            ));
+        let got = celgo::ours(expr, act);
+        if celgo::difference(want, &got).is_some() {
+            differing.push((i, got));
         }
+    }
+    // cel-go itself is not deterministic everywhere: Go's map iteration order is random, and
+    // it decides `multiply_qos_vectors`'s runtime type check and the order of its sum. Ask
+    // again; an answer of ours that cel-go also gives is not a difference.
+    let again: Vec<_> = differing
+        .iter()
+        .flat_map(|(i, _)| std::iter::repeat_n(requests[*i].clone(), RETRIES))
+        .collect();
+    let retried = celgo::ask_all(oracle, &again);
+    let mut failures = Vec::new();
+    let mut excused = std::collections::BTreeMap::<&str, usize>::new();
+    for (n, (i, got)) in differing.iter().enumerate() {
+        let (expr, act) = &cases[*i];
+        let want = &answers[*i];
+        if retried[n * RETRIES..(n + 1) * RETRIES]
+            .iter()
+            .any(|w| celgo::difference(w, got).is_none())
+        {
+            *excused
+                .entry("cel-go nondeterministic, ours is one of its answers")
+                .or_default() += 1;
+            continue;
+        }
+        if let Some(known) = celgo::known_difference(want, got) {
+            *excused.entry(known).or_default() += 1;
+            continue;
+        }
+        let why = celgo::difference(want, got).unwrap_or_default();
+        failures.push(format!(
+            "[{}] {expr}\n    {why}\n    cel-go: {want}\n    ours:   {got}",
+            act.env()
+        ));
+    }
+    for (what, n) in &excused {
+        eprintln!("  excused ({n}): {what}");
     }
     (accepted, failures)
 }
+
+const RETRIES: usize = 8;
 
 fn check(seed: u64, count: usize) {
     let oracle = match celgo::locate() {
@@ -142,6 +176,9 @@ fn check(seed: u64, count: usize) {
         "differential (seed {seed}): {total} expressions, {accepted} accepted by cel-go, {} differ",
         failures.len()
     );
+    if let Some(path) = std::env::var_os("CEL_DIFF_DUMP") {
+        std::fs::write(&path, failures.join("\n")).expect("write CEL_DIFF_DUMP");
+    }
     // A generator that only produces rejected expressions would compare nothing of value.
     assert!(
         accepted * 4 >= total,
@@ -167,13 +204,7 @@ fn count() -> usize {
         .unwrap_or(2500)
 }
 
-// Ignored until the expression layer types and parses as cel-go does (issue 13, items 2 and
-// 3): at 2 x 500 expressions it finds ~150 differences today (dyn propagation, even `!`/`-`
-// runs, the optional library's first/last/unwrap, int(duration), macros Talos lacks,
-// Go's duration and float formats). Run it with `cargo test -p oomwarden-expr --test
-// differential -- --ignored`.
 #[test]
-#[ignore = "issue 13: the expression layer does not yet agree with cel-go; see the comment"]
 fn random_expressions_agree_with_cel_go_fixed_seed() {
     let seed = std::env::var("CEL_DIFF_SEED")
         .ok()
@@ -183,7 +214,6 @@ fn random_expressions_agree_with_cel_go_fixed_seed() {
 }
 
 #[test]
-#[ignore = "issue 13: the expression layer does not yet agree with cel-go; see above"]
 fn random_expressions_agree_with_cel_go_fresh_seed() {
     if std::env::var_os("CEL_DIFF_SEED").is_some() {
         return; // replaying one seed

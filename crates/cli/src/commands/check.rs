@@ -1,4 +1,5 @@
-//! `oomwarden check [FILE]`: validate a configuration and print the effective settings.
+//! `oomwarden check [FILE] [--talos]`: validate a configuration and print the effective
+//! settings.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +14,11 @@ use crate::exit::Exit;
 pub(crate) struct Args {
     /// Configuration file (`-` for standard input). Without it, the embedded defaults are checked.
     file: Option<PathBuf>,
+    /// Validate as Talos 1.14 would: only the OOMConfig document (an OOMWardenConfig is an
+    /// error) and Talos's expression environments exactly (no oomwarden extension variables).
+    /// Prints the effective OOMConfig document alone.
+    #[arg(long)]
+    talos: bool,
     #[command(flatten)]
     overrides: OverrideArgs,
 }
@@ -23,10 +29,20 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         Some(path) => (read_input(path)?, path.display().to_string()),
         None => (String::new(), "<defaults>".to_owned()),
     };
-    match Settings::from_yaml(&text, &name) {
+    let loaded = if args.talos {
+        Settings::from_yaml_talos(&text, &name)
+    } else {
+        Settings::from_yaml(&text, &name)
+    };
+    match loaded {
         Ok(mut settings) => {
             settings.apply(&args.overrides.to_overrides());
-            out.write_all(settings.to_yaml().as_bytes())?;
+            let rendered = if args.talos {
+                settings.to_talos_yaml()
+            } else {
+                settings.to_yaml()
+            };
+            out.write_all(rendered.as_bytes())?;
             Ok(Exit::Ok)
         }
         Err(errors) => {

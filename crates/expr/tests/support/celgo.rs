@@ -291,3 +291,35 @@ pub fn difference(oracle: &Json, ours: &Json) -> Option<String> {
         (None, Some(e)) => Some(format!("cel-go: value {ov} / ours: evaluation error {e}")),
     }
 }
+
+/// A difference documented in docs/compatibility.md, recognised narrowly: the name of the
+/// entry, or `None` for any other difference.
+pub fn known_difference(oracle: &Json, ours: &Json) -> Option<&'static str> {
+    let text = |j: &Json, k: &str| j.get(k).and_then(Json::as_str).unwrap_or("").to_owned();
+    let (oe, ue) = (text(oracle, "eval_error"), text(ours, "eval_error"));
+    // D22: map literal keys other than int, uint, bool and string.
+    if ue.starts_with("unsupported map key type") && oe.is_empty() {
+        return Some("D22: a map literal key that is not int, uint, bool or string");
+    }
+    // D24: `has()` on an `optional.none()` receiver as a branch of `? :`; cel-go's
+    // conditional attribute hands back the optional itself, which Talos then refuses.
+    if oe.starts_with("expression output type is optional_type") && ue.is_empty() {
+        return Some(
+            "D24: has() on optional.none() inside a conditional: cel-go returns the optional",
+        );
+    }
+    runtime_guard(oracle, ours)
+}
+
+fn runtime_guard(oracle: &Json, ours: &Json) -> Option<&'static str> {
+    let text = |j: &Json, k: &str| j.get(k).and_then(Json::as_str).unwrap_or("").to_owned();
+    let (oe, ue) = (text(oracle, "eval_error"), text(ours, "eval_error"));
+    // D23: cel-go's runtime overload guard on calls typed through an unbound type parameter.
+    if oe.starts_with("no such overload: ") && ue.is_empty() && !oe.contains("multiply_qos_vectors")
+    {
+        return Some(
+            "D23: cel-go's runtime overload guard after a type parameter bound by the first overload",
+        );
+    }
+    None
+}

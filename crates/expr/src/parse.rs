@@ -1,0 +1,261 @@
+//! Parsing as cel-go's parser does, on top of `cel-core`'s: Talos's macros only, and cel-go's
+//! grammar for runs of unary operators.
+//!
+//! cel-go's grammar (`unary: member | '!'+ member | '-'+ member`) drops an even run of `!` or
+//! `-` (`!!x` is `x`, `--1` is `1`), cannot put `!` right after `-` (`-!x` is a syntax error),
+//! and reads the sign of `-1` as part of the literal, so `--9223372036854775808` is an
+//! out-of-range literal. `cel-core` keeps every operator; [`normalize`] rewrites its tree into
+//! cel-go's.
+
+use cel_core::parser::macros::STANDARD_MACROS;
+use cel_core::parser::{
+    ArgCount, Macro, MacroContext, MacroExpander, MacroExpansion, MacroRegistry, MacroStyle,
+    ParseOptions,
+};
+use cel_core::types::Span;
+use cel_core::{Expr, SpannedExpr, UnaryOp};
+
+use crate::diag::Diagnostic;
+
+/// cel-go's default macros plus the optional library's: `has`, `all`, `exists`,
+/// `exists_one`, `map` (2 and 3 arguments), `filter`, `optMap`, `optFlatMap`. Not `cel.bind`,
+/// `cel.block`, the two-variable comprehensions or `transform*`, which Talos does not enable.
+fn talos_macros() -> MacroRegistry {
+    let mut registry = MacroRegistry::new();
+    for m in STANDARD_MACROS {
+        let keep = matches!(
+            (m.name, m.style, m.arg_count),
+            ("has", MacroStyle::Global, ArgCount::Exact(1))
+                | (
+                    "all" | "exists" | "exists_one" | "filter" | "optMap" | "optFlatMap",
+                    MacroStyle::Receiver,
+                    ArgCount::Exact(2)
+                )
+                | ("map", MacroStyle::Receiver, ArgCount::Exact(2 | 3))
+        );
+        if keep {
+            registry.register(m.clone());
+        }
+    }
+    // cel-go expands a macro only at its own arity and style; any other use of the name is an
+    // ordinary call (an undeclared function to the checker). cel-core would report a syntax
+    // error instead, so every other arity of these names expands back to the plain call.
+    for (i, name) in MACRO_NAMES.iter().enumerate() {
+        for style in [MacroStyle::Global, MacroStyle::Receiver] {
+            registry.register(Macro::new(
+                name,
+                style,
+                ArgCount::VarArg(0),
+                PLAIN_CALLS.get(i).copied().unwrap_or(plain_call::<0>),
+            ));
+        }
+    }
+    registry
+}
+
+const MACRO_NAMES: [&str; 8] = [
+    "has",
+    "all",
+    "exists",
+    "exists_one",
+    "map",
+    "filter",
+    "optMap",
+    "optFlatMap",
+];
+
+const PLAIN_CALLS: [MacroExpander; 8] = [
+    plain_call::<0>,
+    plain_call::<1>,
+    plain_call::<2>,
+    plain_call::<3>,
+    plain_call::<4>,
+    plain_call::<5>,
+    plain_call::<6>,
+    plain_call::<7>,
+];
+
+/// Rebuilds `name(args)` or `receiver.name(args)` unexpanded.
+fn plain_call<const N: usize>(
+    ctx: &mut MacroContext<'_>,
+    span: Span,
+    receiver: Option<SpannedExpr>,
+    args: Vec<SpannedExpr>,
+) -> MacroExpansion {
+    let name = MACRO_NAMES.get(N).copied().unwrap_or_default().to_owned();
+    let callee = match receiver {
+        Some(receiver) => Expr::Member {
+            expr: Box::new(receiver),
+            field: name,
+            optional: false,
+        },
+        None => Expr::Ident(name),
+    };
+    let callee = SpannedExpr {
+        id: ctx.next_id(),
+        node: callee,
+        span: span.clone(),
+    };
+    MacroExpansion::Expanded(SpannedExpr {
+        id: ctx.next_id(),
+        node: Expr::Call {
+            expr: Box::new(callee),
+            args,
+        },
+        span,
+    })
+}
+
+/// Parses with Talos's macros; syntax errors as diagnostics.
+pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
+    let parsed =
+        cel_core::parser::parse_with_options(source, ParseOptions::with_macros(talos_macros()));
+    if !parsed.errors.is_empty() {
+        return Err(parsed
+            .errors
+            .iter()
+            .map(|e| Diagnostic::at(e.span.start, syntax_message(&e.message)))
+            .collect());
+    }
+    let Some(mut expr) = parsed.ast else {
+        return Err(vec![Diagnostic::at(0, "Syntax error: empty expression")]);
+    };
+    normalize(&mut expr, source).map_err(|d| vec![d])?;
+    Ok(expr)
+}
+
+fn syntax_message(message: &str) -> String {
+    // cel-core reports an out-of-range literal as an unexpected character or an overflow;
+    // cel-go says "invalid int literal" / "invalid uint literal".
+    if message.starts_with("integer literal '") && message.contains("overflow") {
+        return "invalid int literal".to_owned();
+    }
+    if let Some(lit) = message
+        .strip_prefix("unexpected character '")
+        .and_then(|m| m.strip_suffix('\''))
+        && lit.bytes().next().is_some_and(|b| b.is_ascii_digit())
+    {
+        let kind = if lit.ends_with(['u', 'U']) {
+            "uint"
+        } else {
+            "int"
+        };
+        return format!("invalid {kind} literal");
+    }
+    format!("Syntax error: {message}")
+}
+
+/// Whether only whitespace and comments separate byte `from` from byte `to`: the two
+/// operators are one run of tokens, not split by a parenthesis.
+fn adjacent(source: &str, from: usize, to: usize) -> bool {
+    let Some(mut gap) = source.get(from..to) else {
+        return false;
+    };
+    loop {
+        gap = gap.trim_start();
+        match gap.strip_prefix("//") {
+            Some(comment) => gap = comment.split_once('\n').map_or("", |(_, rest)| rest),
+            None => return gap.is_empty(),
+        }
+    }
+}
+
+/// A `-` folded into an int literal by `cel-core` (only `-9223372036854775808` is).
+fn signed_literal(source: &str, e: &SpannedExpr) -> bool {
+    matches!(e.node, Expr::Int(_))
+        && source
+            .get(e.span.start..)
+            .is_some_and(|s| s.starts_with('-'))
+}
+
+/// Rewrites unary runs into cel-go's tree; an error where cel-go's grammar has one.
+fn normalize(e: &mut SpannedExpr, source: &str) -> Result<(), Diagnostic> {
+    // An even run dropped uncovers its operand, which may start a run of its own (`!!-1`,
+    // `--(--x)`).
+    while let Expr::Unary { op, .. } = e.node {
+        if !normalize_run(e, op, source)? {
+            break;
+        }
+    }
+    for child in crate::tree::children_mut(e) {
+        normalize(child, source)?;
+    }
+    Ok(())
+}
+
+/// Normalizes the run starting at `e`; `true` when `e` was replaced by the run's operand.
+fn normalize_run(e: &mut SpannedExpr, op: UnaryOp, source: &str) -> Result<bool, Diagnostic> {
+    // The run: nested unary nodes of the same operator with nothing but blanks between them
+    // (a node's span starts at its operator, a one-byte token).
+    let mut count = 1usize;
+    let mut last: &SpannedExpr = e;
+    while let Expr::Unary { expr, .. } = &last.node
+        && let Expr::Unary { op: inner, .. } = &expr.node
+        && *inner == op
+        && adjacent(source, last.span.start + 1, expr.span.start)
+    {
+        count += 1;
+        last = expr;
+    }
+    let Expr::Unary { expr: operand, .. } = &last.node else {
+        return Ok(false);
+    };
+    let run_end = last.span.start + 1;
+    let follows = adjacent(source, run_end, operand.span.start);
+    match (op, &operand.node) {
+        (
+            UnaryOp::Neg,
+            Expr::Unary {
+                op: UnaryOp::Not, ..
+            },
+        ) if follows => {
+            return Err(Diagnostic::at(
+                operand.span.start,
+                "Syntax error: no viable alternative at input '-!'",
+            ));
+        }
+        // After `!` only a member may follow, and `-1` is one (a signed literal).
+        (
+            UnaryOp::Not,
+            Expr::Unary {
+                op: UnaryOp::Neg,
+                expr: literal,
+            },
+        ) if follows
+            && !(is_number(literal)
+                && adjacent(source, operand.span.start + 1, literal.span.start)) =>
+        {
+            return Err(Diagnostic::at(
+                operand.span.start,
+                "Syntax error: no viable alternative at input '!-'",
+            ));
+        }
+        _ => {}
+    }
+    if op == UnaryOp::Neg && follows && signed_literal(source, operand) {
+        // cel-go: one more `-` in the run, and the literal without its sign is out of range.
+        let after_sign = operand.span.start + 1;
+        let digits = source.get(after_sign..).map_or(after_sign, |rest| {
+            after_sign + rest.len() - rest.trim_start().len()
+        });
+        return Err(Diagnostic::at(digits, "invalid int literal"));
+    }
+    if count < 2 {
+        return Ok(false);
+    }
+    let operand = (**operand).clone();
+    if count % 2 == 1 {
+        e.node = Expr::Unary {
+            op,
+            expr: Box::new(operand),
+        };
+        Ok(false)
+    } else {
+        *e = operand;
+        Ok(true)
+    }
+}
+
+fn is_number(e: &SpannedExpr) -> bool {
+    matches!(e.node, Expr::Int(_) | Expr::UInt(_) | Expr::Float(_))
+}

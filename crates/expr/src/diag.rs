@@ -130,10 +130,32 @@ pub(crate) fn node_offset(source: &str, node: &SpannedExpr) -> usize {
         }
         Expr::Ternary { cond, .. } => find_after(cond.span.end, "?"),
         Expr::Index { expr, .. } => find_after(expr.span.end, "["),
-        Expr::Call { expr, .. } => find_after(expr.span.end, "("),
-        Expr::Member { expr, .. } | Expr::MemberTestOnly { expr, .. } => {
-            find_after(expr.span.end, ".")
-        }
+        // `receiver.name(`: the `(` after the name, whatever span the callee node has (a
+        // macro name used at another arity is rebuilt as a plain call, see parse.rs).
+        Expr::Call { expr, .. } => match &expr.node {
+            Expr::Member {
+                expr: receiver,
+                field,
+                ..
+            } => find_after(receiver.span.end, ".")
+                .and_then(|dot| {
+                    let rest = source.get(dot + 1..)?;
+                    let name_at = dot + 1 + rest.len() - rest.trim_start().len();
+                    source
+                        .get(name_at..)?
+                        .starts_with(field.as_str())
+                        .then_some(name_at + field.len())
+                })
+                .and_then(|after_name| find_after(after_name, "(")),
+            _ => find_after(expr.span.end, "("),
+        },
+        // `has(x.f)`: cel-go places the presence test at the macro's `(`.
+        Expr::MemberTestOnly { expr, .. } => source
+            .get(node.span.start..)
+            .filter(|s| s.starts_with("has"))
+            .and_then(|_| find_after(node.span.start + 3, "("))
+            .or_else(|| find_after(expr.span.end, ".")),
+        Expr::Member { expr, .. } => find_after(expr.span.end, "."),
         _ => None,
     };
     found.unwrap_or(node.span.start)

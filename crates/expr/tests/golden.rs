@@ -305,6 +305,11 @@ fn extra_cases_match_cel_go() {
     run_cel_go("extra.tsv", "extra.celgo");
 }
 
+#[test]
+fn talos_parity_cases_match_cel_go() {
+    run_cel_go("talos.tsv", "talos.celgo");
+}
+
 fn run(cases: &str, oracle_file: &str) {
     let expected = oracle(oracle_file);
     let celgo_file = oracle_file.replace(".oracle", ".celgo");

@@ -483,13 +483,12 @@ pub(crate) fn substitute(m: &Mapping, t: &Type, to_dyn: bool) -> Type {
         return Type::Dyn;
     }
     match t {
-        Type::Opaque(..) | Type::List(_) | Type::Map(..) | Type::Meta(Some(_)) => t
-            .with_params(
-                t.params()
-                    .iter()
-                    .map(|p| substitute(m, p, to_dyn))
-                    .collect(),
-            ),
+        Type::Opaque(..) | Type::List(_) | Type::Map(..) | Type::Meta(Some(_)) => t.with_params(
+            t.params()
+                .iter()
+                .map(|p| substitute(m, p, to_dyn))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }

@@ -587,3 +587,33 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod exact_floats {
+    use super::*;
+
+    // A recorded trigger context must read back bit for bit, or a replay can decide
+    // differently at a threshold (serde_json needs its `float_roundtrip` feature for this).
+    #[test]
+    fn trigger_context_values_read_back_exactly() {
+        let value = 30_102.166_670_464_198_f64;
+        let text = format!(
+            r#"{{"memory_full_avg10": {value:?}, "d_qos_memory_full_total": {{"1": {value:?}}}}}"#
+        );
+        let ctx = TriggerContext::from_json(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(
+            ctx.root_psi(false, PsiKind::Full, PsiSpan::Avg10).to_bits(),
+            value.to_bits()
+        );
+        let map = ctx
+            .talos_variables()
+            .find_map(|(name, v)| match v {
+                Variable::ClassMap(m) if name == "d_qos_memory_full_total" => {
+                    Some(m.get(QosClass::Burstable))
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        assert_eq!(map.to_bits(), value.to_bits());
+    }
+}

@@ -224,13 +224,13 @@ fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, C
     })
 }
 
-fn too_deep(offset: usize, source: &str) -> CompileError {
+/// cel-go reports the nesting limit without a position.
+fn too_deep(_offset: usize, source: &str) -> CompileError {
     CompileError::invalid(
         Stage::Parse,
-        vec![Diagnostic::at(
-            offset,
-            format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
-        )],
+        vec![Diagnostic::nowhere(format!(
+            "expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"
+        ))],
         source,
     )
 }
@@ -240,11 +240,10 @@ fn compile_on_this_thread(
     dialect: Dialect,
     source: &str,
 ) -> Result<(Program, check::types::Type), CompileError> {
-    let expr =
-        parse::parse(source).map_err(|diags| CompileError::invalid(Stage::Parse, diags, source))?;
-    if tree::ast_depth(&expr) > MAX_RECURSION_DEPTH {
-        return Err(too_deep(0, source));
-    }
+    // Same byte offsets as `source`, so diagnostics point into the user's text.
+    let shortened = limits::shorten_unary_runs(source);
+    let expr = parse::parse(&shortened)
+        .map_err(|diags| CompileError::invalid(Stage::Parse, diags, source))?;
     let mut expr = expr;
     let checked = check::check(kind.decls(dialect), source, &expr);
     if !checked.errors.is_empty() {

@@ -25,6 +25,43 @@ pub(crate) enum LimitExceeded {
 /// exceeded. Never fails on malformed input: unterminated strings simply end the scan (the
 /// parser reports them).
 pub(crate) fn check_limits(src: &str) -> Result<(), LimitExceeded> {
+    scan(src).map(|_| ())
+}
+
+/// The source with every run of more than three `!` (or unary `-`) shortened to two or three
+/// of the same parity, the others replaced by spaces (so every byte offset stays the same).
+/// cel-go's grammar drops an even run whatever its length, so a run of 10,000 is as valid as
+/// one of two; `cel-core`'s parser would recurse once per operator.
+pub(crate) fn shorten_unary_runs(src: &str) -> std::borrow::Cow<'_, str> {
+    let Ok(blank) = scan(src) else {
+        return std::borrow::Cow::Borrowed(src);
+    };
+    if blank.is_empty() {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let mut bytes = src.as_bytes().to_vec();
+    for i in blank {
+        if let Some(b) = bytes.get_mut(i) {
+            *b = b' ';
+        }
+    }
+    // Only ASCII operators were replaced by ASCII spaces: still UTF-8.
+    String::from_utf8(bytes).map_or(std::borrow::Cow::Borrowed(src), std::borrow::Cow::Owned)
+}
+
+/// Checks the limits; returns the positions of unary operators beyond the last two or three
+/// of each long run (see [`shorten_unary_runs`]). A run counts at most 3 towards the depth.
+fn scan(src: &str) -> Result<Vec<usize>, LimitExceeded> {
+    let mut blank = Vec::new();
+    let mut run: Vec<usize> = Vec::new();
+    let mut run_op = 0u8;
+    let end_run = |run: &mut Vec<usize>, blank: &mut Vec<usize>| {
+        if run.len() > 3 {
+            let keep = if run.len().is_multiple_of(2) { 2 } else { 3 };
+            blank.extend(run.iter().take(run.len() - keep));
+        }
+        run.clear();
+    };
     let size = src.chars().count();
     if size > MAX_CODE_POINTS {
         return Err(LimitExceeded::Size(size));
@@ -63,9 +100,16 @@ pub(crate) fn check_limits(src: &str) -> Result<(), LimitExceeded> {
                         && matches!(bytes.get(i - 2), Some(b'r' | b'R'));
                 i = skip_string(bytes, i, raw);
                 after_operand = true;
+                end_run(&mut run, &mut blank);
+                run_op = 0;
                 continue;
             }
             _ => {}
+        }
+        let unary = (b == b'!' && bytes.get(i + 1) != Some(&b'=')) || (b == b'-' && !after_operand);
+        if !unary {
+            end_run(&mut run, &mut blank);
+            run_op = 0;
         }
         let frame_depth = |frames: &Vec<Frame>| {
             frames.last().map_or(0, |f| f.unary_run + f.ternaries) + frames.len() - 1
@@ -87,16 +131,19 @@ pub(crate) fn check_limits(src: &str) -> Result<(), LimitExceeded> {
                 }
                 after_operand = true;
             }
-            b'!' if bytes.get(i + 1) != Some(&b'=') => {
+            b'!' | b'-'
+                if (b == b'!' && bytes.get(i + 1) != Some(&b'='))
+                    || (b == b'-' && !after_operand) =>
+            {
+                if run_op != b {
+                    end_run(&mut run, &mut blank);
+                    run_op = b;
+                }
+                run.push(i);
                 if let Some(f) = frames.last_mut() {
-                    f.unary_run += 1;
+                    f.unary_run = (f.unary_run + 1).min(3);
                 }
                 after_operand = false;
-            }
-            b'-' if !after_operand => {
-                if let Some(f) = frames.last_mut() {
-                    f.unary_run += 1;
-                }
             }
             b'?' => {
                 if let Some(f) = frames.last_mut() {
@@ -147,7 +194,8 @@ pub(crate) fn check_limits(src: &str) -> Result<(), LimitExceeded> {
         }
         i += 1;
     }
-    Ok(())
+    end_run(&mut run, &mut blank);
+    Ok(blank)
 }
 
 fn is_word_byte(c: u8) -> bool {
@@ -222,14 +270,9 @@ mod tests {
             check_limits(&format!("{}1", "[".repeat(n + 1))),
             Err(LimitExceeded::Depth(_))
         ));
-        assert!(matches!(
-            check_limits(&format!("{}true", "!".repeat(n + 1))),
-            Err(LimitExceeded::Depth(_))
-        ));
-        assert!(matches!(
-            check_limits(&format!("{}1", "-".repeat(n + 1))),
-            Err(LimitExceeded::Depth(_))
-        ));
+        // A unary run counts at most 3: cel-go's grammar takes a run of any length.
+        assert_eq!(check_limits(&format!("{}true", "!".repeat(n + 1))), Ok(()));
+        assert_eq!(check_limits(&format!("{}1", "-".repeat(n + 1))), Ok(()));
         let ternaries = format!("{}1", "true ? 1 : ".repeat(n + 1));
         assert!(matches!(
             check_limits(&ternaries),
@@ -240,10 +283,22 @@ mod tests {
         assert_eq!(check_limits(&"1 - ".repeat(1000)), Ok(()));
     }
 
+    #[test]
+    fn long_unary_runs_are_shortened_keeping_parity_and_offsets() {
+        assert_eq!(shorten_unary_runs("!!!!true"), "  !!true");
+        assert_eq!(shorten_unary_runs("-----1"), "  ---1");
+        assert_eq!(shorten_unary_runs("!! x"), "!! x");
+        assert_eq!(shorten_unary_runs("1 - - - - 2"), "1 - - - - 2");
+        assert_eq!(shorten_unary_runs("1 - - - - - 2"), "1 -     - - 2");
+        assert_eq!(shorten_unary_runs("'!!!!!' + x"), "'!!!!!' + x");
+    }
+
     proptest::proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,300}") {
             let _ = check_limits(&s);
+            let shortened = shorten_unary_runs(&s);
+            proptest::prop_assert_eq!(shortened.len(), s.len());
         }
     }
 }

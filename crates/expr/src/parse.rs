@@ -13,7 +13,7 @@ use cel_core::parser::{
     ParseOptions,
 };
 use cel_core::types::Span;
-use cel_core::{Expr, SpannedExpr, UnaryOp};
+use cel_core::{BinaryOp, Expr, SpannedExpr, UnaryOp};
 
 use crate::diag::Diagnostic;
 
@@ -120,8 +120,90 @@ pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
     let Some(mut expr) = parsed.ast else {
         return Err(vec![Diagnostic::at(0, "Syntax error: empty expression")]);
     };
+    rebalance(&mut expr);
+    // cel-go's parser allows one level more than its recursion limit in the tree it builds
+    // (measured: a chain of 251 `+` terms is accepted, 252 are not). Checked before the
+    // recursive passes below.
+    if crate::tree::ast_depth(&expr) > crate::MAX_RECURSION_DEPTH + 1 {
+        return Err(vec![Diagnostic::nowhere("max recursion depth exceeded")]);
+    }
     normalize(&mut expr, source).map_err(|d| vec![d])?;
     Ok(expr)
+}
+
+/// cel-go's parser builds a chain `a && b && c …` (or `||`) as a balanced tree, so a chain of
+/// any length stays shallow (its depth is the logarithm of its length); cel-core builds it
+/// left-deep. Rebalanced here, with the same operands in the same order (the result of `&&`
+/// and `||` does not depend on the grouping in CEL), so depth limits and evaluation see
+/// cel-go's shape.
+fn rebalance(root: &mut SpannedExpr) {
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        if let Expr::Binary { op, .. } = &e.node
+            && matches!(op, BinaryOp::And | BinaryOp::Or)
+        {
+            let op = *op;
+            let mut operands = Vec::new();
+            let mut ids = Vec::new();
+            // Flatten the chain without recursion: it may be thousands of terms long.
+            let mut pending = vec![std::mem::replace(
+                e,
+                SpannedExpr {
+                    id: e.id,
+                    node: Expr::Null,
+                    span: e.span.clone(),
+                },
+            )];
+            while let Some(node) = pending.pop() {
+                match node.node {
+                    Expr::Binary {
+                        op: inner,
+                        left,
+                        right,
+                    } if inner == op => {
+                        ids.push(node.id);
+                        pending.push(*right);
+                        pending.push(*left);
+                    }
+                    other => operands.push(SpannedExpr {
+                        id: node.id,
+                        node: other,
+                        span: node.span,
+                    }),
+                }
+            }
+            ids.sort_unstable();
+            *e = balanced(op, operands, &mut ids.into_iter());
+        }
+        stack.extend(crate::tree::children_mut(e));
+    }
+}
+
+/// cel-go's `balancer`: the middle operand starts the right half.
+fn balanced(
+    op: BinaryOp,
+    mut operands: Vec<SpannedExpr>,
+    ids: &mut impl Iterator<Item = i64>,
+) -> SpannedExpr {
+    if operands.len() <= 1 {
+        return operands.pop().unwrap_or(SpannedExpr {
+            id: 0,
+            node: Expr::Null,
+            span: 0..0,
+        });
+    }
+    let right_half = operands.split_off(operands.len().div_ceil(2));
+    let left = balanced(op, operands, ids);
+    let right = balanced(op, right_half, ids);
+    SpannedExpr {
+        id: ids.next().unwrap_or(left.id),
+        span: left.span.start..right.span.end,
+        node: Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+        },
+    }
 }
 
 fn syntax_message(message: &str) -> String {

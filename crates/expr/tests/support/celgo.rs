@@ -297,15 +297,15 @@ pub fn difference(oracle: &Json, ours: &Json) -> Option<String> {
 pub fn known_difference(oracle: &Json, ours: &Json) -> Option<&'static str> {
     let text = |j: &Json, k: &str| j.get(k).and_then(Json::as_str).unwrap_or("").to_owned();
     let (oe, ue) = (text(oracle, "eval_error"), text(ours, "eval_error"));
-    // D22: map literal keys other than int, uint, bool and string.
+    // C8: map literal keys other than int, uint, bool and string.
     if ue.starts_with("unsupported map key type") && oe.is_empty() {
-        return Some("D22: a map literal key that is not int, uint, bool or string");
+        return Some("C8: a map literal key that is not int, uint, bool or string");
     }
-    // D24: `has()` on an `optional.none()` receiver as a branch of `? :`; cel-go's
+    // C10: `has()` on an `optional.none()` receiver as a branch of `? :`; cel-go's
     // conditional attribute hands back the optional itself, which Talos then refuses.
     if oe.starts_with("expression output type is optional_type") && ue.is_empty() {
         return Some(
-            "D24: has() on optional.none() inside a conditional: cel-go returns the optional",
+            "C10: has() on optional.none() inside a conditional: cel-go returns the optional",
         );
     }
     runtime_guard(oracle, ours)
@@ -314,11 +314,11 @@ pub fn known_difference(oracle: &Json, ours: &Json) -> Option<&'static str> {
 fn runtime_guard(oracle: &Json, ours: &Json) -> Option<&'static str> {
     let text = |j: &Json, k: &str| j.get(k).and_then(Json::as_str).unwrap_or("").to_owned();
     let (oe, ue) = (text(oracle, "eval_error"), text(ours, "eval_error"));
-    // D23: cel-go's runtime overload guard on calls typed through an unbound type parameter.
+    // C9: cel-go's runtime overload guard on calls typed through an unbound type parameter.
     if oe.starts_with("no such overload: ") && ue.is_empty() && !oe.contains("multiply_qos_vectors")
     {
         return Some(
-            "D23: cel-go's runtime overload guard after a type parameter bound by the first overload",
+            "C9: cel-go's runtime overload guard after a type parameter bound by the first overload",
         );
     }
     None

@@ -66,7 +66,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let metrics: Vec<_> = sample
             .subtrees
             .iter()
-            .map(|s| json!({"cgroup": s.dir, "class": s.class.map(|c| c.name())}))
+            .map(|s| {
+                json!({"cgroup": s.dir, "path": oomwarden_cgroupfs::node_path(&s.dir),
+                       "class": s.class.map(|c| c.name())})
+            })
             .collect();
         let cands: Vec<_> = candidates
             .iter()
@@ -74,7 +77,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             .map(|(i, c)| {
                 let (score, eligible, reason) = verdict(i);
                 json!({
-                    "cgroup": c.dir, "class": c.class.name(),
+                    "cgroup": c.dir, "path": oomwarden_cgroupfs::node_path(&c.dir),
+                    "class": c.class.name(),
                     "podUID": oomwarden_kube::cgroup_identity(&c.dir).pod_uid,
                     "populated": c.populated, "memoryCurrentBytes": c.memory.current,
                     "memoryMaxBytes": c.memory.max.and_then(Limit::bytes),
@@ -82,11 +86,16 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 })
             })
             .collect();
-        let doc = json!({"layout": name, "reason": why, "metrics": metrics, "candidates": cands});
+        let doc = json!({
+            "layout": name, "reason": why,
+            "cgroupRoot": args.node.cgroup_root.display().to_string(),
+            "metrics": metrics, "candidates": cands,
+        });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(Exit::Ok);
     }
     writeln!(out, "layout: {name} ({why})")?;
+    writeln!(out, "{}", super::tree_note(&args.node.cgroup_root))?;
     writeln!(out, "\nmetrics, summed per class:")?;
     writeln!(out, "  {:<11} CGROUP", "CLASS")?;
     for s in &sample.subtrees {

@@ -110,6 +110,21 @@ pub(crate) struct NodeArgs {
     pub(crate) cgroup_root: PathBuf,
 }
 
+/// Where the cgroup tree was read, said once above a listing: paths are shown as the node
+/// names them (under `/sys/fs/cgroup`), which is not where they were read when `--cgroup-root`
+/// is another directory (the DaemonSet reads the host's tree at `/host/sys/fs/cgroup`).
+pub(crate) fn tree_note(root: &std::path::Path) -> String {
+    let node = oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT;
+    if root == std::path::Path::new(node) {
+        format!("cgroups: {node}")
+    } else {
+        format!(
+            "cgroups: read at {}; shown by their path on the node, under {node}",
+            root.display()
+        )
+    }
+}
+
 /// The settings (configuration file and overrides) and the layout of the node under
 /// `--cgroup-root`, or the exit after printing why not (an invalid configuration, a tree that
 /// matches no layout).

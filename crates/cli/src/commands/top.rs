@@ -61,6 +61,8 @@ fn parse_eviction_hard(text: &str) -> Result<EvictionHard, String> {
 struct TopDoc<'a> {
     layout: &'a str,
     layout_reason: &'a str,
+    /// Where the tree was read (`--cgroup-root`); each row's `path` is the node's.
+    cgroup_root: String,
     node: &'a NodeView,
     cgroups: &'a [Row],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -91,6 +93,8 @@ struct PodRow {
 #[serde(rename_all = "camelCase")]
 struct Row {
     cgroup: String,
+    /// The cgroup's path on the node (`/sys/fs/cgroup/...`), whatever root it was read under.
+    path: String,
     /// `node`, `class`, `candidate` or `container`.
     kind: &'static str,
     class: Option<&'static str>,
@@ -149,6 +153,7 @@ fn read_row(cgroups: &CgroupFs, dir: &str, kind: &'static str, class: Option<&'s
         } else {
             dir.to_owned()
         },
+        path: oomwarden_cgroupfs::node_path(dir),
         kind,
         class,
         pod_uid: id.pod_uid,
@@ -332,6 +337,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let doc = TopDoc {
             layout: &layout_name,
             layout_reason: &why,
+            cgroup_root: args.node.cgroup_root.display().to_string(),
             node: &view,
             cgroups: &rows,
             pods: args.pods.is_some().then_some(pods_out.as_slice()),
@@ -342,6 +348,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     }
     print_node(&view, args.eviction_hard.0.is_some(), out)?;
     writeln!(out, "\ncgroups (layout {layout_name}; sizes in MiB):")?;
+    writeln!(out, "  {}", super::tree_note(&args.node.cgroup_root))?;
     writeln!(
         out,
         "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>4} {:<5} CGROUP",

@@ -178,7 +178,7 @@ fn check_survives_hostile_expressions() {
     );
     let (code, stdout, stderr) = run(&["check", "-"], Some(&deep));
     assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
-    assert!(stderr.contains("OOM trigger expression is invalid: ERROR: <input>:1:251: expression recursion limit exceeded: 250"), "{stderr}");
+    assert!(stderr.contains("OOM trigger expression is invalid: ERROR: <input>:-1:0: expression recursion limit exceeded: 250"), "{stderr}");
 
     let big = format!(
         "apiVersion: v1alpha1\nkind: OOMConfig\ncgroupRankingExpression: \"{}\"\n",

@@ -384,6 +384,11 @@ fn extra_cases_match_cel_cpp() {
 }
 
 #[test]
+fn talos_parity_cases_match_cel_cpp() {
+    run("talos.tsv", "talos.oracle");
+}
+
+#[test]
 fn output_type_is_enforced_exactly() {
     use oomwarden_expr::{RankingExpr, TriggerExpr};
     let err = RankingExpr::compile("memory_max.hasValue()").unwrap_err();

@@ -67,9 +67,10 @@ fn main() -> ExitCode {
             };
         }
     };
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    // Not locked for the whole command: `run` lives for days and other threads (a post-kill
+    // hook's watcher, the API server) log through the same stderr; each write takes the lock
+    // for itself.
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     let exit = match cli.command {
         Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
         Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),

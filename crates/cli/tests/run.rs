@@ -417,3 +417,78 @@ fn a_configuration_file_replaced_on_disk_is_reloaded_without_a_signal() {
     logs.wait_for("oomwarden stopping");
     assert!(child.wait().unwrap().success());
 }
+
+/// A post-kill hook's result is logged and its thread ends (issue 14): the binary used to hold
+/// the stderr lock for the whole `run`, so the hook's thread blocked forever on its first log
+/// line and nothing about the hook ever appeared.
+#[test]
+fn a_post_kill_hook_is_logged_and_its_thread_ends() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\n\
+         ---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n\
+         hooks:\n  postKill:\n    command: [/bin/sh, -c, 'cat > /dev/null']\n",
+    )
+    .unwrap();
+    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    let logged = loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                let hit = line.contains("\"hook succeeded\"") && line.contains("post-kill");
+                seen.push(line);
+                if hit {
+                    break true;
+                }
+            }
+            Err(_) if Instant::now() > deadline => break false,
+            Err(_) => {}
+        }
+    };
+    // The hook's thread ("hook") is gone once its result is logged.
+    let hook_threads = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks
+                    .filter_map(Result::ok)
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.trim() == "hook")
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let mut threads = hook_threads();
+    let until = Instant::now() + Duration::from_secs(5);
+    while threads > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+        threads = hook_threads();
+    }
+    signal(&child, rustix::process::Signal::TERM);
+    let _ = child.wait();
+    assert!(
+        logged,
+        "no post-kill hook result logged:\n{}",
+        seen.join("\n")
+    );
+    assert_eq!(threads, 0, "a hook thread outlived its hook");
+}

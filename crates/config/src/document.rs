@@ -110,6 +110,15 @@ pub(crate) enum Reader {
     Talos,
 }
 
+pub(crate) fn declares_warden_document(text: &str) -> bool {
+    serde_saphyr::from_multiple::<Value>(text).is_ok_and(|docs| {
+        docs.iter().any(|d| {
+            d.get("apiVersion").and_then(Value::as_str) == Some(WARDEN_API_VERSION)
+                && d.get("kind").and_then(Value::as_str) == Some(WARDEN_KIND)
+        })
+    })
+}
+
 pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, ConfigErrors> {
     let mut errors = Errors {
         file,

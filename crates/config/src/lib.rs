@@ -326,6 +326,11 @@ impl Settings {
     }
 }
 
+/// Whether the text holds an `OOMWardenConfig` document (so a reload can say when one vanished).
+pub fn declares_warden_document(text: &str) -> bool {
+    document::declares_warden_document(text)
+}
+
 /// `layout` written out as an `OOMWardenConfig` document with a custom layout (named
 /// [`DEFAULT_CUSTOM_NAME`] when it is a built-in one): a starting point for a custom layout.
 /// Loading the output gives the same metrics and candidates.

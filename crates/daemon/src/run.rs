@@ -73,19 +73,53 @@ pub enum RunError {
 pub fn load_settings(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, RunError> {
     let result = match file {
         None => Settings::defaults(),
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => Settings::from_yaml(&text, &path.display().to_string()),
-            Err(e) => {
-                return Err(RunError::Config(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )));
-            }
-        },
+        Some(path) => {
+            let text = read_config_file(path)?;
+            Settings::from_yaml(&text, &path.display().to_string())
+        }
     };
     let mut settings = result.map_err(|e: ConfigErrors| RunError::Config(e.to_string()))?;
     settings.apply(overrides);
     Ok(settings)
+}
+
+/// The configuration file's text. Only a regular file (or a symlink to one, as a ConfigMap
+/// mounts it) is read: a FIFO would block the daemon, a device could stream forever.
+fn read_config_file(path: &Path) -> Result<String, RunError> {
+    let cannot = |e: &dyn std::fmt::Display| {
+        RunError::Config(format!("cannot read {}: {e}", path.display()))
+    };
+    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(cannot(
+            &"not a regular file (a directory, FIFO or device is refused)",
+        ));
+    }
+    std::fs::read_to_string(path).map_err(|e| cannot(&e))
+}
+
+/// A reload's settings: as at start, but an empty (or whitespace-only) file is refused,
+/// because on a running node that is a truncated or half-written file, not a wish for the
+/// embedded defaults (which would, for one, turn a `dryRun: true` off).
+/// Also says whether the file holds an `OOMWardenConfig` document.
+fn load_for_reload(
+    file: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<(Settings, bool), RunError> {
+    let Some(path) = file else {
+        return Ok((load_settings(None, overrides)?, false));
+    };
+    let text = read_config_file(path)?;
+    if text.trim().is_empty() {
+        return Err(RunError::Config(format!(
+            "{} is empty; a reload refuses an empty file (at start it means the defaults)",
+            path.display()
+        )));
+    }
+    let mut settings = Settings::from_yaml(&text, &path.display().to_string())
+        .map_err(|e: ConfigErrors| RunError::Config(e.to_string()))?;
+    settings.apply(overrides);
+    Ok((settings, oomwarden_config::declares_warden_document(&text)))
 }
 
 /// Checks that the hierarchy has what the OOM handler needs: cgroup v2 with the memory
@@ -550,12 +584,12 @@ fn publish(
 
 fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api::SharedState>) {
     let file = options.config_file.as_deref();
-    let loaded = load_settings(file, &options.overrides).and_then(|settings| {
+    let loaded = load_for_reload(file, &options.overrides).and_then(|(settings, warden)| {
         let layout = resolve_layout(&settings, engine.cgroups())?;
-        Ok((settings, layout))
+        Ok((settings, warden, layout))
     });
     match loaded {
-        Ok((settings, (layout, why))) => {
+        Ok((settings, has_warden_document, (layout, why))) => {
             engine.metrics().reloaded(true);
             if settings.warden.metrics != engine.settings().warden.metrics {
                 tracing::warn!("the metrics settings changed; they take effect at the next start");
@@ -564,6 +598,11 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
                 tracing::info!(layout = %layout.name, layout_reason = %why, "layout changed");
             }
             engine.set_layout(layout);
+            if !has_warden_document && settings.warden != engine.settings().warden {
+                tracing::warn!(
+                    "the OOMWardenConfig document is gone from the configuration file; oomwarden's own settings are back to their defaults"
+                );
+            }
             tracing::info!(
                 file = %file.map_or("<defaults>".into(), |f| f.display().to_string()),
                 sample_interval = ?settings.oom.sample_interval,
@@ -589,6 +628,58 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue 14: a truncated file on reload used to mean the embedded defaults (turning a
+    // `dryRun: true` off); a FIFO used to block the daemon.
+    #[test]
+    fn a_reload_refuses_an_empty_file_but_a_start_takes_it_as_the_defaults() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("oom.yaml");
+        for text in ["", "  \n\t\n"] {
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            let err = load_for_reload(Some(&path), &Overrides::default())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("is empty; a reload refuses an empty file"),
+                "{err}"
+            );
+            assert!(load_settings(Some(&path), &Overrides::default()).is_ok());
+        }
+        std::fs::write(
+            &path,
+            "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let loaded = load_for_reload(Some(&path), &Overrides::default()).ok();
+        assert!(loaded.is_some_and(|(s, warden)| s.warden.dry_run && warden));
+    }
+
+    #[test]
+    fn only_a_regular_file_is_read_and_a_fifo_never_blocks() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        for path in [fifo.as_path(), dir.path(), Path::new("/dev/zero")] {
+            let err = load_settings(Some(path), &Overrides::default())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("not a regular file"),
+                "{}: {err}",
+                path.display()
+            );
+        }
+    }
 
     #[test]
     fn a_slow_cycle_is_followed_at_once_then_the_grid_resumes() {

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use oomwarden_model::{PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
@@ -57,6 +58,13 @@ pub struct ExpressionLabel {
     pub expression: Expression,
 }
 
+/// `bound` label: which resource bound was hit (docs/operations.md, "Bounds").
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct BoundLabel {
+    /// The bound's name.
+    pub bound: String,
+}
+
 /// `result` label of reloads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ResultLabel {
@@ -95,6 +103,8 @@ pub struct Metrics {
     collection_errors: Counter,
     reloads: Family<ResultLabel, Counter>,
     pressure_events: Counter,
+    bounds: Family<BoundLabel, Counter>,
+    http_connections: Gauge,
 }
 
 impl Default for Metrics {
@@ -208,6 +218,18 @@ impl Metrics {
             "Cycles run at once because a kernel PSI trigger fired (psiTriggers)",
             pressure_events.clone(),
         );
+        let bounds = Family::<BoundLabel, Counter>::default();
+        registry.register(
+            "bound_hits",
+            "Times a resource bound was hit (a connection refused, a header too large, a command line cut …), by bound",
+            bounds.clone(),
+        );
+        let http_connections = Gauge::default();
+        registry.register(
+            "metrics_connections",
+            "Connections to the metrics endpoint being served now (at most 32)",
+            http_connections.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -269,7 +291,32 @@ impl Metrics {
             collection_errors,
             reloads,
             pressure_events,
+            bounds,
+            http_connections,
         }
+    }
+
+    /// Counts a bound that was hit; the caller logs the first time.
+    pub fn bound_hit(&self, bound: &str) {
+        self.bounds
+            .get_or_create(&BoundLabel {
+                bound: bound.to_owned(),
+            })
+            .inc();
+    }
+
+    /// How many times `bound` was hit.
+    pub fn bound_hits(&self, bound: &str) -> u64 {
+        self.bounds
+            .get_or_create(&BoundLabel {
+                bound: bound.to_owned(),
+            })
+            .get()
+    }
+
+    /// Connections to the metrics endpoint being served now.
+    pub fn metrics_connections(&self) -> i64 {
+        self.http_connections.get()
     }
 
     /// The OpenMetrics text exposition.
@@ -384,41 +431,134 @@ pub struct ServeError {
     pub message: String,
 }
 
+/// At most this many connections to the metrics endpoint are served at once; more are closed
+/// as soon as they are accepted (counted as `metrics_connections`), so no client can take the
+/// file descriptors the OOM loop reads cgroups with.
+pub const MAX_METRICS_CONNECTIONS: usize = 32;
+/// A request's headers must arrive within this time.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// A connection is closed after this long, whatever it is doing.
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a request may send before its headers end (hyper's read buffer; 8 KiB minimum).
+pub const MAX_REQUEST_HEAD_BYTES: usize = 16 * 1024;
+
 /// Serves `GET /metrics` (OpenMetrics text) on `addr` from a thread; any other path is 404.
 /// Returns the address bound (with the port chosen when `addr` has port 0).
+///
+/// hyper on a one-thread tokio runtime, bounded: [`MAX_METRICS_CONNECTIONS`] connections,
+/// [`MAX_REQUEST_HEAD_BYTES`] of request head, [`HEADER_READ_TIMEOUT`], [`CONNECTION_TIMEOUT`],
+/// no keep-alive. A slow or hostile client holds one permit and one descriptor for at most
+/// 10 s, and never a thread or a lock the OOM loop needs.
 pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr, ServeError> {
-    let server = tiny_http::Server::http(addr).map_err(|e| ServeError {
+    let err = |e: std::io::Error| ServeError {
         addr,
         message: e.to_string(),
-    })?;
-    let bound = server.server_addr().to_ip().ok_or_else(|| ServeError {
-        addr,
-        message: "not an IP address".to_owned(),
-    })?;
+    };
+    let listener = std::net::TcpListener::bind(addr).map_err(err)?;
+    listener.set_nonblocking(true).map_err(err)?;
+    let bound = listener.local_addr().map_err(err)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(err)?;
     std::thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || {
-            for request in server.incoming_requests() {
-                let response = match (request.method(), request.url()) {
-                    (tiny_http::Method::Get, "/metrics") => {
-                        let mut r = tiny_http::Response::from_string(metrics.encode());
-                        if let Ok(h) = tiny_http::Header::from_bytes(
-                            &b"Content-Type"[..],
-                            &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
-                        ) {
-                            r.add_header(h);
-                        }
-                        r
-                    }
-                    _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
-                };
-                // A client that went away is its own problem.
-                let _ = request.respond(response);
-            }
-        })
-        .map_err(|e| ServeError {
-            addr,
-            message: e.to_string(),
-        })?;
+        .spawn(move || runtime.block_on(accept_loop(listener, metrics)))
+        .map_err(err)?;
     Ok(bound)
+}
+
+async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "the metrics endpoint cannot serve");
+            return;
+        }
+    };
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_METRICS_CONNECTIONS));
+    let mut logged_full = false;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE and friends: wait rather than spin; the loop's own reads come first.
+                tracing::warn!(error = %e, "metrics endpoint: cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            metrics.bound_hit("metrics_connections");
+            if !std::mem::replace(&mut logged_full, true) {
+                tracing::warn!(
+                    limit = MAX_METRICS_CONNECTIONS,
+                    "metrics endpoint: too many connections; closing new ones until some end (logged once)"
+                );
+            }
+            drop(stream);
+            continue;
+        };
+        let metrics = Arc::clone(&metrics);
+        tokio::spawn(async move {
+            let _permit = permit;
+            metrics.http_connections.inc();
+            let served = Arc::clone(&metrics);
+            let service = hyper::service::service_fn(move |request| {
+                let response = respond(&served, &request);
+                async move { Ok::<_, std::convert::Infallible>(response) }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .max_buf_size(MAX_REQUEST_HEAD_BYTES)
+                .keep_alive(false);
+            let connection =
+                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            match tokio::time::timeout(CONNECTION_TIMEOUT, connection).await {
+                Ok(Ok(())) => {}
+                // Oversized heads, timeouts, resets: the client's problem, counted.
+                Ok(Err(e)) => {
+                    if e.is_parse_too_large() {
+                        metrics.bound_hit("metrics_request_head");
+                    } else if e.is_timeout() {
+                        metrics.bound_hit("metrics_header_timeout");
+                    }
+                }
+                Err(_) => metrics.bound_hit("metrics_connection_time"),
+            }
+            metrics.http_connections.dec();
+        });
+    }
+}
+
+fn respond(
+    metrics: &Metrics,
+    request: &hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
+    let (status, content_type, body) =
+        if request.method() == hyper::Method::GET && request.uri().path() == "/metrics" {
+            (
+                hyper::StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                metrics.encode(),
+            )
+        } else {
+            (
+                hyper::StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                "not found\n".to_owned(),
+            )
+        };
+    let mut response =
+        hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body)));
+    *response.status_mut() = status;
+    if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    response
 }

@@ -704,3 +704,85 @@ fn a_restart_inside_the_cooldown_does_not_act_again() {
     let again = acted(second.cycle(106 * s, "2026-11-29T12:00:06.000Z"));
     assert_eq!(again.id, 1, "ids continue after the restart");
 }
+
+/// Issue 14: idle connections used to take one descriptor (and one thread) each without
+/// limit, starving the cycle's cgroup reads. Now at most 32 are held; the rest are closed at
+/// once and counted, and once the idle ones time out the endpoint serves again.
+#[test]
+fn idle_connections_to_the_metrics_port_are_bounded() {
+    use oomwarden_daemon::metrics::{MAX_METRICS_CONNECTIONS, Metrics, serve};
+    let metrics = std::sync::Arc::new(Metrics::new());
+    let addr = serve(
+        "127.0.0.1:0".parse().unwrap(),
+        std::sync::Arc::clone(&metrics),
+    )
+    .unwrap();
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while metrics.bound_hits("metrics_connections") < 300 - MAX_METRICS_CONNECTIONS as u64
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(metrics.metrics_connections() <= i64::try_from(MAX_METRICS_CONNECTIONS).unwrap());
+    assert_eq!(
+        metrics.bound_hits("metrics_connections"),
+        300 - MAX_METRICS_CONNECTIONS as u64
+    );
+    // The idle ones that were admitted time out (5 s for their headers); then it serves.
+    std::thread::sleep(
+        oomwarden_daemon::metrics::HEADER_READ_TIMEOUT + std::time::Duration::from_secs(1),
+    );
+    let (status, body) = http_get(addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        body.contains("oomwarden_bound_hits_total{bound=\"metrics_connections\"}"),
+        "{body}"
+    );
+    drop(idle);
+}
+
+/// Issue 14: one request with a 1 GB header grew the daemon to 2 GB. The request head is
+/// bounded (16 KiB): the server stops reading and answers or closes at once.
+#[test]
+fn an_oversized_request_head_costs_nothing() {
+    use oomwarden_daemon::metrics::{Metrics, serve};
+    use std::io::{Read, Write};
+    let metrics = std::sync::Arc::new(Metrics::new());
+    let addr = serve(
+        "127.0.0.1:0".parse().unwrap(),
+        std::sync::Arc::clone(&metrics),
+    )
+    .unwrap();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_write_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = 0usize;
+    // The server must refuse long before 64 MiB; a write fails once it has closed.
+    while sent < 64 << 20 {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    assert!(
+        sent < 64 << 20,
+        "the server kept reading a {sent}-byte header"
+    );
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "{text}"
+    );
+    assert!(metrics.bound_hits("metrics_request_head") <= 1);
+    let (status, _) = http_get(addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+}

@@ -105,9 +105,10 @@ pub fn serve(state_dir: &Path, shared: SharedState) -> Result<PathBuf, ApiError>
         .name("api".into())
         .spawn(move || {
             for stream in listener.incoming().flatten() {
-                // One slow or silent client must not hold the others up for long.
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-                let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+                // One slow or silent client must not hold the others up for long: the
+                // request has CLIENT_TIME in all, however slowly it trickles in, and so has
+                // the answer.
+                let _ = stream.set_write_timeout(Some(CLIENT_TIME));
                 let _ = answer(stream, &shared);
             }
         })
@@ -115,9 +116,37 @@ pub fn serve(state_dir: &Path, shared: SharedState) -> Result<PathBuf, ApiError>
     Ok(path)
 }
 
+/// The time a client has to send its request line (and, separately, to take the answer).
+pub const CLIENT_TIME: Duration = Duration::from_secs(2);
+/// The longest request line read.
+pub const MAX_REQUEST_BYTES: usize = 1024;
+
+/// Reads one request line within [`CLIENT_TIME`] in all (a per-read timeout alone would let a
+/// client that sends a byte a second hold the socket for minutes).
+fn read_request(mut stream: &UnixStream) -> std::io::Result<String> {
+    let deadline = std::time::Instant::now() + CLIENT_TIME;
+    let mut line = Vec::new();
+    let mut buf = [0u8; 256];
+    while !line.contains(&b'\n') && line.len() < MAX_REQUEST_BYTES {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line.extend_from_slice(buf.get(..n).unwrap_or_default());
+    }
+    line.truncate(MAX_REQUEST_BYTES);
+    let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
+    line.truncate(end);
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
 fn answer(stream: UnixStream, shared: &SharedState) -> std::io::Result<()> {
-    let mut line = String::new();
-    BufReader::new(&stream).take(1024).read_line(&mut line)?;
+    let line = read_request(&stream)?;
     let body = {
         let state = shared.lock().unwrap_or_else(PoisonError::into_inner);
         match parse_request(line.trim()) {

@@ -95,3 +95,34 @@ fn the_socket_is_root_only_and_answers() {
     let second = api::serve(dir.path(), shared);
     assert!(matches!(second, Err(ApiError::Running(_))), "{second:?}");
 }
+
+/// Issue 14: a client trickling a byte at a time held the socket for minutes (the timeout was
+/// per read), so `oomwarden status` said the daemon was not running. Now a client has 2 s in
+/// all, and a status request behind it is answered.
+#[test]
+fn a_trickling_client_cannot_hold_the_socket() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let shared: SharedState = std::sync::Arc::new(std::sync::Mutex::new(Shared::default()));
+    api::serve(dir.path(), shared).unwrap();
+    let path = dir.path().join(SOCKET_NAME);
+    let trickler = std::thread::spawn(move || {
+        let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        for _ in 0..40 {
+            if s.write_all(b"s").is_err() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let answer = api::request(dir.path(), "status").unwrap();
+    assert!(answer.contains("\"version\""), "{answer}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "status waited {:?} behind a trickling client",
+        started.elapsed()
+    );
+    trickler.join().unwrap();
+}

@@ -17,6 +17,7 @@
 mod linux;
 mod recording;
 
+use oomwarden_model::MAX_PROCESSES_LISTED;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -89,8 +90,11 @@ pub enum KillResult {
 pub struct KillReport {
     /// PIDs found in the subtree before the kill.
     pub pids: Vec<u32>,
-    /// Their command lines (a process that exited before it was read is absent).
+    /// Their command lines (a process that exited before it was read is absent), for the
+    /// first [`MAX_PROCESSES_LISTED`] PIDs only.
     pub processes: Vec<String>,
+    /// PIDs whose command lines were not read (beyond the first [`MAX_PROCESSES_LISTED`]).
+    pub processes_omitted: u64,
     /// The outcome.
     pub result: KillResult,
     /// From writing `cgroup.kill` to the verdict.
@@ -123,6 +127,20 @@ pub fn subtree_pids(cgroups: &CgroupFs, dir: &str) -> Vec<u32> {
     pids
 }
 
+/// The command lines of the first [`MAX_PROCESSES_LISTED`] PIDs (a process already gone is
+/// left out), and how many PIDs were not read.
+pub fn command_lines(proc: &ProcFs, pids: &[u32]) -> (Vec<String>, u64) {
+    let listed = pids
+        .get(..MAX_PROCESSES_LISTED.min(pids.len()))
+        .unwrap_or_default();
+    let processes = listed
+        .iter()
+        .filter_map(|pid| proc.cmdline(*pid).ok())
+        .collect();
+    let omitted = u64::try_from(pids.len() - listed.len()).unwrap_or(u64::MAX);
+    (processes, omitted)
+}
+
 /// Kills the whole cgroup `dir` (relative to `cgroups`) and verifies it, waiting at most
 /// `timeout`. Logs with Talos's messages.
 pub fn kill_cgroup(
@@ -137,11 +155,8 @@ pub fn kill_cgroup(
     tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
     let pids = subtree_pids(cgroups, dir);
     tracing::info!(processes = ?pids, "victim processes:");
-    let mut processes = Vec::with_capacity(pids.len());
+    let (processes, processes_omitted) = command_lines(proc, &pids);
     for &pid in &pids {
-        if let Ok(cmdline) = proc.cmdline(pid) {
-            processes.push(cmdline);
-        }
         // Logged on every failure, a process already gone (ESRCH) included, as Talos does.
         if let Err(e) = actuator.open_pidfd(pid) {
             tracing::error!(pid, error = %e, "failed to open pidfd");
@@ -154,6 +169,7 @@ pub fn kill_cgroup(
         return KillReport {
             pids,
             processes,
+            processes_omitted,
             result: KillResult::Failed(e.to_string()),
             duration: started.elapsed(),
         };
@@ -188,7 +204,51 @@ pub fn kill_cgroup(
     KillReport {
         pids,
         processes,
+        processes_omitted,
         result,
         duration: started.elapsed(),
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    // Issue 14: a 2 MB command line took the daemon to 315 MB, and every PID's command line
+    // was read and kept.
+    #[test]
+    fn command_lines_are_listed_for_the_first_processes_only_and_cut() {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pids: Vec<u32> = (1..=150).collect();
+        for pid in &pids {
+            let dir = root.path().join(pid.to_string());
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            let cmdline = if *pid == 1 {
+                format!("big\0{}\0", "x".repeat(2 << 20))
+            } else {
+                format!("proc{pid}\0-v\0")
+            };
+            std::fs::write(dir.join("cmdline"), cmdline).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let (processes, omitted) = command_lines(&ProcFs::new(root.path()), &pids);
+        assert_eq!(processes.len(), MAX_PROCESSES_LISTED);
+        assert_eq!(omitted, 50);
+        let first = processes.first().cloned().unwrap_or_default();
+        assert!(
+            first.len() < oomwarden_procfs::MAX_CMDLINE_BYTES + 40,
+            "{}",
+            first.len()
+        );
+        assert!(
+            first.starts_with("big xxx"),
+            "{}",
+            first.get(..10).unwrap_or("")
+        );
+        assert!(
+            first.ends_with(&format!("… ({} more bytes)", (2 << 20) + 4 - 4096)),
+            "{}",
+            first.get(first.len() - 40..).unwrap_or("")
+        );
+        assert_eq!(processes.get(1).map(String::as_str), Some("proc2 -v"));
     }
 }

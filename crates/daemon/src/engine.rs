@@ -335,6 +335,7 @@ impl Engine {
             trigger_context: ctx.to_json(),
             wakeup: Some(self.wakeup.to_owned()),
             recording: None,
+            processes_omitted: 0,
         };
         match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
             None => tracing::warn!(
@@ -374,6 +375,7 @@ impl Engine {
                 record.kill_duration_ms.map(|ms| ms / 1000.0),
             ),
         }
+        self.count_record_bounds(&record);
         self.end_recorded_cycle(now_ns);
         record.recording = self.recorder.as_ref().and_then(|r| r.save(record.id));
         if let Err(e) = self.history.push(record.clone()) {
@@ -446,6 +448,42 @@ impl Engine {
     }
 
     /// Starts the post-kill hook with the record on stdin, without waiting for it.
+    /// Counts the record bounds hit (processes not listed, command lines cut) and logs the
+    /// first time each is hit.
+    fn count_record_bounds(&mut self, record: &ActionRecord) {
+        if record.processes_omitted > 0 {
+            self.metrics.bound_hit("record_processes");
+            if !self
+                .problem_logged_at
+                .contains_key("bound:record_processes")
+            {
+                self.problem_logged_at
+                    .insert("bound:record_processes".into(), 0);
+                tracing::warn!(
+                    listed = oomwarden_model::MAX_PROCESSES_LISTED,
+                    omitted = record.processes_omitted,
+                    "a record lists the first processes only; the others are counted (logged once)"
+                );
+            }
+        }
+        let cut = record
+            .processes
+            .iter()
+            .filter(|p| p.ends_with(oomwarden_procfs::CMDLINE_CUT_SUFFIX))
+            .count();
+        for _ in 0..cut {
+            self.metrics.bound_hit("cmdline_bytes");
+        }
+        if cut > 0 && !self.problem_logged_at.contains_key("bound:cmdline_bytes") {
+            self.problem_logged_at
+                .insert("bound:cmdline_bytes".into(), 0);
+            tracing::warn!(
+                limit = oomwarden_procfs::MAX_CMDLINE_BYTES,
+                "a command line was cut in a record (logged once)"
+            );
+        }
+    }
+
     fn post_kill_hook(&mut self, record: &ActionRecord) {
         let Some(hook) = self.settings.warden.hooks.post_kill.clone() else {
             return;
@@ -468,11 +506,8 @@ impl Engine {
         tracing::warn!(cgroup = %c.path, score = record.score, "dry run: would send SIGKILL to cgroup");
         record.outcome = Outcome::DryRun;
         record.pids = subtree_pids(self.collector.cgroups(), &c.dir);
-        record.processes = record
-            .pids
-            .iter()
-            .filter_map(|p| self.proc.cmdline(*p).ok())
-            .collect();
+        (record.processes, record.processes_omitted) =
+            oomwarden_actuate::command_lines(&self.proc, &record.pids);
     }
 
     fn kill(&mut self, c: &CandidateSample, record: &mut ActionRecord) {
@@ -486,6 +521,7 @@ impl Engine {
         );
         record.pids = report.pids;
         record.processes = report.processes;
+        record.processes_omitted = report.processes_omitted;
         record.kill_duration_ms = Some(millis(report.duration));
         match report.result {
             KillResult::Verified => {

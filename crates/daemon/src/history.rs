@@ -299,6 +299,7 @@ mod tests {
             trigger_context: "{}".into(),
             wakeup: None,
             recording: None,
+            processes_omitted: 0,
         }
     }
 

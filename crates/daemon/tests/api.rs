@@ -28,6 +28,7 @@ fn record(id: u64) -> ActionRecord {
         trigger_context: "{}".into(),
         wakeup: None,
         recording: None,
+        processes_omitted: 0,
     }
 }
 

@@ -63,9 +63,13 @@ pub struct ActionRecord {
     /// PIDs found in the victim's subtree before the kill.
     #[serde(default)]
     pub pids: Vec<u32>,
-    /// Their command lines, formatted as Talos does (a process that exited first is absent).
+    /// Their command lines, formatted as Talos does (a process that exited first is absent):
+    /// at most [`MAX_PROCESSES_LISTED`], each cut at 4 KiB (see `oomwarden_procfs`).
     #[serde(default)]
     pub processes: Vec<String>,
+    /// PIDs beyond the first [`MAX_PROCESSES_LISTED`], whose command lines were not read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub processes_omitted: u64,
     /// The victim's `memory.current` before the kill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_current_bytes: Option<u64>,
@@ -125,6 +129,16 @@ pub(crate) mod score_json {
             Some(Repr::Null(())) | None => Ok(f64::NAN),
         }
     }
+}
+
+/// At most this many command lines are read and kept per record; the rest are counted in
+/// `processesOmitted`. A pod with thousands of processes must not make a record (or the
+/// daemon's memory) grow with it.
+pub const MAX_PROCESSES_LISTED: usize = 100;
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if takes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

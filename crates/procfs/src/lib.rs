@@ -149,10 +149,27 @@ impl ProcFs {
     }
 }
 
-/// Talos's command-line formatting (see [`ProcFs::cmdline`]).
+/// How a cut command line ends: `… (N more bytes)`.
+pub const CMDLINE_CUT_SUFFIX: &str = " more bytes)";
+
+/// A command line longer than this is cut (a process's arguments may be megabytes long; a
+/// record keeps the start and says how much was left out).
+pub const MAX_CMDLINE_BYTES: usize = 4096;
+
+/// Talos's command-line formatting (see [`ProcFs::cmdline`]), cut at [`MAX_CMDLINE_BYTES`]:
+/// `<start>… (N more bytes)`.
 pub fn format_cmdline(bytes: &[u8]) -> String {
     let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
     let trimmed = bytes.get(..end).unwrap_or_default();
+    if trimmed.len() > MAX_CMDLINE_BYTES {
+        let kept = trimmed.get(..MAX_CMDLINE_BYTES).unwrap_or_default();
+        let mut text = String::from_utf8_lossy(kept).replace('\0', " ");
+        // A character cut in two shows as U+FFFD; drop it.
+        if text.ends_with('\u{fffd}') {
+            text.pop();
+        }
+        return format!("{text}… ({} more bytes)", trimmed.len() - MAX_CMDLINE_BYTES);
+    }
     String::from_utf8_lossy(trimmed).replace('\0', " ")
 }
 

@@ -69,6 +69,18 @@ impl ReadError {
         matches!(self, ReadError::NotFound { .. })
     }
 
+    /// The process ran out of file descriptors or memory (`EMFILE`, `ENFILE`, `ENOMEM`): the
+    /// file is there, the daemon could not read it. Never to be taken as a missing file.
+    pub fn is_resource_exhaustion(&self) -> bool {
+        let exhausted = [
+            rustix::io::Errno::MFILE,
+            rustix::io::Errno::NFILE,
+            rustix::io::Errno::NOMEM,
+        ];
+        matches!(self, ReadError::Io { source, .. }
+            if source.raw_os_error().is_some_and(|code| exhausted.iter().any(|e| e.raw_os_error() == code)))
+    }
+
     /// The file concerned.
     pub fn path(&self) -> &Path {
         match self {

@@ -35,6 +35,17 @@ pub enum Problem {
     },
 }
 
+impl Problem {
+    /// Whether the read failed for want of file descriptors or memory (see
+    /// [`ReadError::is_resource_exhaustion`]).
+    pub fn is_resource_exhaustion(&self) -> bool {
+        match self {
+            Problem::Read(e) | Problem::List { error: e, .. } => e.is_resource_exhaustion(),
+            Problem::Proc(_) => false,
+        }
+    }
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

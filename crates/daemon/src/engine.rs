@@ -248,7 +248,20 @@ impl Engine {
 
     fn decide(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
         let (sample, problems) = self.collector.metrics(now_ns);
+        // Out of descriptors (a flood of connections) or memory: the files are there and the
+        // numbers unknown. Reading them as zeros would blind the trigger while it should fire.
+        let exhausted = problems
+            .iter()
+            .find(|p| p.is_resource_exhaustion())
+            .map(ToString::to_string);
         self.log_problems(problems, now_ns);
+        if let Some(problem) = exhausted {
+            let error = format!(
+                "cannot read the cgroup tree ({problem}); the cycle is skipped, not taken as zeros"
+            );
+            tracing::error!(%error, "cannot populate PSI context");
+            return CycleOutcome::Skipped(error);
+        }
         let ctx = match build_context(&sample, &mut self.state) {
             Ok(ctx) => ctx,
             Err(error) => {

@@ -786,3 +786,65 @@ fn an_oversized_request_head_costs_nothing() {
     let (status, _) = http_get(addr, "/metrics");
     assert!(status.contains("200"), "{status}");
 }
+
+/// Files that fail with EMFILE once the test says so, as a daemon whose descriptors were all
+/// taken by a flood of connections.
+#[derive(Debug)]
+struct Starved(std::sync::atomic::AtomicBool);
+
+impl oomwarden_cgroupfs::Files for Starved {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(
+                rustix::io::Errno::MFILE.raw_os_error(),
+            ));
+        }
+        oomwarden_cgroupfs::Disk.read(path)
+    }
+    fn subdirs(&self, path: &Path) -> std::io::Result<Vec<String>> {
+        oomwarden_cgroupfs::Disk.subdirs(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        oomwarden_cgroupfs::Disk.is_dir(path)
+    }
+}
+
+/// Issue 14: with every descriptor taken, each cgroup read failed, was "counted as missing",
+/// pressure read as 0 and the trigger stayed quiet while it should have fired. Now the cycle
+/// is skipped with an error that says why, and the next cycle with descriptors acts.
+#[test]
+fn out_of_descriptors_is_a_skipped_cycle_not_zeros() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let files = std::sync::Arc::new(Starved(std::sync::atomic::AtomicBool::new(true)));
+    let collector = Collector::new(
+        CgroupFs::with_files(cg.path(), files.clone()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let settings = settings(
+        "triggerExpression: memory_full_avg10 > 12.0\n",
+        "",
+        state.path(),
+    );
+    let (history, _) = History::open(&settings.warden.state_dir).unwrap();
+    let mut e = Engine::new(
+        settings,
+        collector,
+        ProcFs::new(proc.path()),
+        history,
+        Box::new(RecordingActuator::new(KillEffect::Empty)),
+    );
+    match e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z") {
+        CycleOutcome::Skipped(error) => {
+            assert!(
+                error.contains("the cycle is skipped, not taken as zeros"),
+                "{error}"
+            );
+        }
+        other => panic!("expected a skipped cycle, got {other:?}"),
+    }
+    files.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
+}

@@ -134,3 +134,37 @@ fn the_container_image_runs_the_binary() {
     let args = &kind(&docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"];
     assert_eq!(args[0], "run");
 }
+
+/// Issue 14: the metrics port was open to every pod of the cluster. A NetworkPolicy selects the
+/// DaemonSet's pods and admits only the monitoring namespace, on the metrics port only.
+#[test]
+fn only_the_monitoring_namespace_reaches_the_metrics_port() {
+    let docs = documents();
+    let daemonset = kind(&docs, "DaemonSet");
+    let policy = kind(&docs, "NetworkPolicy");
+    assert_eq!(
+        policy["metadata"]["namespace"],
+        daemonset["metadata"]["namespace"]
+    );
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"],
+        daemonset["spec"]["template"]["metadata"]["labels"]
+    );
+    assert_eq!(
+        policy["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"])
+    );
+    let ingress = policy["spec"]["ingress"].as_array().unwrap();
+    assert_eq!(ingress.len(), 1);
+    let rule = &ingress[0];
+    assert_eq!(
+        rule["from"],
+        serde_json::json!([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}])
+    );
+    let port =
+        daemonset["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"].clone();
+    assert_eq!(
+        rule["ports"],
+        serde_json::json!([{"protocol": "TCP", "port": port}])
+    );
+}

@@ -91,36 +91,63 @@ pub fn log_hook(hook: &HookCall, result: &HookResult) {
 /// Runs `hook.argv` with `hook.env` added, `hook.stdin` on its standard input and its output
 /// discarded, waits at most `hook.timeout`, and kills it past that.
 pub fn run_command(hook: &HookCall) -> HookResult {
+    use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use wait_timeout::ChildExt;
     let Some((program, args)) = hook.argv.split_first() else {
         return HookResult::SpawnFailed("empty command".to_owned());
     };
+    // Its own process group, so that what it starts (a shell script's children) can be ended
+    // with it.
     let mut child = match Command::new(program)
         .args(args)
         .envs(hook.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
     {
         Ok(c) => c,
         Err(e) => return HookResult::SpawnFailed(format!("{program}: {e}")),
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        // A hook that does not read its input is fine (EPIPE).
-        let _ = stdin.write_all(&hook.stdin);
-    }
-    match child.wait_timeout(hook.timeout) {
+    let group = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    // Written from another thread: a hook that never reads a large record would otherwise
+    // block this one before its timeout is even armed.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let data = hook.stdin.clone();
+        std::thread::spawn(move || {
+            // A hook that does not read its input is fine (EPIPE).
+            let _ = stdin.write_all(&data);
+        })
+    });
+    let result = match child.wait_timeout(hook.timeout) {
         Ok(Some(status)) => status
             .code()
             .map_or(HookResult::Signaled, HookResult::Exited),
         Ok(None) => {
+            kill_group(group);
             let _ = child.kill();
             let _ = child.wait();
             HookResult::TimedOut
         }
         Err(e) => HookResult::SpawnFailed(format!("{program}: {e}")),
+    };
+    // Whatever it left running ends with it: a hook's children never outlive it (or the
+    // daemon).
+    kill_group(group);
+    if let Some(writer) = writer {
+        let _ = writer.join();
+    }
+    result
+}
+
+/// SIGKILL to a hook's process group; a group already empty (ESRCH) is the usual case.
+fn kill_group(group: Option<rustix::process::Pid>) {
+    if let Some(group) = group {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 

@@ -352,4 +352,65 @@ mod hooks {
             HookResult::Signaled
         );
     }
+
+    /// The process a hook left behind, from the pid file it wrote: gone (or a zombie) within
+    /// two seconds?
+    fn ended(pid_file: &std::path::Path) -> bool {
+        let pid = std::fs::read_to_string(pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let until = Instant::now() + Duration::from_secs(2);
+        loop {
+            let alive = std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit(") ")
+                    .next()
+                    .is_some_and(|rest| !rest.starts_with('Z'))
+            });
+            if !alive {
+                return true;
+            }
+            if Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    // Issue 14: the timeout killed the hook only; a shell script's children outlived it and
+    // the daemon.
+    #[test]
+    fn a_hooks_children_end_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child");
+        // Past its timeout, waiting for its child.
+        let script = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+        assert_eq!(
+            run_command(&call(&["/bin/sh", "-c", &script], 300)),
+            HookResult::TimedOut
+        );
+        assert!(
+            ended(&pid_file),
+            "the timed-out hook's child is still running"
+        );
+        // Exited at once, leaving its child behind.
+        let script = format!("sleep 30 & echo $! > {}", pid_file.display());
+        assert_eq!(
+            run_command(&call(&["/bin/sh", "-c", &script], 5000)),
+            HookResult::Exited(0)
+        );
+        assert!(ended(&pid_file), "the hook's child outlived it");
+    }
+
+    // A hook that never reads a large record must still meet its timeout.
+    #[test]
+    fn a_hook_that_ignores_a_large_stdin_still_times_out() {
+        let mut c = call(&["/bin/sleep", "30"], 300);
+        c.stdin = vec![b'x'; 4 << 20];
+        let started = Instant::now();
+        assert_eq!(run_command(&c), HookResult::TimedOut);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 }

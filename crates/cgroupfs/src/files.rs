@@ -24,9 +24,28 @@ pub trait Files: Send + Sync + fmt::Debug {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Disk;
 
+/// No cgroup or proc file the daemon reads comes near this (the largest, `cgroup.procs` of a
+/// huge cgroup, holds a few bytes per PID); a file that streams forever (a fake tree's symlink
+/// to `/dev/urandom`) is cut here and is an error, so no read can hang or bloat a cycle.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 impl Files for Disk {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
+        use std::io::Read;
+        let mut content = Vec::new();
+        std::fs::File::open(path)?
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut content)?;
+        if u64::try_from(content.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "longer than {} MiB: not a cgroup or proc file",
+                    MAX_FILE_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(content)
     }
 
     fn subdirs(&self, path: &Path) -> io::Result<Vec<String>> {
@@ -49,5 +68,29 @@ impl Files for Disk {
 
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
+    }
+}
+
+#[cfg(test)]
+mod bounded {
+    use super::*;
+
+    // Issue 14: a fake tree's file that streams forever must not hang or bloat a cycle.
+    #[test]
+    fn a_file_that_never_ends_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let link = dir.path().join("memory.pressure");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap_or_else(|e| panic!("{e}"));
+        let started = std::time::Instant::now();
+        let err = Disk
+            .read(&link)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("not a cgroup or proc file"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let ok = dir.path().join("memory.current");
+        std::fs::write(&ok, "4096\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Disk.read(&ok).ok(), Some(b"4096\n".to_vec()));
     }
 }

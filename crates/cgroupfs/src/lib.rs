@@ -17,7 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use files::{Disk, Files};
+pub use files::{Disk, Files, MAX_FILE_BYTES};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
 pub use triggers::{PressureTriggers, TriggerSpec};
 

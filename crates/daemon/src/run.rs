@@ -83,6 +83,9 @@ pub fn load_settings(file: Option<&Path>, overrides: &Overrides) -> Result<Setti
     Ok(settings)
 }
 
+/// The largest configuration file read (a custom layout and two documents fit in a few KiB).
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The configuration file's text. Only a regular file (or a symlink to one, as a ConfigMap
 /// mounts it) is read: a FIFO would block the daemon, a device could stream forever.
 fn read_config_file(path: &Path) -> Result<String, RunError> {
@@ -94,6 +97,13 @@ fn read_config_file(path: &Path) -> Result<String, RunError> {
         return Err(cannot(
             &"not a regular file (a directory, FIFO or device is refused)",
         ));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(cannot(&format!(
+            "{} bytes; a configuration is at most {} MiB",
+            meta.len(),
+            MAX_CONFIG_BYTES >> 20
+        )));
     }
     std::fs::read_to_string(path).map_err(|e| cannot(&e))
 }
@@ -668,6 +678,13 @@ mod tests {
             0,
         )
         .unwrap_or_else(|e| panic!("{e}"));
+        let big = dir.path().join("big.yaml");
+        std::fs::write(&big, vec![b'#'; 2 << 20]).unwrap_or_else(|e| panic!("{e}"));
+        let err = load_settings(Some(&big), &Overrides::default())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("a configuration is at most 1 MiB"), "{err}");
         for path in [fifo.as_path(), dir.path(), Path::new("/dev/zero")] {
             let err = load_settings(Some(path), &Overrides::default())
                 .err()

@@ -597,117 +597,10 @@ pub(crate) fn go_parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// Go's `time.ParseDuration`, in nanoseconds; `None` where Go returns an error.
-pub(crate) fn go_parse_duration(orig: &str) -> Option<i64> {
-    const LIMIT: u64 = 1 << 63;
-    let mut s = orig;
-    let mut neg = false;
-    if let Some(rest) = s.strip_prefix('-') {
-        neg = true;
-        s = rest;
-    } else if let Some(rest) = s.strip_prefix('+') {
-        s = rest;
-    }
-    if s == "0" {
-        return Some(0);
-    }
-    if s.is_empty() {
-        return None;
-    }
-    let mut total: u64 = 0;
-    while !s.is_empty() {
-        let first = s.as_bytes().first().copied()?;
-        if !(first == b'.' || first.is_ascii_digit()) {
-            return None;
-        }
-        // [0-9]*
-        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-        let mut v: u64 = 0;
-        for c in s.bytes().take(digits) {
-            if v > LIMIT / 10 {
-                return None;
-            }
-            v = v * 10 + u64::from(c - b'0');
-            if v > LIMIT {
-                return None;
-            }
-        }
-        let pre = digits > 0;
-        s = s.get(digits..)?;
-        // (\.[0-9]*)?
-        let mut fraction: u64 = 0;
-        let mut scale: f64 = 1.0;
-        let mut post = false;
-        if let Some(rest) = s.strip_prefix('.') {
-            let n = rest.bytes().take_while(u8::is_ascii_digit).count();
-            let mut overflowed = false;
-            for c in rest.bytes().take(n) {
-                if overflowed {
-                    continue;
-                }
-                if fraction > (LIMIT - 1) / 10 {
-                    overflowed = true;
-                    continue;
-                }
-                let y = fraction * 10 + u64::from(c - b'0');
-                if y > LIMIT {
-                    overflowed = true;
-                    continue;
-                }
-                fraction = y;
-                scale *= 10.0;
-            }
-            post = n > 0;
-            s = rest.get(n..)?;
-        }
-        if !pre && !post {
-            return None;
-        }
-        // The unit: up to the next digit or '.'.
-        let unit_len = s
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(s.len(), |(i, _)| i);
-        if unit_len == 0 {
-            return None;
-        }
-        let unit: u64 = match s.get(..unit_len)? {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        s = s.get(unit_len..)?;
-        if v > LIMIT / unit {
-            return None;
-        }
-        v *= unit;
-        if fraction > 0 {
-            // As Go: float64 is exact enough for fractions of the largest unit.
-            #[allow(
-                clippy::cast_precision_loss,
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss
-            )]
-            let extra = (fraction as f64 * (unit as f64 / scale)) as u64;
-            v = v.checked_add(extra)?;
-            if v > LIMIT {
-                return None;
-            }
-        }
-        total = total.checked_add(v)?;
-        if total > LIMIT {
-            return None;
-        }
-    }
-    if neg {
-        // -(1<<63) is the one value whose magnitude does not fit in i64.
-        return Some(i64::try_from(total).map_or(i64::MIN, |t| -t));
-    }
-    i64::try_from(total).ok()
+/// Go's `time.ParseDuration`, in nanoseconds; `None` where Go returns an error (the model's
+/// port of it, shared with the configuration's durations).
+pub(crate) fn go_parse_duration(text: &str) -> Option<i64> {
+    oomwarden_model::parse_go_duration(text).ok()
 }
 
 /// Go's `fmt.Sprintf("%g", d)` (shortest representation, exponent from 1e-4 and 1e6 on).
@@ -911,37 +804,19 @@ impl Rewriter<'_> {
             {
                 let key = std::mem::replace(&mut **left, node(id, &span, Expr::Null));
                 let container = std::mem::replace(&mut **right, node(id, &span, Expr::Null));
-                let (k, m) = (self.fresh_var(), self.fresh_var());
-                let ident = |n: &str| node(id, &span, Expr::Ident(n.to_owned()));
-                let test = call(
+                self.guarded_pair(
                     id,
                     &span,
+                    key,
+                    container,
                     "@oomwarden.unusable_key",
-                    vec![ident(&k), ident(&m)],
-                );
-                let choice = Expr::Ternary {
-                    cond: Box::new(node(id, &span, test)),
-                    then_expr: Box::new(node(id, &span, Expr::Bool(false))),
-                    else_expr: Box::new(node(
-                        id,
-                        &span,
-                        Expr::Binary {
-                            op: cel_core::BinaryOp::In,
-                            left: Box::new(ident(&k)),
-                            right: Box::new(ident(&m)),
-                        },
-                    )),
-                };
-                let inner = Expr::Bind {
-                    var_name: m,
-                    init: Box::new(container),
-                    body: Box::new(node(id, &span, choice)),
-                };
-                Expr::Bind {
-                    var_name: k,
-                    init: Box::new(key),
-                    body: Box::new(node(id, &span, inner)),
-                }
+                    |_| Expr::Bool(false),
+                    |a, b| Expr::Binary {
+                        op: cel_core::BinaryOp::In,
+                        left: Box::new(a),
+                        right: Box::new(b),
+                    },
+                )
             }
             Expr::Binary { op, left, right }
                 if matches!(
@@ -957,34 +832,19 @@ impl Rewriter<'_> {
                 let op = *op;
                 let l = std::mem::replace(&mut **left, node(id, &span, Expr::Null));
                 let r = std::mem::replace(&mut **right, node(id, &span, Expr::Null));
-                let (a, b) = (self.fresh_var(), self.fresh_var());
-                let ident = |n: &str| node(id, &span, Expr::Ident(n.to_owned()));
-                let test = call(
+                self.guarded_pair(
                     id,
                     &span,
+                    l,
+                    r,
                     "@oomwarden.unordered",
-                    vec![ident(&a), ident(&b)],
-                );
-                let compare = Expr::Binary {
-                    op,
-                    left: Box::new(ident(&a)),
-                    right: Box::new(ident(&b)),
-                };
-                let choice = Expr::Ternary {
-                    cond: Box::new(node(id, &span, test)),
-                    then_expr: Box::new(node(id, &span, Expr::Bool(false))),
-                    else_expr: Box::new(node(id, &span, compare)),
-                };
-                let inner = Expr::Bind {
-                    var_name: b,
-                    init: Box::new(r),
-                    body: Box::new(node(id, &span, choice)),
-                };
-                Expr::Bind {
-                    var_name: a,
-                    init: Box::new(l),
-                    body: Box::new(node(id, &span, inner)),
-                }
+                    |_| Expr::Bool(false),
+                    |a, b| Expr::Binary {
+                        op,
+                        left: Box::new(a),
+                        right: Box::new(b),
+                    },
+                )
             }
             Expr::MemberTestOnly { expr, field } => {
                 let target = std::mem::replace(&mut **expr, node(id, &span, Expr::Null));
@@ -1059,35 +919,20 @@ impl Rewriter<'_> {
                 if lt == Type::Duration && rt == Type::Duration {
                     call(id, &span, name, vec![l, r])
                 } else {
-                    let (a, b) = (self.fresh_var(), self.fresh_var());
-                    let ident = |n: &str| node(id, &span, Expr::Ident(n.to_owned()));
-                    let test = call(
+                    let op = *op;
+                    self.guarded_pair(
                         id,
                         &span,
+                        l,
+                        r,
                         "@oomwarden.both_durations",
-                        vec![ident(&a), ident(&b)],
-                    );
-                    let checked = call(id, &span, name, vec![ident(&a), ident(&b)]);
-                    let builtin = Expr::Binary {
-                        op: *op,
-                        left: Box::new(ident(&a)),
-                        right: Box::new(ident(&b)),
-                    };
-                    let choice = Expr::Ternary {
-                        cond: Box::new(node(id, &span, test)),
-                        then_expr: Box::new(node(id, &span, checked)),
-                        else_expr: Box::new(node(id, &span, builtin)),
-                    };
-                    let inner = Expr::Bind {
-                        var_name: b,
-                        init: Box::new(r),
-                        body: Box::new(node(id, &span, choice)),
-                    };
-                    Expr::Bind {
-                        var_name: a,
-                        init: Box::new(l),
-                        body: Box::new(node(id, &span, inner)),
-                    }
+                        |(a, b)| call(id, &span, name, vec![a, b]),
+                        |a, b| Expr::Binary {
+                            op,
+                            left: Box::new(a),
+                            right: Box::new(b),
+                        },
+                    )
                 }
             }
             Expr::Index {
@@ -1196,19 +1041,7 @@ impl Rewriter<'_> {
             if s.member || s.function != builtin {
                 continue;
             }
-            body = Expr::Ternary {
-                cond: Box::new(node(
-                    id,
-                    span,
-                    call(id, span, &special_name(i, "is"), vec![ident()]),
-                )),
-                then_expr: Box::new(node(
-                    id,
-                    span,
-                    call(id, span, &special_name(i, "to"), vec![ident()]),
-                )),
-                else_expr: Box::new(node(id, span, body)),
-            };
+            body = special_or(id, span, i, &ident, body);
         }
         Expr::Bind {
             var_name: v,
@@ -1218,7 +1051,66 @@ impl Rewriter<'_> {
     }
 }
 
+/// `@is(@v) ? @to(@v) : otherwise` for the special conversion `special`.
+fn special_or(
+    id: i64,
+    span: &std::ops::Range<usize>,
+    special: usize,
+    ident: &dyn Fn() -> SpannedExpr,
+    otherwise: Expr,
+) -> Expr {
+    let apply = |what: &str| {
+        node(
+            id,
+            span,
+            call(id, span, &special_name(special, what), vec![ident()]),
+        )
+    };
+    Expr::Ternary {
+        cond: Box::new(apply("is")),
+        then_expr: Box::new(apply("to")),
+        else_expr: Box::new(node(id, span, otherwise)),
+    }
+}
+
 impl Rewriter<'_> {
+    /// `cel.bind(@a, first, cel.bind(@b, second, test(@a, @b) ? then(@a, @b) : otherwise(@a,
+    /// @b)))`: both operands evaluated once, in order, then a test of ours picks cel-go's
+    /// meaning or cel-core's builtin.
+    #[allow(clippy::too_many_arguments)]
+    fn guarded_pair(
+        &mut self,
+        id: i64,
+        span: &std::ops::Range<usize>,
+        first: SpannedExpr,
+        second: SpannedExpr,
+        test: &str,
+        then: impl FnOnce((SpannedExpr, SpannedExpr)) -> Expr,
+        otherwise: impl FnOnce(SpannedExpr, SpannedExpr) -> Expr,
+    ) -> Expr {
+        let (a, b) = (self.fresh_var(), self.fresh_var());
+        let ident = |n: &str| node(id, span, Expr::Ident(n.to_owned()));
+        let choice = Expr::Ternary {
+            cond: Box::new(node(
+                id,
+                span,
+                call(id, span, test, vec![ident(&a), ident(&b)]),
+            )),
+            then_expr: Box::new(node(id, span, then((ident(&a), ident(&b))))),
+            else_expr: Box::new(node(id, span, otherwise(ident(&a), ident(&b)))),
+        };
+        let inner = Expr::Bind {
+            var_name: b,
+            init: Box::new(second),
+            body: Box::new(node(id, span, choice)),
+        };
+        Expr::Bind {
+            var_name: a,
+            init: Box::new(first),
+            body: Box::new(node(id, span, inner)),
+        }
+    }
+
     /// `cel.bind(@v, receiver, @is(@v) ? @to(@v) : @v.name())`.
     fn dispatch_member(
         &mut self,
@@ -1242,19 +1134,7 @@ impl Rewriter<'_> {
             )),
             args: Vec::new(),
         };
-        let body = Expr::Ternary {
-            cond: Box::new(node(
-                id,
-                span,
-                call(id, span, &special_name(special, "is"), vec![ident()]),
-            )),
-            then_expr: Box::new(node(
-                id,
-                span,
-                call(id, span, &special_name(special, "to"), vec![ident()]),
-            )),
-            else_expr: Box::new(node(id, span, builtin)),
-        };
+        let body = special_or(id, span, special, &ident, builtin);
         Expr::Bind {
             var_name: v,
             init: Box::new(receiver),

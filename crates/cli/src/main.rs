@@ -3,6 +3,7 @@
 
 mod commands;
 mod exit;
+mod loghuman;
 mod logjson;
 
 use std::io::Write;

@@ -36,6 +36,8 @@ pub struct FileContents {
     pub warnings: Vec<String>,
     /// The length of the complete lines when the last one is torn.
     pub torn_at: Option<u64>,
+    /// The last line is a whole record without its newline (kept; `open` adds the newline).
+    pub missing_newline: bool,
     /// The highest `id` on any complete line, a skipped (malformed) record's included, so
     /// that no id is ever given twice.
     pub max_id: Option<u64>,
@@ -59,7 +61,14 @@ fn read_file(path: &Path) -> Result<FileContents, HistoryError> {
             });
         }
     };
-    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let tail = bytes.get(complete..).unwrap_or_default();
+    if !tail.is_empty() && serde_json::from_slice::<ActionRecord>(tail).is_ok() {
+        // A whole record whose newline was never written (a full disk at the last byte, an
+        // editor): keep it.
+        out.missing_newline = true;
+        complete = bytes.len();
+    }
     if complete < bytes.len() {
         out.warnings.push(format!(
             "{}: skipping a torn last line ({} bytes, probably a crash while writing)",
@@ -120,7 +129,11 @@ pub struct History {
     path: PathBuf,
     recent: VecDeque<ActionRecord>,
     lines: usize,
-    next_id: u64,
+    /// `None`: every id has been given (a file holding id `u64::MAX`).
+    next_id: Option<u64>,
+    /// Where to cut the file before the next append: a write failed after this length
+    /// (a full disk) and the cut failed too.
+    repair_at: Option<u64>,
     max_lines: usize,
     keep_lines: usize,
     /// Written to `path` (false for a replay's history, which lives in memory only).
@@ -137,7 +150,25 @@ impl History {
             .create(state_dir)
             .map_err(wrap(state_dir))?;
         let path = state_dir.join(FILE_NAME);
+        let mut notes = tighten(state_dir, &path)?;
+        // A compaction interrupted (a full disk, a crash) leaves its temporary file behind.
+        let tmp = path.with_extension("jsonl.tmp");
+        if tmp.exists() {
+            fs::remove_file(&tmp).map_err(wrap(&tmp))?;
+            notes.push(format!(
+                "{}: removed the temporary file of an interrupted compaction",
+                tmp.display()
+            ));
+        }
         let read = read_file(&path)?;
+        if read.missing_newline {
+            let mut file = OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .map_err(wrap(&path))?;
+            file.write_all(b"\n").map_err(wrap(&path))?;
+            file.sync_data().map_err(wrap(&path))?;
+        }
         if let Some(complete) = read.torn_at {
             let file = OpenOptions::new()
                 .write(true)
@@ -146,9 +177,18 @@ impl History {
             file.set_len(complete).map_err(wrap(&path))?;
             file.sync_all().map_err(wrap(&path))?;
         }
-        let next_id = read.max_id.map_or(0, |id| id.saturating_add(1));
+        // `None` once u64::MAX is taken: no id is left that was never given.
+        let next_id = read.max_id.map_or(Some(0), |id| id.checked_add(1));
+        if next_id.is_none() {
+            notes.push(format!(
+                "{}: the record ids are exhausted (id {} is taken); new records are kept in memory only until the file is moved away",
+                path.display(),
+                u64::MAX
+            ));
+        }
         let lines = read.lines;
-        let warnings = read.warnings;
+        let mut warnings = read.warnings;
+        warnings.extend(notes);
         let skip = read.records.len().saturating_sub(KEEP_IN_MEMORY);
         let recent: VecDeque<ActionRecord> = read.records.into_iter().skip(skip).collect();
         Ok((
@@ -157,6 +197,7 @@ impl History {
                 recent,
                 lines,
                 next_id,
+                repair_at: None,
                 max_lines: MAX_LINES,
                 keep_lines: KEEP_LINES,
                 persist: true,
@@ -171,7 +212,8 @@ impl History {
             path: PathBuf::new(),
             recent: VecDeque::new(),
             lines: 0,
-            next_id: 0,
+            next_id: Some(0),
+            repair_at: None,
             max_lines: MAX_LINES,
             keep_lines: KEEP_LINES,
             persist: false,
@@ -185,9 +227,10 @@ impl History {
         self
     }
 
-    /// The id the next record gets.
+    /// The id the next record gets (`u64::MAX` once the ids are exhausted: such a record is
+    /// kept in memory and never written, so no id repeats in the file).
     pub fn next_id(&self) -> u64 {
-        self.next_id
+        self.next_id.unwrap_or(u64::MAX)
     }
 
     /// The newest records (at most [`KEEP_IN_MEMORY`]), oldest first.
@@ -203,7 +246,11 @@ impl History {
     /// Keeps a record in memory and appends it to the file. The record stays in memory even
     /// when the write fails (the error is returned for the log).
     pub fn push(&mut self, record: ActionRecord) -> Result<(), HistoryError> {
-        self.next_id = self.next_id.max(record.id.saturating_add(1));
+        // Ids only grow: a record whose id was given before is never written.
+        let fresh = self.next_id.is_some_and(|next| record.id >= next);
+        if fresh {
+            self.next_id = record.id.checked_add(1);
+        }
         let mut line = serde_json::to_string(&record).map_err(|e| HistoryError {
             path: self.path.clone(),
             source: io::Error::other(e),
@@ -216,15 +263,37 @@ impl History {
         if !self.persist {
             return Ok(());
         }
+        if !fresh {
+            return Err(HistoryError {
+                path: self.path.clone(),
+                source: io::Error::other(format!(
+                    "record id {} was given before (the ids are exhausted); kept in memory only",
+                    self.recent.back().map_or(u64::MAX, |r| r.id)
+                )),
+            });
+        }
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(&self.path)
             .map_err(wrap(&self.path))?;
-        // One write call per record, so a crash leaves at most one torn line.
-        file.write_all(line.as_bytes()).map_err(wrap(&self.path))?;
-        file.sync_data().map_err(wrap(&self.path))?;
+        if let Some(at) = self.repair_at {
+            file.set_len(at).map_err(wrap(&self.path))?;
+            self.repair_at = None;
+        }
+        let before = file.metadata().map_err(wrap(&self.path))?.len();
+        // One write call per record, so a crash leaves at most one torn line; a write that
+        // fails (a full disk) is cut back at once, so the next record never glues onto it.
+        if let Err(e) = file
+            .write_all(line.as_bytes())
+            .and_then(|()| file.sync_data())
+        {
+            if file.set_len(before).is_err() {
+                self.repair_at = Some(before);
+            }
+            return Err(wrap(&self.path)(e));
+        }
         self.lines += 1;
         if self.lines > self.max_lines {
             self.compact()?;
@@ -239,17 +308,44 @@ impl History {
             .get(all.len().saturating_sub(self.keep_lines)..)
             .unwrap_or_default();
         let tmp = self.path.with_extension("jsonl.tmp");
-        let mut file = File::create(&tmp).map_err(wrap(&tmp))?;
-        file.set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(wrap(&tmp))?;
-        for line in keep {
-            writeln!(file, "{line}").map_err(wrap(&tmp))?;
+        let written = (|| -> io::Result<()> {
+            let mut file = File::create(&tmp)?;
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+            for line in keep {
+                writeln!(file, "{line}")?;
+            }
+            file.sync_all()?;
+            fs::rename(&tmp, &self.path)
+        })();
+        if let Err(e) = written {
+            // Never leave a half-written copy behind (a full disk): the file stays as it was.
+            let _ = fs::remove_file(&tmp);
+            return Err(wrap(&tmp)(e));
         }
-        file.sync_all().map_err(wrap(&tmp))?;
-        fs::rename(&tmp, &self.path).map_err(wrap(&self.path))?;
         self.lines = keep.len();
         Ok(())
     }
+}
+
+/// At start: a state directory or history file that others can read (it holds command lines)
+/// is made private again (0700, 0600), said in the returned notes.
+fn tighten(state_dir: &Path, file: &Path) -> Result<Vec<String>, HistoryError> {
+    let mut notes = Vec::new();
+    for (path, private) in [(state_dir, 0o700), (file, 0o600)] {
+        let mode = match fs::metadata(path) {
+            Ok(m) => m.permissions().mode() & 0o777,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(wrap(path)(e)),
+        };
+        if mode & 0o077 != 0 {
+            fs::set_permissions(path, fs::Permissions::from_mode(private)).map_err(wrap(path))?;
+            notes.push(format!(
+                "{}: permissions {mode:o} let others read it; tightened to {private:o}",
+                path.display()
+            ));
+        }
+    }
+    Ok(notes)
 }
 
 /// How far the two clocks may disagree for a record to be taken as written during this boot
@@ -278,6 +374,19 @@ pub fn restored_trigger(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A state directory as the daemon makes it (0700); `tempfile` makes 0755.
+    fn private_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    /// Writes a history file as the daemon would (0600).
+    fn write_private(path: &Path, text: &str) {
+        fs::write(path, text).unwrap();
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+    }
     use oomwarden_model::Outcome;
 
     fn record(id: u64) -> ActionRecord {
@@ -305,7 +414,7 @@ mod tests {
 
     #[test]
     fn records_survive_a_restart_and_ids_continue() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let (mut h, w) = History::open(dir.path()).unwrap();
         assert!(w.is_empty());
         for id in 0..3 {
@@ -325,7 +434,7 @@ mod tests {
 
     #[test]
     fn a_torn_last_line_is_skipped_and_cut() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let (mut h, _) = History::open(dir.path()).unwrap();
         h.push(record(0)).unwrap();
         let mut f = OpenOptions::new()
@@ -346,9 +455,9 @@ mod tests {
 
     #[test]
     fn a_malformed_middle_line_is_skipped_with_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let good = serde_json::to_string(&record(7)).unwrap();
-        fs::write(dir.path().join(FILE_NAME), format!("not json\n{good}\n")).unwrap();
+        write_private(&dir.path().join(FILE_NAME), &format!("not json\n{good}\n"));
         let (h, w) = History::open(dir.path()).unwrap();
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("line 1"));
@@ -385,12 +494,12 @@ mod tests {
 
     #[test]
     fn a_skipped_record_keeps_its_id() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let good = serde_json::to_string(&record(3)).unwrap();
         let bad = serde_json::to_string(&record(9))
             .unwrap()
             .replace("\"score\":0.0", "\"score\":\"lots\"");
-        fs::write(dir.path().join(FILE_NAME), format!("{good}\n{bad}\n")).unwrap();
+        write_private(&dir.path().join(FILE_NAME), &format!("{good}\n{bad}\n"));
         let (h, w) = History::open(dir.path()).unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
         assert_eq!(h.next_id(), 10, "id 9 was given once already");
@@ -398,7 +507,7 @@ mod tests {
 
     #[test]
     fn a_non_finite_score_survives_a_restart() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let (mut h, _) = History::open(dir.path()).unwrap();
         let mut r = record(0);
         r.score = f64::INFINITY;
@@ -414,7 +523,7 @@ mod tests {
 
     #[test]
     fn memory_keeps_fifty_and_the_file_is_bounded() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_dir();
         let (h, _) = History::open(dir.path()).unwrap();
         let mut h = h.with_bounds(100, 60);
         for id in 0..101 {
@@ -433,5 +542,59 @@ mod tests {
         );
         let (h, _) = History::open(dir.path()).unwrap();
         assert_eq!(h.next_id(), 101);
+    }
+
+    // Issue 14, item 6: odd content and an interrupted past must not cost a record or an id.
+    #[test]
+    fn a_whole_last_record_without_its_newline_is_kept() {
+        let dir = private_dir();
+        let good = serde_json::to_string(&record(4)).unwrap();
+        write_private(&dir.path().join(FILE_NAME), &good);
+        let (mut h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(h.next_id(), 5);
+        h.push(record(5)).unwrap();
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(h.recent().map(|r| r.id).collect::<Vec<_>>(), [4, 5]);
+    }
+
+    #[test]
+    fn a_stale_compaction_file_is_removed_and_loose_permissions_tightened() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let file = dir.path().join(FILE_NAME);
+        fs::write(&file, "").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        let tmp = file.with_extension("jsonl.tmp");
+        fs::write(&tmp, "half a compaction").unwrap();
+        let (mut h, w) = History::open(dir.path()).unwrap();
+        assert!(!tmp.exists());
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!((mode(dir.path()), mode(&file)), (0o700, 0o600));
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(
+            w.iter().any(|n| n.contains("interrupted compaction")),
+            "{w:?}"
+        );
+        h.push(record(0)).unwrap();
+    }
+
+    #[test]
+    fn ids_never_repeat_even_at_the_last_one() {
+        let dir = private_dir();
+        let last = serde_json::to_string(&record(u64::MAX)).unwrap();
+        write_private(&dir.path().join(FILE_NAME), &format!("{last}\n"));
+        let (mut h, w) = History::open(dir.path()).unwrap();
+        assert!(w.iter().any(|n| n.contains("ids are exhausted")), "{w:?}");
+        let err = h
+            .push(record(h.next_id()))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("given before"), "{err}");
+        let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert_eq!(h.recent().count(), 2, "kept in memory");
     }
 }

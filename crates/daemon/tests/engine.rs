@@ -94,8 +94,14 @@ fn engine(
     settings: Settings,
     actuator: impl oomwarden_actuate::Actuator + Send + 'static,
 ) -> Engine {
+    // As the daemon makes it (tempfile makes 0755, which the history would tighten and say).
+    fs::set_permissions(
+        &settings.warden.state_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     let (history, warnings) = History::open(&settings.warden.state_dir).unwrap();
-    assert!(warnings.is_empty());
+    assert!(warnings.is_empty(), "{warnings:?}");
     let collector = Collector::new(CgroupFs::new(cg), ProcFs::new(proc), Layout::talos(), None);
     Engine::new(
         settings,

@@ -42,6 +42,10 @@ pub enum CycleOutcome {
     Acted(Box<ActionRecord>),
 }
 
+/// At most this many PIDs in a post-kill hook's `OOMWARDEN_PIDS` (the record on its standard
+/// input has them all): well under the kernel's 128 KiB limit on one environment string.
+pub(crate) const HOOK_PIDS_LISTED: usize = 1000;
+
 /// One candidate of a triggered cycle, as ranked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankedCandidate {
@@ -428,17 +432,20 @@ impl Engine {
         );
         if event == "post-kill" {
             add("OOMWARDEN_OUTCOME", Some(record.outcome.name().to_owned()));
+            // One environment string may not exceed 128 KiB (MAX_ARG_STRLEN): 17,000 PIDs
+            // made the hook fail to start (E2BIG). The first ones only; all are in the record
+            // on stdin, and the count says whether the list is whole.
+            let listed = record.pids.get(..HOOK_PIDS_LISTED.min(record.pids.len()));
             add(
                 "OOMWARDEN_PIDS",
-                Some(
-                    record
-                        .pids
-                        .iter()
+                listed.map(|pids| {
+                    pids.iter()
                         .map(u32::to_string)
                         .collect::<Vec<_>>()
-                        .join(" "),
-                ),
+                        .join(" ")
+                }),
             );
+            add("OOMWARDEN_PIDS_TOTAL", Some(record.pids.len().to_string()));
         }
         env
     }

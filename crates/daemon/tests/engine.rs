@@ -854,3 +854,48 @@ fn out_of_descriptors_is_a_skipped_cycle_not_zeros() {
     files.0.store(false, std::sync::atomic::Ordering::SeqCst);
     acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
 }
+
+/// Issue 14: with 17,000 PIDs, `OOMWARDEN_PIDS` passed the kernel's 128 KiB limit on one
+/// environment string and the hook could not start (E2BIG). The first 1,000 are listed, the
+/// total given; the record on stdin has them all.
+#[test]
+fn a_post_kill_hook_starts_whatever_the_number_of_pids() {
+    use oomwarden_actuate::HookCall;
+    let (cg, proc) = node();
+    let procs: String = (1000..18_000).map(|p| format!("{p}\n")).collect();
+    write(
+        cg.path(),
+        "kubepods/besteffort/pod-live/c1/cgroup.procs",
+        &procs,
+    );
+    let state = tempfile::tempdir().unwrap();
+    let warden = "hooks:\n  postKill:\n    command: [/usr/local/bin/post]\n";
+    let s = settings("triggerExpression: \"true\"\n", warden, state.path());
+    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
+        KillEffect::Empty,
+    )));
+    let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
+    let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(r.pids.len(), 17_000);
+    assert_eq!(r.processes_omitted, 16_900);
+    let calls = recorder.lock().unwrap().calls.clone();
+    let post: &HookCall = calls
+        .iter()
+        .find_map(|c| match c {
+            Call::SpawnHook(h) => Some(h),
+            _ => None,
+        })
+        .unwrap();
+    let env = |k: &str| {
+        post.env
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+    };
+    let pids = env("OOMWARDEN_PIDS").unwrap();
+    assert_eq!(pids.split(' ').count(), 1000);
+    assert!(pids.len() < 128 << 10);
+    assert_eq!(env("OOMWARDEN_PIDS_TOTAL").as_deref(), Some("17000"));
+    let sent: ActionRecord = serde_json::from_slice(&post.stdin).unwrap();
+    assert_eq!(sent.pids.len(), 17_000);
+}

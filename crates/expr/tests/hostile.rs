@@ -262,3 +262,16 @@ mod fuzz {
         }
     }
 }
+
+/// compatibility.md C12: a protobuf message literal is refused at check time, clearly.
+#[test]
+fn message_literals_are_refused_clearly() {
+    let err =
+        TriggerExpr::compile("google.protobuf.Empty{} == google.protobuf.Empty{}").unwrap_err();
+    assert_eq!(err.stage(), oomwarden_expr::Stage::Check);
+    assert!(
+        err.to_string()
+            .contains("message construction ('google.protobuf.Empty{…}') is not supported"),
+        "{err}"
+    );
+}

@@ -17,7 +17,7 @@
 mod linux;
 mod recording;
 
-use oomwarden_model::MAX_PROCESSES_LISTED;
+use oomwarden_model::{MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES};
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -128,16 +128,23 @@ pub fn subtree_pids(cgroups: &CgroupFs, dir: &str) -> Vec<u32> {
 }
 
 /// The command lines of the first [`MAX_PROCESSES_LISTED`] PIDs (a process already gone is
-/// left out), and how many PIDs were not read.
+/// left out), stopping once [`MAX_RECORD_CMDLINE_BYTES`] are listed, and how many PIDs were
+/// not read.
 pub fn command_lines(proc: &ProcFs, pids: &[u32]) -> (Vec<String>, u64) {
-    let listed = pids
-        .get(..MAX_PROCESSES_LISTED.min(pids.len()))
-        .unwrap_or_default();
-    let processes = listed
-        .iter()
-        .filter_map(|pid| proc.cmdline(*pid).ok())
-        .collect();
-    let omitted = u64::try_from(pids.len() - listed.len()).unwrap_or(u64::MAX);
+    let mut processes = Vec::new();
+    let mut bytes = 0;
+    let mut read = 0;
+    for pid in pids.iter().take(MAX_PROCESSES_LISTED) {
+        if bytes >= MAX_RECORD_CMDLINE_BYTES {
+            break;
+        }
+        read += 1;
+        if let Ok(cmdline) = proc.cmdline(*pid) {
+            bytes += cmdline.len();
+            processes.push(cmdline);
+        }
+    }
+    let omitted = u64::try_from(pids.len() - read).unwrap_or(u64::MAX);
     (processes, omitted)
 }
 
@@ -154,7 +161,15 @@ pub fn kill_cgroup(
     let node_path = oomwarden_cgroupfs::node_path(dir);
     tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
     let pids = subtree_pids(cgroups, dir);
-    tracing::info!(processes = ?pids, "victim processes:");
+    // The log line lists what the record lists (a cgroup may hold millions of PIDs).
+    let listed = pids
+        .get(..MAX_PIDS_LISTED.min(pids.len()))
+        .unwrap_or_default();
+    if listed.len() == pids.len() {
+        tracing::info!(processes = ?listed, "victim processes:");
+    } else {
+        tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
+    }
     let (processes, processes_omitted) = command_lines(proc, &pids);
     for &pid in &pids {
         // Logged on every failure, a process already gone (ESRCH) included, as Talos does.
@@ -250,5 +265,26 @@ mod bounds {
             first.get(first.len() - 40..).unwrap_or("")
         );
         assert_eq!(processes.get(1).map(String::as_str), Some("proc2 -v"));
+    }
+
+    // Issue 14: 100 command lines of 4 KiB each made a 400 KiB record.
+    #[test]
+    fn a_record_lists_at_most_its_budget_of_command_line_bytes() {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pids: Vec<u32> = (1..=100).collect();
+        for pid in &pids {
+            let dir = root.path().join(pid.to_string());
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(dir.join("cmdline"), format!("{}\0", "y".repeat(10_000)))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let (processes, omitted) = command_lines(&ProcFs::new(root.path()), &pids);
+        let bytes: usize = processes.iter().map(String::len).sum();
+        assert!(
+            (MAX_RECORD_CMDLINE_BYTES..MAX_RECORD_CMDLINE_BYTES + 4200).contains(&bytes),
+            "{bytes}"
+        );
+        assert_eq!(omitted, 100 - processes.len() as u64);
+        assert_eq!(processes.len(), 16);
     }
 }

@@ -14,6 +14,9 @@ pub(crate) enum Exit {
     Usage,
     /// 3: this host cannot run the OOM handler (no cgroup v2 memory controller, no PSI).
     Unsupported,
+    /// 4: `replay` only: the recording was cut short; its complete cycles were replayed and
+    /// reported, the last (possibly incomplete) one left out.
+    Truncated,
 }
 
 impl From<Exit> for ExitCode {
@@ -23,6 +26,7 @@ impl From<Exit> for ExitCode {
             Exit::Failure => ExitCode::from(1),
             Exit::Usage => ExitCode::from(2),
             Exit::Unsupported => ExitCode::from(3),
+            Exit::Truncated => ExitCode::from(4),
         }
     }
 }

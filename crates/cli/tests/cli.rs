@@ -873,6 +873,67 @@ fn record_then_replay_a_fixture_node() {
     assert!(plain.contains("\"cgroupRoot\":\"/"), "{plain:.300}");
 }
 
+/// Issue 14, item 8: a recording cut short (a killed recorder, a full disk) used to replay its
+/// last cycle with the reads it lacked taken as missing files: a decision nobody made.
+#[test]
+fn a_truncated_recording_is_reported_and_its_last_cycle_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.rec");
+    let (code, _, err) = run(
+        &[
+            "record",
+            "--cgroup-root",
+            "testdata/top/vm-6.12/cgroup",
+            "--proc-root",
+            "testdata/top/vm-6.12/proc",
+            "--sample-interval",
+            "10ms",
+            "--cycles",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let whole = std::fs::read_to_string(&out).unwrap();
+    assert!(whole.ends_with("\nend\n"), "{whole:.200}");
+    let replay = |text: &str| run(&["replay", "-"], Some(text));
+    let (code, text, err) = replay(&whole);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("3 cycles"), "{text}");
+    assert!(!err.contains("truncated"), "{err}");
+    // Killed before its end line.
+    let (code, text, err) = replay(whole.strip_suffix("end\n").unwrap());
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("is truncated: it has no end line")
+            && err.contains("replaying its 2 complete cycles"),
+        "{err}"
+    );
+    assert!(text.contains("2 cycles"), "{text}");
+    // Killed in the middle of a line.
+    let cut = whole.get(..whole.len() - 30).unwrap();
+    let (code, _, err) = replay(cut);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("its last line is cut"), "{err}");
+    // A gzip stream cut in half.
+    let gz = std::fs::read(root().join("crates/cli/builtin/hog.rec.gz")).unwrap();
+    let half = dir.path().join("half.rec.gz");
+    std::fs::write(&half, &gz[..gz.len() / 2]).unwrap();
+    let (code, _, err) = run(&["replay", half.to_str().unwrap()], None);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("the gzip stream ends early"), "{err}");
+}
+
+/// Issue 14, item 1: an input that never ends (a device, a stream) filled memory.
+#[test]
+fn an_input_that_never_ends_is_an_error() {
+    let (code, _, err) = run(&["score", "/dev/zero"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/dev/zero: more than 512 MiB"), "{err}");
+}
+
 #[test]
 fn record_refuses_this_host_and_needs_a_daemon_for_its_window() {
     let dir = tempfile::tempdir().unwrap();

@@ -492,3 +492,129 @@ fn a_post_kill_hook_is_logged_and_its_thread_ends() {
     );
     assert_eq!(threads, 0, "a hook thread outlived its hook");
 }
+
+/// The daemon's peak resident memory (`VmHWM`, kB).
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 14, item 1: the whole history was read into memory at start (100 MB at the
+/// documented 10,000-line bound, above the DaemonSet's limit). Now it is read as a stream:
+/// the peak memory with a 30 MB history is that with none.
+#[test]
+fn start_up_memory_does_not_grow_with_the_history() {
+    let (cg, proc) = node();
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    let line = |id: usize| {
+        format!(
+            "{{\"id\":{id},\"time\":\"2026-11-29T12:00:00.000Z\",\"monotonicNs\":1,\"outcome\":\"dry-run\",\"processes\":[\"{}\"],\"triggerContext\":\"{{}}\"}}\n",
+            "x".repeat(3000)
+        )
+    };
+    let mut peaks = Vec::new();
+    for records in [0, 10_000] {
+        let state = tempfile::tempdir().unwrap();
+        if records > 0 {
+            let history: String = (0..records).map(line).collect();
+            assert!(history.len() > 30_000_000);
+            let path = state.path().join("actions.jsonl");
+            std::fs::write(&path, history).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+        }
+        let mut child = run_on(&cg, &proc, state.path(), &config, &[])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut logs = Logs::follow(&mut child);
+        logs.wait_for("oomwarden started");
+        std::thread::sleep(Duration::from_millis(200));
+        peaks.push(peak_rss_kb(child.id()));
+        signal(&child, rustix::process::Signal::TERM);
+        assert!(child.wait().unwrap().success());
+        if records > 0 {
+            assert!(
+                !logs.seen.iter().any(|l| l.contains("skipping")),
+                "{:?}",
+                logs.seen
+            );
+        }
+    }
+    let (empty, full) = (peaks[0], peaks[1]);
+    assert!(
+        full < empty + 10 * 1024,
+        "peak RSS {empty} kB with no history, {full} kB with a 30 MB one"
+    );
+}
+
+/// Issue 14, item 8: a second `run --record FILE` was refused only after it had truncated the
+/// first daemon's recording. Now the state directory's lock and the recording's own lock are
+/// taken first: the refused daemon changes nothing, and the first one ends its recording.
+#[test]
+fn a_refused_second_daemon_leaves_the_first_ones_recording_untouched() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let other_state = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    let rec = dir.path().join("first.rec");
+    let rec_arg = rec.to_str().unwrap();
+    let mut first = run_on(&cg, &proc, state.path(), &config, &["--record", rec_arg])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut first);
+    logs.wait_for("recording every cycle");
+    std::thread::sleep(Duration::from_millis(300));
+    for (state_dir, want) in [
+        (
+            state.path(),
+            "another oomwarden is running with the state directory",
+        ),
+        (other_state.path(), "another process is recording into it"),
+    ] {
+        let before = std::fs::read(&rec).unwrap();
+        assert!(before.len() > 100);
+        let out = run_on(&cg, &proc, state_dir, &config, &["--record", rec_arg])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+        let after = std::fs::read(&rec).unwrap();
+        assert!(
+            after.starts_with(&before),
+            "the first daemon's recording was changed ({} bytes before, {} after)",
+            before.len(),
+            after.len()
+        );
+    }
+    signal(&first, rustix::process::Signal::TERM);
+    assert!(first.wait().unwrap().success());
+    let text = std::fs::read_to_string(&rec).unwrap();
+    assert!(text.ends_with("\nend\n"), "{}", text.get(text.len().saturating_sub(100)..).unwrap_or_default());
+    let replayed = oomwarden().args(["replay", rec_arg]).output().unwrap();
+    assert!(
+        replayed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+}

@@ -122,6 +122,13 @@ impl Engine {
         self.recorder = Some(recorder);
     }
 
+    /// Ends the recording file, if any (at a clean stop).
+    pub fn finish_recording(&mut self) {
+        if let Some(r) = &mut self.recorder {
+            r.finish();
+        }
+    }
+
     /// Starts the cooldown as if the trigger had fired at `at_ns`: at start, from the history's
     /// last record of this boot; in a replay, for a window that begins after a trigger.
     pub fn set_last_trigger(&mut self, at_ns: u64) {
@@ -353,6 +360,7 @@ impl Engine {
             wakeup: Some(self.wakeup.to_owned()),
             recording: None,
             processes_omitted: 0,
+            pids_omitted: 0,
         };
         match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
             None => tracing::warn!(
@@ -373,6 +381,7 @@ impl Engine {
                     .filter_map(|child| {
                         oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
                     })
+                    .take(oomwarden_model::MAX_CONTAINERS_LISTED)
                     .collect();
                 record.score = score;
                 record.memory_current_bytes = c.memory.current;
@@ -445,7 +454,10 @@ impl Engine {
                         .join(" ")
                 }),
             );
-            add("OOMWARDEN_PIDS_TOTAL", Some(record.pids.len().to_string()));
+            add(
+                "OOMWARDEN_PIDS_TOTAL",
+                Some(record.pids_total().to_string()),
+            );
         }
         env
     }
@@ -467,43 +479,59 @@ impl Engine {
         oomwarden_actuate::log_hook(&call, &result);
     }
 
-    /// Starts the post-kill hook with the record on stdin, without waiting for it.
-    /// Counts the record bounds hit (processes not listed, command lines cut) and logs the
-    /// first time each is hit.
+    /// Counts the record bounds hit (PIDs or processes not listed, command lines cut) and
+    /// logs the first time each is hit.
     fn count_record_bounds(&mut self, record: &ActionRecord) {
+        if record.pids_omitted > 0 {
+            self.bound_hit(
+                "record_pids",
+                1,
+                "a record lists the first PIDs only (all were killed); the others are counted (logged once)",
+            );
+        }
         if record.processes_omitted > 0 {
-            self.metrics.bound_hit("record_processes");
-            if !self
-                .problem_logged_at
-                .contains_key("bound:record_processes")
-            {
-                self.problem_logged_at
-                    .insert("bound:record_processes".into(), 0);
-                tracing::warn!(
-                    listed = oomwarden_model::MAX_PROCESSES_LISTED,
-                    omitted = record.processes_omitted,
-                    "a record lists the first processes only; the others are counted (logged once)"
-                );
-            }
+            self.bound_hit(
+                "record_processes",
+                1,
+                "a record lists the command lines of the first processes only; the others are counted (logged once)",
+            );
         }
         let cut = record
             .processes
             .iter()
             .filter(|p| p.ends_with(oomwarden_procfs::CMDLINE_CUT_SUFFIX))
             .count();
-        for _ in 0..cut {
-            self.metrics.bound_hit("cmdline_bytes");
-        }
-        if cut > 0 && !self.problem_logged_at.contains_key("bound:cmdline_bytes") {
-            self.problem_logged_at
-                .insert("bound:cmdline_bytes".into(), 0);
-            tracing::warn!(
-                limit = oomwarden_procfs::MAX_CMDLINE_BYTES,
-                "a command line was cut in a record (logged once)"
+        self.bound_hit(
+            "cmdline_bytes",
+            cut,
+            "a command line was cut in a record (logged once)",
+        );
+        if record.containers.len() == oomwarden_model::MAX_CONTAINERS_LISTED {
+            self.bound_hit(
+                "record_containers",
+                1,
+                "a record lists the first container IDs only (logged once)",
             );
         }
     }
 
+    /// Counts `times` hits of bound `name` and logs `message` the first time.
+    fn bound_hit(&mut self, name: &'static str, times: usize, message: &'static str) {
+        if times == 0 {
+            return;
+        }
+        for _ in 0..times {
+            self.metrics.bound_hit(name);
+        }
+        if let std::collections::hash_map::Entry::Vacant(e) =
+            self.problem_logged_at.entry(format!("bound:{name}"))
+        {
+            e.insert(0);
+            tracing::warn!(bound = name, "{message}");
+        }
+    }
+
+    /// Starts the post-kill hook with the record on stdin, without waiting for it.
     fn post_kill_hook(&mut self, record: &ActionRecord) {
         let Some(hook) = self.settings.warden.hooks.post_kill.clone() else {
             return;
@@ -525,9 +553,10 @@ impl Engine {
     fn dry_run(&self, c: &CandidateSample, record: &mut ActionRecord) {
         tracing::warn!(cgroup = %c.path, score = record.score, "dry run: would send SIGKILL to cgroup");
         record.outcome = Outcome::DryRun;
-        record.pids = subtree_pids(self.collector.cgroups(), &c.dir);
+        let pids = subtree_pids(self.collector.cgroups(), &c.dir);
         (record.processes, record.processes_omitted) =
-            oomwarden_actuate::command_lines(&self.proc, &record.pids);
+            oomwarden_actuate::command_lines(&self.proc, &pids);
+        record.set_pids(pids);
     }
 
     fn kill(&mut self, c: &CandidateSample, record: &mut ActionRecord) {
@@ -539,7 +568,7 @@ impl Engine {
             &c.dir,
             timeout,
         );
-        record.pids = report.pids;
+        record.set_pids(report.pids);
         record.processes = report.processes;
         record.processes_omitted = report.processes_omitted;
         record.kill_duration_ms = Some(millis(report.duration));

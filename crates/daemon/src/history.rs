@@ -5,12 +5,15 @@
 //! Crash safety: each record is written with a single `write` and `fsync`ed. A torn last line
 //! (a crash mid-write) is skipped with a warning and cut off, so the next record starts on a
 //! line of its own; a malformed line elsewhere is skipped with a warning. Neither is fatal.
-//! The file is bounded: past [`MAX_LINES`] lines it is rewritten (atomically, by rename) with
-//! the newest [`KEEP_LINES`].
+//!
+//! Bounds: past [`MAX_LINES`] lines or [`MAX_BYTES`] bytes the file is rewritten (atomically,
+//! by rename) with its newest lines, at most [`KEEP_LINES`] and [`KEEP_BYTES`]. The file is
+//! read as a stream, a line at a time (a line longer than [`MAX_LINE_BYTES`] is skipped
+//! without being held), so the daemon's memory at start does not grow with the history.
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -22,16 +25,26 @@ pub const KEEP_IN_MEMORY: usize = 50;
 pub const MAX_LINES: usize = 10_000;
 /// Lines kept by a compaction.
 pub const KEEP_LINES: usize = 5_000;
+/// Bytes of `actions.jsonl` that trigger a compaction.
+pub const MAX_BYTES: u64 = 32 << 20;
+/// Bytes kept by a compaction (whole lines).
+pub const KEEP_BYTES: u64 = 16 << 20;
+/// A line longer than this is not a record oomwarden wrote (a record is bounded to well under
+/// 1 MiB: see `oomwarden_model::MAX_PIDS_LISTED`); it is skipped as malformed.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// The history file's name in the state directory.
 pub const FILE_NAME: &str = "actions.jsonl";
 
 /// What a history file holds, read without changing it.
 #[derive(Debug, Default)]
 pub struct FileContents {
-    /// Every record, oldest first.
+    /// The records kept, oldest first: every record ([`read`]), or the newest
+    /// [`KEEP_IN_MEMORY`] (the daemon's start).
     pub records: Vec<ActionRecord>,
     /// Non-empty lines.
     pub lines: usize,
+    /// The file's length in bytes.
+    pub bytes: u64,
     /// One per skipped line (torn or malformed).
     pub warnings: Vec<String>,
     /// The length of the complete lines when the last one is torn.
@@ -46,64 +59,153 @@ pub struct FileContents {
 /// Reads `<state_dir>/actions.jsonl` without changing anything (for `oomwarden actions`
 /// when the daemon is not running). A missing file is an empty history.
 pub fn read(state_dir: &Path) -> Result<FileContents, HistoryError> {
-    read_file(&state_dir.join(FILE_NAME))
+    read_file(&state_dir.join(FILE_NAME), usize::MAX)
 }
 
-fn read_file(path: &Path) -> Result<FileContents, HistoryError> {
-    let mut out = FileContents::default();
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => {
-            return Err(HistoryError {
-                path: path.to_owned(),
-                source: e,
-            });
+/// One line of the file, read with at most [`MAX_LINE_BYTES`] held.
+enum Line {
+    /// A line and whether it ended with a newline.
+    Text(Vec<u8>, bool),
+    /// A line longer than the bound (skipped to its end), and whether it ended with a newline.
+    TooLong(u64, bool),
+    End,
+}
+
+fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Line> {
+    buf.clear();
+    let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX) + 1;
+    let n = reader.by_ref().take(limit).read_until(b'\n', buf)?;
+    if n == 0 {
+        return Ok(Line::End);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok(Line::Text(std::mem::take(buf), true));
+    }
+    if buf.len() <= MAX_LINE_BYTES {
+        return Ok(Line::Text(std::mem::take(buf), false));
+    }
+    // Too long: skip to the end of the line without holding it.
+    let mut skipped = u64::try_from(buf.len()).unwrap_or(u64::MAX);
+    buf.clear();
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(Line::TooLong(skipped, false));
         }
+        match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                reader.consume(i + 1);
+                return Ok(Line::TooLong(skipped + i as u64 + 1, true));
+            }
+            None => {
+                let len = chunk.len();
+                reader.consume(len);
+                skipped += len as u64;
+            }
+        }
+    }
+}
+
+/// Reads the history file as a stream, keeping the newest `keep` records.
+fn read_file(path: &Path, keep: usize) -> Result<FileContents, HistoryError> {
+    let mut out = FileContents::default();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(wrap(path)(e)),
     };
-    let mut complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    let tail = bytes.get(complete..).unwrap_or_default();
-    if !tail.is_empty() && serde_json::from_slice::<ActionRecord>(tail).is_ok() {
-        // A whole record whose newline was never written (a full disk at the last byte, an
-        // editor): keep it.
-        out.missing_newline = true;
-        complete = bytes.len();
-    }
-    if complete < bytes.len() {
-        out.warnings.push(format!(
-            "{}: skipping a torn last line ({} bytes, probably a crash while writing)",
-            path.display(),
-            bytes.len() - complete
-        ));
-        out.torn_at = Some(complete as u64);
-    }
-    let text = String::from_utf8_lossy(bytes.get(..complete).unwrap_or_default());
-    for (n, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    let mut reader = BufReader::with_capacity(64 << 10, file);
+    let mut records = VecDeque::new();
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    let mut n = 0usize;
+    loop {
+        let start = offset;
+        let line = next_line(&mut reader, &mut buf).map_err(wrap(path))?;
+        n += 1;
+        let (bytes, complete) = match line {
+            Line::End => break,
+            Line::TooLong(len, complete) => {
+                offset += len;
+                if complete {
+                    out.lines += 1;
+                    out.warnings.push(format!(
+                        "{}: line {n}: skipping a line of more than {MAX_LINE_BYTES} bytes (not a record oomwarden writes)",
+                        path.display()
+                    ));
+                } else {
+                    out.torn_at = Some(start);
+                    out.warnings.push(format!(
+                        "{}: skipping a torn last line ({len} bytes, probably a crash while writing)",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
+            Line::Text(bytes, complete) => {
+                offset += bytes.len() as u64 + u64::from(complete);
+                (bytes, complete)
+            }
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.strip_suffix('\r').unwrap_or(&text);
+        if !complete {
+            // The last line, without its newline: a whole record (a full disk at the last
+            // byte, an editor) is kept; anything else is torn.
+            match serde_json::from_str::<ActionRecord>(text) {
+                Ok(record) => {
+                    out.missing_newline = true;
+                    out.lines += 1;
+                    out.max_id = out.max_id.max(Some(record.id));
+                    push_bounded(&mut records, record, keep);
+                }
+                Err(_) => {
+                    out.torn_at = Some(start);
+                    out.warnings.push(format!(
+                        "{}: skipping a torn last line ({} bytes, probably a crash while writing)",
+                        path.display(),
+                        bytes.len()
+                    ));
+                }
+            }
+            continue;
+        }
+        if text.trim().is_empty() {
+            continue;
+        }
         out.lines += 1;
-        match serde_json::from_str::<ActionRecord>(line) {
+        match serde_json::from_str::<ActionRecord>(text) {
             Ok(record) => {
                 out.max_id = out.max_id.max(Some(record.id));
-                out.records.push(record);
+                push_bounded(&mut records, record, keep);
             }
             Err(e) => {
                 // Its id is still taken, if it has one.
-                let id = serde_json::from_str::<serde_json::Value>(line)
+                let id = serde_json::from_str::<serde_json::Value>(text)
                     .ok()
                     .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64));
                 out.max_id = out.max_id.max(id);
                 out.warnings.push(format!(
-                    "{}: line {}: skipping a malformed record: {e}",
-                    path.display(),
-                    n + 1
+                    "{}: line {n}: skipping a malformed record: {e}",
+                    path.display()
                 ));
             }
         }
     }
+    out.bytes = offset;
+    out.records = records.into();
     Ok(out)
+}
+
+fn push_bounded(records: &mut VecDeque<ActionRecord>, record: ActionRecord, keep: usize) {
+    if keep == 0 {
+        return;
+    }
+    if records.len() == keep {
+        records.pop_front();
+    }
+    records.push_back(record);
 }
 
 /// A failure to open or write the history.
@@ -129,6 +231,8 @@ pub struct History {
     path: PathBuf,
     recent: VecDeque<ActionRecord>,
     lines: usize,
+    /// The file's length.
+    bytes: u64,
     /// `None`: every id has been given (a file holding id `u64::MAX`).
     next_id: Option<u64>,
     /// Where to cut the file before the next append: a write failed after this length
@@ -136,6 +240,8 @@ pub struct History {
     repair_at: Option<u64>,
     max_lines: usize,
     keep_lines: usize,
+    max_bytes: u64,
+    keep_bytes: u64,
     /// Written to `path` (false for a replay's history, which lives in memory only).
     persist: bool,
 }
@@ -160,7 +266,8 @@ impl History {
                 tmp.display()
             ));
         }
-        let read = read_file(&path)?;
+        let read = read_file(&path, KEEP_IN_MEMORY)?;
+        let mut bytes = read.bytes;
         if read.missing_newline {
             let mut file = OpenOptions::new()
                 .append(true)
@@ -168,6 +275,7 @@ impl History {
                 .map_err(wrap(&path))?;
             file.write_all(b"\n").map_err(wrap(&path))?;
             file.sync_data().map_err(wrap(&path))?;
+            bytes += 1;
         }
         if let Some(complete) = read.torn_at {
             let file = OpenOptions::new()
@@ -176,6 +284,7 @@ impl History {
                 .map_err(wrap(&path))?;
             file.set_len(complete).map_err(wrap(&path))?;
             file.sync_all().map_err(wrap(&path))?;
+            bytes = complete;
         }
         // `None` once u64::MAX is taken: no id is left that was never given.
         let next_id = read.max_id.map_or(Some(0), |id| id.checked_add(1));
@@ -189,17 +298,18 @@ impl History {
         let lines = read.lines;
         let mut warnings = read.warnings;
         warnings.extend(notes);
-        let skip = read.records.len().saturating_sub(KEEP_IN_MEMORY);
-        let recent: VecDeque<ActionRecord> = read.records.into_iter().skip(skip).collect();
         Ok((
             History {
                 path,
-                recent,
+                recent: read.records.into(),
                 lines,
+                bytes,
                 next_id,
                 repair_at: None,
                 max_lines: MAX_LINES,
                 keep_lines: KEEP_LINES,
+                max_bytes: MAX_BYTES,
+                keep_bytes: KEEP_BYTES,
                 persist: true,
             },
             warnings,
@@ -212,18 +322,29 @@ impl History {
             path: PathBuf::new(),
             recent: VecDeque::new(),
             lines: 0,
+            bytes: 0,
             next_id: Some(0),
             repair_at: None,
             max_lines: MAX_LINES,
             keep_lines: KEEP_LINES,
+            max_bytes: MAX_BYTES,
+            keep_bytes: KEEP_BYTES,
             persist: false,
         }
     }
 
-    /// Changes the file bound (compact past `max_lines` to the newest `keep_lines`).
+    /// Changes the file bound in lines (compact past `max_lines` to the newest `keep_lines`).
     pub fn with_bounds(mut self, max_lines: usize, keep_lines: usize) -> Self {
         self.max_lines = max_lines;
         self.keep_lines = keep_lines.min(max_lines);
+        self
+    }
+
+    /// Changes the file bound in bytes (compact past `max_bytes` to at most `keep_bytes` of
+    /// the newest whole lines).
+    pub fn with_byte_bounds(mut self, max_bytes: u64, keep_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self.keep_bytes = keep_bytes.min(max_bytes);
         self
     }
 
@@ -281,6 +402,7 @@ impl History {
         if let Some(at) = self.repair_at {
             file.set_len(at).map_err(wrap(&self.path))?;
             self.repair_at = None;
+            self.bytes = at;
         }
         let before = file.metadata().map_err(wrap(&self.path))?.len();
         // One write call per record, so a crash leaves at most one torn line; a write that
@@ -295,26 +417,56 @@ impl History {
             return Err(wrap(&self.path)(e));
         }
         self.lines += 1;
-        if self.lines > self.max_lines {
+        self.bytes = before + line.len() as u64;
+        if self.lines > self.max_lines || self.bytes > self.max_bytes {
             self.compact()?;
         }
         Ok(())
     }
 
+    /// Rewrites the file with its newest lines (at most `keep_lines` and `keep_bytes`),
+    /// streaming: only the start offsets of the last `keep_lines` lines are held.
     fn compact(&mut self) -> Result<(), HistoryError> {
-        let text = fs::read_to_string(&self.path).map_err(wrap(&self.path))?;
-        let all: Vec<&str> = text.lines().collect();
-        let keep = all
-            .get(all.len().saturating_sub(self.keep_lines)..)
-            .unwrap_or_default();
+        let mut file = File::open(&self.path).map_err(wrap(&self.path))?;
+        let mut starts: VecDeque<u64> = VecDeque::with_capacity(self.keep_lines.min(1 << 16));
+        let mut at = 0u64;
+        let mut line_start = true;
+        let mut chunk = vec![0u8; 64 << 10];
+        loop {
+            let n = match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(wrap(&self.path)(e)),
+            };
+            for b in chunk.get(..n).unwrap_or_default() {
+                if line_start {
+                    if starts.len() == self.keep_lines {
+                        starts.pop_front();
+                    }
+                    if self.keep_lines > 0 {
+                        starts.push_back(at);
+                    }
+                }
+                line_start = *b == b'\n';
+                at += 1;
+            }
+        }
+        let total = at;
+        // The oldest kept line is the first whose suffix fits in `keep_bytes`.
+        let from = starts
+            .iter()
+            .copied()
+            .find(|s| total - s <= self.keep_bytes)
+            .unwrap_or(total);
+        let kept = starts.iter().filter(|s| **s >= from).count();
         let tmp = self.path.with_extension("jsonl.tmp");
         let written = (|| -> io::Result<()> {
-            let mut file = File::create(&tmp)?;
-            file.set_permissions(fs::Permissions::from_mode(0o600))?;
-            for line in keep {
-                writeln!(file, "{line}")?;
-            }
-            file.sync_all()?;
+            let mut out = File::create(&tmp)?;
+            out.set_permissions(fs::Permissions::from_mode(0o600))?;
+            file.seek(io::SeekFrom::Start(from))?;
+            io::copy(&mut (&mut file).take(total - from), &mut out)?;
+            out.sync_all()?;
             fs::rename(&tmp, &self.path)
         })();
         if let Err(e) = written {
@@ -322,7 +474,8 @@ impl History {
             let _ = fs::remove_file(&tmp);
             return Err(wrap(&tmp)(e));
         }
-        self.lines = keep.len();
+        self.lines = kept;
+        self.bytes = total - from;
         Ok(())
     }
 }
@@ -409,6 +562,7 @@ mod tests {
             wakeup: None,
             recording: None,
             processes_omitted: 0,
+            pids_omitted: 0,
         }
     }
 
@@ -596,5 +750,93 @@ mod tests {
         let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
         assert_eq!(h.recent().count(), 2, "kept in memory");
+    }
+
+    // Issue 14, item 1: compaction counted lines only, so records with long command lines
+    // grew the file without bound.
+    #[test]
+    fn the_file_is_bounded_in_bytes_too() {
+        let dir = private_dir();
+        let (h, _) = History::open(dir.path()).unwrap();
+        let mut h = h.with_byte_bounds(20_000, 10_000);
+        let big = |id| {
+            let mut r = record(id);
+            r.processes = vec!["x".repeat(900)];
+            r
+        };
+        let line = serde_json::to_string(&big(10)).unwrap().len() as u64 + 1;
+        for id in 0..60 {
+            h.push(big(id)).unwrap();
+            let len = fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
+            assert!(len <= 20_000, "{len} bytes after record {id}");
+            assert_eq!(len, h.bytes);
+        }
+        let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert!(text.len() as u64 <= 10_000 + 10 * line, "{}", text.len());
+        assert!(text.ends_with('\n'));
+        let ids: Vec<u64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<ActionRecord>(l).unwrap().id)
+            .collect();
+        assert_eq!(ids.last(), Some(&59), "the newest are kept");
+        assert!(
+            ids.windows(2).all(|w| w[1] == w[0] + 1),
+            "whole lines, in order: {ids:?}"
+        );
+        assert_eq!(h.lines, ids.len());
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(h.next_id(), 60);
+    }
+
+    // Issue 14, item 1: the whole file was read into memory at start (100 MB at the line
+    // bound). A line no record can be is skipped without being held, and its neighbours read.
+    #[test]
+    fn a_line_longer_than_any_record_is_skipped() {
+        let dir = private_dir();
+        let huge = format!("{{\"id\":5,\"x\":\"{}\"}}", "a".repeat(MAX_LINE_BYTES + 10));
+        let lines = [
+            serde_json::to_string(&record(1)).unwrap(),
+            huge.clone(),
+            serde_json::to_string(&record(2)).unwrap(),
+        ];
+        write_private(&dir.path().join(FILE_NAME), &(lines.join("\n") + "\n"));
+        let (h, w) = History::open(dir.path()).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("line 2: skipping a line of more than"),
+            "{w:?}"
+        );
+        assert_eq!(h.recent().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(h.next_id(), 3);
+        // The same line last and without its newline is torn: cut, and the next record
+        // starts on a line of its own.
+        write_private(
+            &dir.path().join(FILE_NAME),
+            &(lines.get(..1).unwrap().join("\n") + "\n" + &huge),
+        );
+        let (mut h, w) = History::open(dir.path()).unwrap();
+        assert!(w.iter().any(|n| n.contains("torn last line")), "{w:?}");
+        h.push(record(2)).unwrap();
+        let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert_eq!(text.lines().count(), 2, "{}", text.len());
+        h = History::open(dir.path()).unwrap().0;
+        assert_eq!(h.recent().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn read_returns_every_record_and_open_the_newest() {
+        let dir = private_dir();
+        let text: String = (0..120)
+            .map(|id| serde_json::to_string(&record(id)).unwrap() + "\n")
+            .collect();
+        write_private(&dir.path().join(FILE_NAME), &text);
+        let all = read(dir.path()).unwrap();
+        assert_eq!(all.records.len(), 120);
+        assert_eq!((all.lines, all.bytes), (120, text.len() as u64));
+        let (h, _) = History::open(dir.path()).unwrap();
+        assert_eq!(h.recent().count(), KEEP_IN_MEMORY);
+        assert_eq!(h.recent().next().map(|r| r.id), Some(70));
+        assert_eq!(h.next_id(), 120);
     }
 }

@@ -58,6 +58,30 @@ pub fn meta(
     }
 }
 
+/// Creates (or empties) a recording file, mode 0600 (recordings name the node's cgroups and,
+/// after a kill, command lines), locked with `flock` for as long as it is open. A file that
+/// another process is recording into is refused untouched (`ResourceBusy`).
+pub fn create_recording_file(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                "another process is recording into it",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    file.set_len(0)?;
+    Ok(file)
+}
+
 /// The directory below the state directory where the flight recorder saves its windows.
 pub const RECORDINGS_DIR: &str = "recordings";
 
@@ -97,14 +121,10 @@ impl CycleRecorder {
     }
 
     /// Also writes every cycle to `path` (created or truncated, mode 0600: recordings name
-    /// the node's cgroups and, after a kill, command lines).
+    /// the node's cgroups and, after a kill, command lines). The file is locked (`flock`)
+    /// first: one that another process is recording into is refused untouched.
     pub fn writing_to(mut self, path: &Path) -> io::Result<Self> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
+        let mut file = create_recording_file(path)?;
         file.write_all(self.lock().header().as_bytes())?;
         self.sink = Some(Sink {
             path: path.to_path_buf(),
@@ -156,6 +176,21 @@ impl CycleRecorder {
             // Once: a full disk would otherwise log every cycle. The daemon goes on.
             sink.failed = true;
             tracing::error!(file = %sink.path.display(), %error, "cannot write the recording; recording to the file stops");
+        }
+    }
+
+    /// Closes the file's recording with its end line (a recording without one reads as cut
+    /// short).
+    pub(crate) fn finish(&mut self) {
+        if let Some(sink) = &mut self.sink
+            && !sink.failed
+            && let Err(error) = sink
+                .file
+                .write_all(oomwarden_recording::END_LINE.as_bytes())
+                .and_then(|()| sink.file.sync_data())
+        {
+            sink.failed = true;
+            tracing::error!(file = %sink.path.display(), %error, "cannot end the recording");
         }
     }
 

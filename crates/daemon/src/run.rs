@@ -59,6 +59,22 @@ pub enum RunError {
     /// The action API could not start.
     #[error(transparent)]
     Api(#[from] crate::api::ApiError),
+    /// Another daemon holds the state directory's lock.
+    #[error("another oomwarden is running with the state directory {dir} (it holds {lock})")]
+    Running {
+        /// The state directory.
+        dir: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// The state directory's lock file cannot be used.
+    #[error("cannot lock the state directory: {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The recording file cannot be written.
     #[error("cannot write the recording {path}: {source}")]
     Record {
@@ -67,6 +83,40 @@ pub enum RunError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// The lock file in the state directory, held (`flock`) while a daemon runs.
+pub(crate) const LOCK_NAME: &str = "oomwarden.lock";
+
+/// Takes the state directory's lock (creating the directory, 0700, if needed); the lock lasts
+/// as long as the returned file is open, and the kernel drops it when the process ends.
+fn lock_state_dir(dir: &Path) -> Result<std::fs::File, RunError> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let path = dir.join(LOCK_NAME);
+    let io = |source| RunError::Lock {
+        path: path.clone(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(io)?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(RunError::Running {
+            dir: dir.to_owned(),
+            lock: path,
+        }),
+        Err(e) => Err(io(e.into())),
+    }
 }
 
 /// Loads the configuration file (or the defaults) and applies the overrides.
@@ -268,6 +318,9 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         // own PID in the node's tree instead (a DaemonSet shares the host's PIDs).
         .or_else(|| oomwarden_collect::find_process_cgroup(&cgroups, std::process::id(), 10));
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
+    // Before anything in the state directory (the history's repairs, a recording) is touched:
+    // a second daemon is refused without changing what the first one writes.
+    let _state_lock = lock_state_dir(&settings.warden.state_dir)?;
     let (history, warnings) = History::open(&settings.warden.state_dir)?;
     for w in warnings {
         tracing::warn!(warning = %w, "action history");
@@ -445,6 +498,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         tick = next;
     }
     handle.close();
+    engine.finish_recording();
     // Best effort: a stale socket is replaced at the next start anyway.
     let _ = std::fs::remove_file(&socket);
     Ok(())

@@ -29,6 +29,7 @@ fn record(id: u64) -> ActionRecord {
         wakeup: None,
         recording: None,
         processes_omitted: 0,
+        pids_omitted: 0,
     }
 }
 

@@ -857,7 +857,7 @@ fn out_of_descriptors_is_a_skipped_cycle_not_zeros() {
 
 /// Issue 14: with 17,000 PIDs, `OOMWARDEN_PIDS` passed the kernel's 128 KiB limit on one
 /// environment string and the hook could not start (E2BIG). The first 1,000 are listed, the
-/// total given; the record on stdin has them all.
+/// total given; the record on stdin lists the first 16,384 and counts the rest.
 #[test]
 fn a_post_kill_hook_starts_whatever_the_number_of_pids() {
     use oomwarden_actuate::HookCall;
@@ -876,7 +876,9 @@ fn a_post_kill_hook_starts_whatever_the_number_of_pids() {
     )));
     let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
-    assert_eq!(r.pids.len(), 17_000);
+    assert_eq!(r.pids.len(), oomwarden_model::MAX_PIDS_LISTED);
+    assert_eq!(r.pids_omitted, 17_000 - 16_384);
+    assert_eq!(r.pids.last(), Some(&(1000 + 16_384 - 1)));
     assert_eq!(r.processes_omitted, 16_900);
     let calls = recorder.lock().unwrap().calls.clone();
     let post: &HookCall = calls
@@ -897,5 +899,12 @@ fn a_post_kill_hook_starts_whatever_the_number_of_pids() {
     assert!(pids.len() < 128 << 10);
     assert_eq!(env("OOMWARDEN_PIDS_TOTAL").as_deref(), Some("17000"));
     let sent: ActionRecord = serde_json::from_slice(&post.stdin).unwrap();
-    assert_eq!(sent.pids.len(), 17_000);
+    assert_eq!(sent.pids_total(), 17_000);
+    assert_eq!(sent, r);
+    // The record's list is bounded; the kill is not: every PID's memory is released.
+    let released = calls
+        .iter()
+        .filter(|c| matches!(c, Call::ReleaseMemory(_)))
+        .count();
+    assert_eq!(released, 17_000);
 }

@@ -154,8 +154,17 @@ impl Live {
         }
     }
 
+    /// The recording so far (no end line yet: it reads as cut short).
     fn text(&self) -> String {
         std::fs::read_to_string(self.rec.path()).unwrap()
+    }
+
+    /// The recording, ended as the daemon ends it at a clean stop.
+    fn finished_text(&mut self) -> String {
+        self.engine.finish_recording();
+        let text = self.text();
+        assert!(text.ends_with(oomwarden_recording::END_LINE));
+        text
     }
 }
 
@@ -163,11 +172,12 @@ impl Live {
 fn live(settings: Settings, cycles: u64, window: Option<u64>) -> (Vec<ActionRecord>, String) {
     let mut l = Live::new(settings, window);
     let records = (0..cycles).filter_map(|i| l.step(i, false)).collect();
-    (records, l.text())
+    (records, l.finished_text())
 }
 
 fn replayed(text: &str, settings: Settings) -> replay::Replay {
     let recording = parse(text).unwrap();
+    assert_eq!(recording.truncated, None);
     let (layout, warning) = replay::layout_for(&recording, &settings).unwrap();
     assert_eq!(warning, None);
     replay::replay(recording, settings, layout)
@@ -414,7 +424,7 @@ fn pressure_woken_cycles_replay_only_with_psi_triggers() {
         live.iter().any(|r| r.wakeup.as_deref() == Some("pressure")),
         "{live:?}"
     );
-    let text = l.text();
+    let text = l.finished_text();
     let with = replayed(
         &text,
         settings(TRIGGER, "psiTriggers: {enabled: true}\n", state.path()),

@@ -106,8 +106,7 @@ impl Input {
     /// Adds a file's text: YAML or JSON, documents or `List`s of Pods, Deployments,
     /// DaemonSets, StatefulSets, Jobs, CronJobs and Namespaces. Other kinds are ignored.
     pub fn add(&mut self, text: &str) -> Result<(), ManifestError> {
-        let documents: Vec<Value> =
-            serde_saphyr::from_multiple(text).map_err(|e| ManifestError::Syntax(e.to_string()))?;
+        let documents = crate::pod::documents(text)?;
         for (i, doc) in documents.into_iter().enumerate() {
             let bad = |message: String| ManifestError::Document {
                 document: i + 1,
@@ -115,11 +114,13 @@ impl Input {
             };
             let items = match doc.get("kind").and_then(Value::as_str) {
                 _ if doc.is_null() => continue,
-                Some(k) if k.ends_with("List") => doc
-                    .get("items")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default(),
+                Some(k) if k.ends_with("List") => match doc {
+                    Value::Object(mut map) => match map.remove("items") {
+                        Some(Value::Array(items)) => items,
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                },
                 Some(_) => vec![doc],
                 None => return Err(bad("no kind".to_owned())),
             };

@@ -197,14 +197,30 @@ fn read(
     key: &str,
     path: &str,
 ) -> Result<Option<Quantity>, FieldError> {
-    map.get(key)
-        .map(|v| {
-            Quantity::parse(&quantity_text(v)).map_err(|error| FieldError {
-                path: format!("{path}.{key}"),
-                error,
-            })
+    let Some(v) = map.get(key) else {
+        return Ok(None);
+    };
+    let text = quantity_text(v);
+    let fail = |error| FieldError {
+        path: format!("{path}.{key}"),
+        error,
+    };
+    let q = Quantity::parse(&text).map_err(fail)?;
+    let refuse = |reason| {
+        fail(crate::quantity::QuantityError {
+            text: text.clone(),
+            reason,
         })
-        .transpose()
+    };
+    // As the API server's validation: requests and limits are never negative.
+    if q.is_negative() {
+        return Err(refuse("must be greater than or equal to 0"));
+    }
+    // Exact in bytes and in billionths of a cpu, or refused (never read as 0).
+    if q.scaled_nanos().is_none() {
+        return Err(refuse("too large to compute with exactly"));
+    }
+    Ok(Some(q))
 }
 
 /// A container's cpu and memory, after defaulting, as nanounits (cpu) and bytes (memory).
@@ -223,8 +239,9 @@ fn nano(q: Option<Quantity>) -> i128 {
     q.and_then(|q| q.scaled_nanos()).unwrap_or(0)
 }
 
+/// A memory quantity in bytes, exact (a limit of `8Ei` is 2^63, not 0); 0 when absent.
 fn bytes(q: Option<Quantity>) -> i128 {
-    q.and_then(|q| q.value()).map_or(0, i128::from)
+    q.and_then(|q| q.value_exact()).unwrap_or(0)
 }
 
 fn amounts(r: &Resources, path: &str) -> Result<Amounts, FieldError> {
@@ -291,9 +308,9 @@ pub struct PodScore {
     pub priority: i64,
     /// The pod's memory request (PodRequests): a pod-level request, or the containers'
     /// aggregate plus the RuntimeClass overhead.
-    pub memory_request_bytes: i64,
+    pub memory_request_bytes: i128,
     /// `memory.max` the kubelet writes on the pod cgroup; `None` is unlimited.
-    pub pod_memory_max_bytes: Option<i64>,
+    pub pod_memory_max_bytes: Option<i128>,
     /// oomwarden's default ranking can choose this pod.
     pub oom_handler_candidate: bool,
     /// Why or why not.
@@ -339,10 +356,10 @@ pub struct ContainerScore {
     pub name: String,
     /// `init`, `sidecar` or `regular`.
     pub kind: ContainerKind,
-    /// Memory request after defaulting, bytes (0 when none).
-    pub memory_request_bytes: i64,
-    /// Memory limit, bytes.
-    pub memory_limit_bytes: Option<i64>,
+    /// Memory request after defaulting, bytes (0 when none); exact beyond 2^63.
+    pub memory_request_bytes: i128,
+    /// Memory limit, bytes; exact beyond 2^63.
+    pub memory_limit_bytes: Option<i128>,
     /// The `oom_score_adj` the kubelet gives it.
     pub oom_score_adj: i64,
     /// The container cgroup's MemoryQoS values, when asked for.
@@ -420,13 +437,18 @@ pub fn score_with_qos(
         let mut peak = 0_i128;
         for (c, a) in spec.init_containers.iter().zip(init.iter()) {
             if sidecar(c) {
-                sidecars += f(a);
+                sidecars = sidecars.saturating_add(f(a));
                 peak = peak.max(sidecars);
             } else {
-                peak = peak.max(f(a) + sidecars);
+                peak = peak.max(f(a).saturating_add(sidecars));
             }
         }
-        (regular.iter().map(f).sum::<i128>() + sidecars).max(peak)
+        (regular
+            .iter()
+            .map(f)
+            .fold(0_i128, i128::saturating_add)
+            .saturating_add(sidecars))
+        .max(peak)
     };
 
     // Pod-level requests spread over the containers (KEP-2837).
@@ -442,14 +464,19 @@ pub fn score_with_qos(
             if a.memory_request == 0 {
                 0
             } else {
-                (a.memory_request - aggregate(|a| a.memory_request)) / containers_count
+                a.memory_request
+                    .saturating_sub(aggregate(|a| a.memory_request))
+                    / containers_count
             }
         }
         _ => 0,
     };
     let cap = i128::from(capacity.max(1));
-    let formula = |req: i128| 1000 - (1000 * req) / cap;
-    let min_regular = regular.iter().map(|a| a.memory_request + remaining).min();
+    let formula = |req: i128| 1000 - 1000_i128.saturating_mul(req) / cap;
+    let min_regular = regular
+        .iter()
+        .map(|a| a.memory_request.saturating_add(remaining))
+        .min();
     let adj = |c: &Container, a: &Amounts| -> i64 {
         if node_critical || qos == PodQos::Guaranteed {
             return GUARANTEED_OOM_SCORE_ADJ;
@@ -457,7 +484,7 @@ pub fn score_with_qos(
         if qos == PodQos::BestEffort {
             return BESTEFFORT_OOM_SCORE_ADJ;
         }
-        let mut v = formula(a.memory_request + remaining);
+        let mut v = formula(a.memory_request.saturating_add(remaining));
         if sidecar(c)
             && spec.init_containers.iter().any(|i| i.name == c.name)
             && let Some(min) = min_regular
@@ -467,12 +494,13 @@ pub fn score_with_qos(
         if v < 1000 + i128::from(GUARANTEED_OOM_SCORE_ADJ) {
             v = 1000 + i128::from(GUARANTEED_OOM_SCORE_ADJ);
         }
-        if v == 1000 {
+        if v >= 1000 {
+            // 1000 is BestEffort's; requests are never negative (refused when read), so
+            // more cannot happen: the kernel's range ends at 1000 anyway.
             v = 999;
         }
         i64::try_from(v).unwrap_or(999)
     };
-    let to_i64 = |v: i128| i64::try_from(v).unwrap_or(i64::MAX);
     let mut containers = Vec::new();
     for (c, a) in spec.init_containers.iter().zip(init.iter()) {
         // Sidecars are only init containers with restartPolicy Always.
@@ -484,8 +512,8 @@ pub fn score_with_qos(
         containers.push(ContainerScore {
             name: c.name.clone(),
             kind,
-            memory_request_bytes: to_i64(a.memory_request),
-            memory_limit_bytes: a.has_memory_limit.then(|| to_i64(a.memory_limit)),
+            memory_request_bytes: a.memory_request,
+            memory_limit_bytes: a.has_memory_limit.then_some(a.memory_limit),
             oom_score_adj: adj(c, a),
             memory_qos: memory_qos.map(|m| container_qos(&m, qos, a)),
         });
@@ -494,8 +522,8 @@ pub fn score_with_qos(
         containers.push(ContainerScore {
             name: c.name.clone(),
             kind: ContainerKind::Regular,
-            memory_request_bytes: to_i64(a.memory_request),
-            memory_limit_bytes: a.has_memory_limit.then(|| to_i64(a.memory_limit)),
+            memory_request_bytes: a.memory_request,
+            memory_limit_bytes: a.has_memory_limit.then_some(a.memory_limit),
             oom_score_adj: adj(c, a),
             memory_qos: memory_qos.map(|m| container_qos(&m, qos, a)),
         });
@@ -517,17 +545,20 @@ pub fn score_with_qos(
         Some(l) => Some(l),
         None if all_limited => {
             let sum = aggregate(|a| a.memory_limit);
-            Some(if sum > 0 { sum + overhead } else { sum })
+            Some(if sum > 0 {
+                sum.saturating_add(overhead)
+            } else {
+                sum
+            })
         }
         None => None,
-    }
-    .map(to_i64);
+    };
 
     // The pod's memory request (PodRequests): a pod-level request, else the containers'
     // aggregate plus the RuntimeClass overhead.
     let pod_request = match &pod_level {
         Some((a, r)) if r.requests.contains_key("memory") => a.memory_request,
-        _ => aggregate(|a| a.memory_request) + overhead_request(spec)?,
+        _ => aggregate(|a| a.memory_request).saturating_add(overhead_request(spec)?),
     };
     let pod_qos = memory_qos.map(|m| reservation(&m, qos, pod_request));
 
@@ -565,7 +596,7 @@ pub fn score_with_qos(
         critical,
         node_critical,
         priority: spec.priority.unwrap_or(0),
-        memory_request_bytes: to_i64(pod_request),
+        memory_request_bytes: pod_request,
         pod_memory_max_bytes: pod_memory_max,
         oom_handler_candidate: candidate,
         oom_handler_reason: reason,
@@ -637,11 +668,42 @@ pub enum ManifestError {
     },
 }
 
+/// The documents of a manifest text. JSON (what `kubectl get -o json` writes) is read as JSON:
+/// a cluster's pod list is millions of nodes, past a YAML parser's default budget. YAML gets a
+/// node and event budget that grows with the text (a node takes at least a byte or two, so a
+/// real file never meets it), while aliases, which are what let a small text expand, keep
+/// the parser's default caps.
+pub(crate) fn documents(text: &str) -> Result<Vec<Value>, ManifestError> {
+    let json_error = if text.trim_start().starts_with(['{', '[']) {
+        match serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .collect::<Result<Vec<Value>, _>>()
+        {
+            Ok(docs) => return Ok(docs),
+            Err(e) => Some(e),
+        }
+    } else {
+        None
+    };
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(text.len());
+    budget.max_events = budget.max_events.max(text.len().saturating_mul(2));
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(text.len());
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
+        ManifestError::Syntax(match json_error {
+            // It looked like JSON: say what JSON found wrong.
+            Some(json) => format!("{json} (read as JSON)"),
+            None => e.to_string(),
+        })
+    })
+}
+
 /// The pods in a manifest text: YAML or JSON, one or several documents, each a Pod or a
 /// `List`/`PodList` of them (`kubectl get pods -o json`).
 pub fn parse_pods(text: &str) -> Result<Vec<Pod>, ManifestError> {
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| ManifestError::Syntax(e.to_string()))?;
+    let documents = documents(text)?;
     let mut pods = Vec::new();
     for (i, doc) in documents.into_iter().enumerate() {
         let document = i + 1;
@@ -651,11 +713,13 @@ pub fn parse_pods(text: &str) -> Result<Vec<Pod>, ManifestError> {
             _ if doc.is_null() => {}
             Some("Pod") => pods.push(pod_from(doc, "").map_err(bad)?),
             Some("List" | "PodList") => {
-                let items = doc
-                    .get("items")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+                let items = match doc {
+                    Value::Object(mut map) => match map.remove("items") {
+                        Some(Value::Array(items)) => items,
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
                 for (j, item) in items.into_iter().enumerate() {
                     match item.get("kind").and_then(Value::as_str) {
                         Some("Pod") | None => {

@@ -110,7 +110,7 @@ impl Quantity {
     /// Apimachinery's `Value()`: the value rounded up, away from zero, to an integer. `None`
     /// when it does not fit an `i64`.
     pub fn value(&self) -> Option<i64> {
-        i64::try_from(self.value_i128()?).ok()
+        i64::try_from(self.value_exact()?).ok()
     }
 
     /// The value in billionths, rounded up away from zero (for comparing cpu amounts such as
@@ -120,10 +120,12 @@ impl Quantity {
             exp10: self.exp10.checked_add(9)?,
             ..*self
         }
-        .value_i128()
+        .value_exact()
     }
 
-    fn value_i128(&self) -> Option<i128> {
+    /// The value rounded up, away from zero, to an integer, exactly (`8Ei` is 2^63). `None`
+    /// when it does not fit an `i128` (about 1.7 × 10^38).
+    pub fn value_exact(&self) -> Option<i128> {
         let magnitude = self.mantissa.checked_abs()?;
         let scaled = magnitude.checked_mul(1_i128.checked_shl(self.exp2)?)?;
         let up = if self.exp10 >= 0 {
@@ -138,6 +140,11 @@ impl Quantity {
         Some(if self.mantissa < 0 { -up } else { up })
     }
 
+    /// Whether the quantity is below zero.
+    pub fn is_negative(&self) -> bool {
+        self.mantissa < 0
+    }
+
     /// Whether the quantity is zero.
     pub fn is_zero(&self) -> bool {
         self.mantissa == 0
@@ -146,7 +153,7 @@ impl Quantity {
 
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.value() {
+        match self.value_exact() {
             Some(v) => write!(f, "{v}"),
             None => f.write_str("(out of range)"),
         }

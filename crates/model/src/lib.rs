@@ -29,7 +29,10 @@ pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::{format_go_float, format_number};
 pub use layout::{CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match};
 pub use limit::Limit;
-pub use record::{ActionRecord, MAX_PROCESSES_LISTED, Outcome};
+pub use record::{
+    ActionRecord, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
+    MAX_RECORD_CMDLINE_BYTES, Outcome,
+};
 pub use sample::{
     CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, SubtreeSample,
 };

@@ -60,14 +60,20 @@ pub struct ActionRecord {
     /// spell them, since JSON has no such numbers (older versions wrote `null`, read as NaN).
     #[serde(default, with = "score_json")]
     pub score: f64,
-    /// PIDs found in the victim's subtree before the kill.
+    /// PIDs found in the victim's subtree before the kill: the first [`MAX_PIDS_LISTED`]
+    /// (all of them were killed).
     #[serde(default)]
     pub pids: Vec<u32>,
+    /// PIDs found beyond the first [`MAX_PIDS_LISTED`], counted, not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pids_omitted: u64,
     /// Their command lines, formatted as Talos does (a process that exited first is absent):
-    /// at most [`MAX_PROCESSES_LISTED`], each cut at 4 KiB (see `oomwarden_procfs`).
+    /// at most [`MAX_PROCESSES_LISTED`], each cut at 4 KiB (see `oomwarden_procfs`), and no
+    /// more once [`MAX_RECORD_CMDLINE_BYTES`] are listed.
     #[serde(default)]
     pub processes: Vec<String>,
-    /// PIDs beyond the first [`MAX_PROCESSES_LISTED`], whose command lines were not read.
+    /// PIDs whose command lines were not read: beyond the first [`MAX_PROCESSES_LISTED`], or
+    /// after [`MAX_RECORD_CMDLINE_BYTES`] of command lines.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub processes_omitted: u64,
     /// The victim's `memory.current` before the kill.
@@ -135,6 +141,37 @@ pub(crate) mod score_json {
 /// `processesOmitted`. A pod with thousands of processes must not make a record (or the
 /// daemon's memory) grow with it.
 pub const MAX_PROCESSES_LISTED: usize = 100;
+
+/// The command lines of one record take at most this many bytes (the last one listed may
+/// pass it by one command line, itself at most 4 KiB); the processes after it are counted in
+/// `processesOmitted`.
+pub const MAX_RECORD_CMDLINE_BYTES: usize = 64 << 10;
+
+/// At most this many PIDs are listed in a record (about 128 KiB of JSON); the rest are
+/// counted in `pidsOmitted`. Every PID is killed whatever the record lists.
+pub const MAX_PIDS_LISTED: usize = 16_384;
+
+/// At most this many container IDs are listed in a record.
+pub const MAX_CONTAINERS_LISTED: usize = 256;
+
+impl ActionRecord {
+    /// Sets `pids` to the first [`MAX_PIDS_LISTED`] of `all` and counts the rest in
+    /// `pids_omitted`.
+    pub fn set_pids(&mut self, mut all: Vec<u32>) {
+        let omitted = all.len().saturating_sub(MAX_PIDS_LISTED);
+        all.truncate(MAX_PIDS_LISTED);
+        all.shrink_to_fit();
+        self.pids = all;
+        self.pids_omitted = u64::try_from(omitted).unwrap_or(u64::MAX);
+    }
+
+    /// How many PIDs were found, listed or not.
+    pub fn pids_total(&self) -> u64 {
+        u64::try_from(self.pids.len())
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.pids_omitted)
+    }
+}
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if takes a reference
 fn is_zero(n: &u64) -> bool {

@@ -1,8 +1,8 @@
-//! The recording format, version 1: UTF-8 text, one record per line, fields separated by one
+//! The recording format, version 2: UTF-8 text, one record per line, fields separated by one
 //! space.
 //!
 //! ```text
-//! oomwarden-recording 1                       header: format name and version
+//! oomwarden-recording 2                       header: format name and version
 //! meta {"startedAt":"…","startNs":…,…}        Meta, one JSON object
 //! k                                           segment start: path ids are forgotten
 //! p 0 /sys/fs/cgroup/memory.pressure          path id 0 (escaped path)
@@ -13,7 +13,13 @@
 //! D 4 2                                       listing directory 4 failed with errno 2
 //! i 5 1                                       directory 5 exists (1) or not (0)
 //! # …                                         comment; empty lines are ignored too
+//! end                                         the recording is complete (the last line)
 //! ```
+//!
+//! Version 2 adds `end`, written when a recording is closed properly: a version 2 recording
+//! without it, or whose last line has no newline, was cut short (a killed recorder, a full
+//! disk), so its last cycle may lack reads and is left out, and the recording says it is
+//! truncated. Version 1 (no `end`) is still read; only a cut last line shows it was cut.
 //!
 //! A cycle lists a read only when its result differs from the previous cycle's last result
 //! for the same path and kind (delta coding): a read not listed returned what it returned
@@ -33,8 +39,10 @@ use serde::{Deserialize, Serialize};
 
 /// The first word of every recording.
 pub const FORMAT_NAME: &str = "oomwarden-recording";
-/// The version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this code writes; it reads this one and version 1.
+pub const FORMAT_VERSION: u32 = 2;
+/// The line that closes a complete recording.
+pub const END_LINE: &str = "end\n";
 
 /// What a recording says about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,9 +165,22 @@ pub struct Recording {
     pub meta: Meta,
     /// Its cycles, oldest first; each lists only the reads whose result changed.
     pub cycles: Vec<Cycle>,
+    /// Why the recording is known to be cut short (its last, possibly incomplete, cycle was
+    /// left out), or `None`.
+    pub truncated: Option<String>,
 }
 
 impl Recording {
+    /// Marks the recording as cut short for `reason` and leaves out its last cycle, which
+    /// may lack reads (a replay would otherwise make a decision the daemon never made).
+    /// Once only: a recording already marked keeps its cycles and first reason.
+    pub fn mark_truncated(&mut self, reason: String) {
+        if self.truncated.is_none() {
+            self.cycles.pop();
+            self.truncated = Some(reason);
+        }
+    }
+
     /// From the first to the last cycle, nanoseconds.
     pub fn span_ns(&self) -> u64 {
         match (self.cycles.first(), self.cycles.last()) {
@@ -385,8 +406,15 @@ fn line(id: u32, obs: &Observation, out: &mut String) {
 }
 
 /// Parses a recording. Every malformed line is an error naming its number: a recording is
-/// evidence, and a replay of a silently truncated one would mislead.
+/// evidence, and a replay of a silently truncated one would mislead. A recording cut short
+/// (see the module's documentation) parses, marked [`Recording::truncated`].
 pub fn parse(text: &str) -> Result<Recording, ParseError> {
+    // A last line without its newline was cut while being written: it is not read (a cut
+    // `f` line would read as a shorter file).
+    let (text, cut_line) = match text.rfind('\n') {
+        Some(i) if i + 1 < text.len() => (text.get(..=i).unwrap_or_default(), true),
+        _ => (text, false),
+    };
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     let err = |line: usize, reason: String| ParseError { line, reason };
     let (_, first) = lines
@@ -401,16 +429,17 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
                 format!("not an oomwarden recording (it must start with \"{FORMAT_NAME} {FORMAT_VERSION}\")"),
             )
         })?;
-    match version.trim().parse::<u32>() {
-        Ok(FORMAT_VERSION) => {}
+    let version = match version.trim().parse::<u32>() {
+        Ok(v @ (1 | FORMAT_VERSION)) => v,
         Ok(v) => {
             return Err(err(
                 1,
-                format!("format version {v}; this oomwarden reads version {FORMAT_VERSION}"),
+                format!("format version {v}; this oomwarden reads versions 1 and {FORMAT_VERSION}"),
             ));
         }
         Err(_) => return Err(err(1, format!("bad format version {version:?}"))),
-    }
+    };
+    let mut ended = false;
     let mut meta = None;
     let mut cycles: Vec<Cycle> = Vec::new();
     let mut paths: HashMap<u32, Arc<str>> = HashMap::new();
@@ -418,7 +447,14 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
         if raw.is_empty() || raw.starts_with('#') {
             continue;
         }
+        if ended {
+            return Err(err(n, "a record after the end line".to_owned()));
+        }
         let (tag, rest) = raw.split_once(' ').unwrap_or((raw, ""));
+        if tag == "end" && rest.is_empty() && version >= 2 {
+            ended = true;
+            continue;
+        }
         if tag == "meta" {
             let m: Meta =
                 serde_json::from_str(rest).map_err(|e| err(n, format!("bad meta: {e}")))?;
@@ -493,7 +529,20 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
         cycle.reads.push((path, obs));
     }
     let meta = meta.ok_or_else(|| err(1, "no meta line".to_owned()))?;
-    Ok(Recording { meta, cycles })
+    let mut recording = Recording {
+        meta,
+        cycles,
+        truncated: None,
+    };
+    if cut_line {
+        recording.mark_truncated(
+            "its last line is cut (the recorder was stopped while writing?)".to_owned(),
+        );
+    } else if version >= 2 && !ended {
+        recording
+            .mark_truncated("it has no end line (the recorder was stopped abruptly?)".to_owned());
+    }
+    Ok(recording)
 }
 
 /// Metadata for tests.
@@ -584,7 +633,9 @@ mod tests {
                 "f 0 11\\n",
             ]
         );
+        text.push_str(END_LINE);
         let parsed = parse(&text).unwrap();
+        assert_eq!(parsed.truncated, None);
         assert_eq!(parsed.cycles.len(), 3);
         assert_eq!(parsed.cycles[0], first);
         assert!(parsed.cycles[1].reads.is_empty());
@@ -608,10 +659,10 @@ mod tests {
             assert!(e.starts_with(want), "{body:?}: {e}");
         }
         assert!(
-            parse("oomwarden-recording 2\n")
+            parse("oomwarden-recording 3\n")
                 .unwrap_err()
                 .to_string()
-                .contains("format version 2")
+                .contains("format version 3")
         );
         assert!(
             parse("hello\n")
@@ -625,6 +676,42 @@ mod tests {
                 .to_string()
                 .contains("no meta")
         );
+    }
+
+    // Issue 14, item 8: a recording cut short used to replay its last cycle with the reads
+    // it lacked read as missing: a decision the daemon never made.
+    #[test]
+    fn a_recording_cut_short_is_marked_and_its_last_cycle_left_out() {
+        let h = header(&meta());
+        let body = "k\np 0 /cg/memory.pressure\nc 1 tick\nf 0 some\nc 2 tick\nf 0 full\n";
+        let whole = parse(&format!("{h}{body}end\n")).unwrap();
+        assert_eq!((whole.cycles.len(), whole.truncated.as_deref()), (2, None));
+        // No end line: the last cycle may lack reads.
+        let cut = parse(&format!("{h}{body}")).unwrap();
+        assert_eq!(cut.cycles.len(), 1);
+        assert!(cut.truncated.unwrap().contains("no end line"));
+        // The last line cut while written: `f 0 fu` would read as a shorter file.
+        let cut = parse(&format!("{h}{body}c 3 tick\nf 0 fu")).unwrap();
+        assert_eq!(cut.cycles.len(), 2);
+        assert!(cut.truncated.unwrap().contains("last line is cut"));
+        // A cut line that would not even parse (a lone backslash) is not an error.
+        let cut = parse(&format!("{h}{body}c 3 tick\nf 0 a\\")).unwrap();
+        assert_eq!(cut.cycles.len(), 2);
+        // Version 1 has no end line: complete unless its last line is cut.
+        let v1 = format!("oomwarden-recording 1\n{}", h.lines().nth(1).unwrap());
+        let old = parse(&format!("{v1}\n{body}")).unwrap();
+        assert_eq!((old.cycles.len(), old.truncated), (2, None));
+        let old = parse(&format!("{v1}\n{body}c 3 tick\nf 0 fu")).unwrap();
+        assert_eq!(old.cycles.len(), 2);
+        assert!(old.truncated.is_some());
+        // Nothing after the end line.
+        let e = parse(&format!("{h}{body}end\nc 3 tick\n")).unwrap_err();
+        assert!(e.to_string().contains("after the end line"), "{e}");
+        // Marked once: the first reason and one cycle dropped.
+        let mut r = parse(&format!("{h}{body}")).unwrap();
+        r.mark_truncated("again".to_owned());
+        assert_eq!(r.cycles.len(), 1);
+        assert!(r.truncated.unwrap().contains("no end line"));
     }
 
     fn observation() -> impl Strategy<Value = Observation> {
@@ -654,6 +741,7 @@ mod tests {
             for c in &originals {
                 enc.encode(c.clone(), true, &mut text);
             }
+            text.push_str(END_LINE);
             let parsed = parse(&text).unwrap();
             prop_assert_eq!(parsed.cycles.len(), originals.len());
             for (got, want) in parsed.cycles.iter().zip(&originals) {

@@ -8,6 +8,10 @@ use crate::format::ParseError;
 
 const MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// The most a recording may decompress to (a day of `run --record` at one cycle a second is
+/// about 200 MB): a gzip bomb is an error, not a full memory.
+pub const MAX_RECORDING_BYTES: u64 = 1 << 30;
+
 /// Compresses a recording.
 pub fn gzip(text: &str) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -20,6 +24,11 @@ pub fn gzip(text: &str) -> Vec<u8> {
 /// killed) gives its complete lines and a warning saying so; anything else unreadable is an
 /// error.
 pub fn decode(bytes: &[u8]) -> Result<(String, Option<String>), ParseError> {
+    decode_capped(bytes, MAX_RECORDING_BYTES)
+}
+
+/// [`decode`], with at most `cap` bytes decompressed.
+fn decode_capped(bytes: &[u8], cap: u64) -> Result<(String, Option<String>), ParseError> {
     let invalid = |reason: String| ParseError { line: 1, reason };
     if !bytes.starts_with(&MAGIC) {
         let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
@@ -30,18 +39,38 @@ pub fn decode(bytes: &[u8]) -> Result<(String, Option<String>), ParseError> {
         })?;
         return Ok((text, None));
     }
-    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
+    // The header is checked before anything is inflated (RFC 1952: method 8, deflate; the
+    // three high flag bits reserved).
+    match (bytes.get(2), bytes.get(3)) {
+        (Some(8), Some(flags)) if flags & 0xe0 == 0 => {}
+        (Some(8), Some(_)) => {
+            return Err(invalid(
+                "not a gzip stream: reserved header flags are set".to_owned(),
+            ));
+        }
+        (Some(method), _) => {
+            return Err(invalid(format!(
+                "not a gzip stream oomwarden reads: compression method {method} (only 8, deflate)"
+            )));
+        }
+        (None, _) => return Err(invalid("a gzip header cut short".to_owned())),
+    }
+    let decoder = flate2::read::MultiGzDecoder::new(bytes);
     let mut out = Vec::new();
-    let warning = match decoder.read_to_end(&mut out) {
+    let read = decoder.take(cap + 1).read_to_end(&mut out);
+    if out.len() as u64 > cap {
+        return Err(invalid(format!(
+            "decompresses to more than {} MiB (oomwarden reads at most that)",
+            cap >> 20
+        )));
+    }
+    let warning = match read {
         Ok(_) => None,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !out.is_empty() => {
             // Keep whole lines only.
             let end = out.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             out.truncate(end);
-            Some(format!(
-                "the gzip stream ends early (the recorder was stopped abruptly?); replaying the {} complete lines",
-                out.iter().filter(|b| **b == b'\n').count()
-            ))
+            Some("the gzip stream ends early (the recorder was stopped abruptly?)".to_owned())
         }
         Err(e) => return Err(invalid(format!("cannot decompress: {e}"))),
     };
@@ -71,5 +100,33 @@ mod tests {
         assert!(big.starts_with(&cut) && cut.ends_with('\n') && !cut.is_empty());
         assert!(decode(&[0x1f, 0x8b, 0, 0]).is_err());
         assert!(decode(&[0xff, 0xfe]).is_err());
+    }
+
+    // Issue 14, item 1: the header is checked before inflating, and the inflated size capped.
+    #[test]
+    fn odd_headers_and_bombs_are_refused() {
+        let z = gzip("oomwarden-recording 2\n");
+        let mut method = z.clone();
+        method[2] = 7;
+        let e = decode(&method).unwrap_err().to_string();
+        assert!(e.contains("compression method 7"), "{e}");
+        let mut flags = z.clone();
+        flags[3] = 0x80;
+        assert!(decode(&flags).unwrap_err().to_string().contains("reserved"));
+        assert!(
+            decode(&[0x1f, 0x8b])
+                .unwrap_err()
+                .to_string()
+                .contains("cut short")
+        );
+        // A bomb, scaled down (1 GiB takes half a minute in a debug build): 16 MiB of zeros
+        // against a 4 MiB cap; the read stops at the cap.
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(&vec![0u8; 16 << 20]).unwrap();
+        let bomb = encoder.finish().unwrap();
+        assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+        let e = decode_capped(&bomb, 4 << 20).unwrap_err().to_string();
+        assert!(e.contains("decompresses to more than 4 MiB"), "{e}");
+        assert!(decode_capped(&z, 4 << 20).is_ok());
     }
 }

@@ -4,7 +4,7 @@
 //!  Disk ──▶ Tap ──▶ readers ──▶ collector ──▶ engine          (oomwarden record / run --record,
 //!            │ every read, in order                             the flight recorder)
 //!            ▼
-//!        Recorder ──▶ "oomwarden-recording 1" text (delta-coded, in self-contained segments)
+//!        Recorder ──▶ "oomwarden-recording 2" text (delta-coded, in self-contained segments)
 //!                                 │
 //!                                 ▼ parse
 //!                              Playback ──▶ readers ──▶ collector ──▶ engine   (oomwarden replay)
@@ -22,10 +22,10 @@ mod recorder;
 mod tap;
 
 pub use format::{
-    Cycle, FORMAT_NAME, FORMAT_VERSION, Kind, Meta, Observation, ParseError, Recording, Wakeup,
-    parse,
+    Cycle, END_LINE, FORMAT_NAME, FORMAT_VERSION, Kind, Meta, Observation, ParseError, Recording,
+    Wakeup, parse,
 };
-pub use gzip::{decode, gzip};
+pub use gzip::{MAX_RECORDING_BYTES, decode, gzip};
 pub use playback::Playback;
 pub use recorder::{Recorder, SEGMENT_NS};
 pub use tap::Tap;

@@ -161,6 +161,7 @@ mod tests {
                     reads: reads.into_iter().map(|(p, o)| (Arc::from(p), o)).collect(),
                 })
                 .collect(),
+            truncated: None,
         }
     }
 

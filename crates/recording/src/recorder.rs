@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::format::{Cycle, Encoder, Meta, Observation, Wakeup, header};
+use crate::format::{Cycle, END_LINE, Encoder, Meta, Observation, Wakeup, header};
 
 /// A new segment starts after this long (10 s): the flight recorder drops whole segments, and a
 /// reader can start at any of them.
@@ -118,6 +118,7 @@ impl Recorder {
         for segment in &self.ring {
             out.push_str(&segment.text);
         }
+        out.push_str(END_LINE);
         out
     }
 

@@ -27,17 +27,33 @@ pub(crate) fn read_input(path: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("cannot read {}: not UTF-8 text", path.display()))
 }
 
-/// Reads a file named on the command line as bytes; `-` is standard input.
+/// The most a command reads from one input (a cluster's pod list of 5,000 pods is about
+/// 75 MB of JSON): a device or a stream that never ends is an error, not a full memory.
+pub(crate) const MAX_INPUT_BYTES: u64 = 512 << 20;
+
+/// Reads a file named on the command line as bytes, at most [`MAX_INPUT_BYTES`]; `-` is
+/// standard input.
 pub(crate) fn read_input_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
-    if path == Path::new("-") {
-        let mut bytes = Vec::new();
+    let mut bytes = Vec::new();
+    let name = if path == Path::new("-") {
         std::io::stdin()
+            .take(MAX_INPUT_BYTES + 1)
             .read_to_end(&mut bytes)
             .context("cannot read standard input")?;
-        Ok(bytes)
+        "standard input".to_owned()
     } else {
-        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        path.display().to_string()
+    };
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        anyhow::bail!(
+            "cannot read {name}: more than {} MiB (oomwarden reads at most that from one input)",
+            MAX_INPUT_BYTES >> 20
+        );
     }
+    Ok(bytes)
 }
 
 /// Flags that override the configuration file.

@@ -59,13 +59,7 @@ fn create(path: &Path) -> anyhow::Result<Box<dyn Write>> {
     if path == Path::new("-") {
         return Ok(Box::new(std::io::stdout()));
     }
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
+    let file = oomwarden_daemon::recorder::create_recording_file(path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     if path.extension().is_some_and(|e| e == "gz") {
         // Flushed every cycle (a sync flush), so a killed recorder leaves a readable prefix;
@@ -153,6 +147,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             std::thread::sleep(left.min(Duration::from_millis(50)));
         }
     }
+    file.write_all(oomwarden_recording::END_LINE.as_bytes())
+        .and_then(|()| file.flush())
+        .map_err(write_err)?;
     drop(file); // finishes a gzip stream
     writeln!(err, "recorded {done} cycles to {}", args.out.display())?;
     Ok(Exit::Ok)

@@ -65,8 +65,9 @@ struct Config {
     settings: Settings,
 }
 
-/// The recording to replay, its name, and a warning about it (a truncated gzip stream).
-fn load_recording(args: &Args) -> anyhow::Result<(String, Recording, Option<String>)> {
+/// The recording to replay and its name; a recording cut short is marked (see
+/// [`Recording::truncated`]).
+fn load_recording(args: &Args) -> anyhow::Result<(String, Recording)> {
     let (name, bytes) = match &args.builtin {
         Some(name) => {
             let b = builtin::find(name).ok_or_else(|| {
@@ -87,8 +88,15 @@ fn load_recording(args: &Args) -> anyhow::Result<(String, Recording, Option<Stri
     };
     let (text, warning) = oomwarden_recording::decode(&bytes)
         .with_context(|| format!("{name} is not a usable recording"))?;
-    let recording = parse(&text).with_context(|| format!("{name} is not a usable recording"))?;
-    Ok((name, recording, warning))
+    let mut recording =
+        parse(&text).with_context(|| format!("{name} is not a usable recording"))?;
+    // A gzip stream that ends early says why better than a missing end line.
+    match (warning, &mut recording.truncated) {
+        (Some(w), Some(reason)) => *reason = w,
+        (Some(w), None) => recording.mark_truncated(w),
+        (None, _) => {}
+    }
+    Ok((name, recording))
 }
 
 fn configs(args: &Args, recording: &Recording) -> anyhow::Result<Vec<Config>> {
@@ -126,9 +134,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Ok);
     }
     let (name, recording) = match load_recording(args) {
-        Ok((name, recording, warning)) => {
-            if let Some(w) = warning {
-                writeln!(err, "warning: {name}: {w}")?;
+        Ok((name, recording)) => {
+            if let Some(reason) = &recording.truncated {
+                writeln!(
+                    err,
+                    "oomwarden: {name} is truncated: {reason}; replaying its {} complete cycles, the last (possibly incomplete) one left out",
+                    recording.cycles.len()
+                )?;
             }
             (name, recording)
         }
@@ -177,13 +189,18 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         }
         writeln!(err, "drew {}", path.display())?;
     }
-    if let Some(actions) = &args.check_against {
-        let Some(first) = replays.first() else {
-            return Ok(Exit::Failure);
-        };
-        return check_against(actions, &recording, first, out, err);
-    }
-    Ok(Exit::Ok)
+    let verdict = match &args.check_against {
+        Some(actions) => match replays.first() {
+            Some(first) => check_against(actions, &recording, first, out, err)?,
+            None => Exit::Failure,
+        },
+        None => Exit::Ok,
+    };
+    // A cut recording is said by the exit status too, unless something worse happened.
+    Ok(match verdict {
+        Exit::Ok if recording.truncated.is_some() => Exit::Truncated,
+        other => other,
+    })
 }
 
 fn offset(at_ns: u64, start: u64) -> String {

@@ -80,7 +80,7 @@ struct PodRow {
     pod_uid: Option<String>,
     qos_class: oomwarden_kube::pod::PodQos,
     working_set_bytes: Option<u64>,
-    request_bytes: i64,
+    request_bytes: i128,
     exceeds_request: Option<bool>,
     priority: i64,
     critical: bool,
@@ -309,7 +309,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             .iter()
             .map(|(s, ws)| EvictionInput {
                 usage: *ws,
-                request: u64::try_from(s.memory_request_bytes).unwrap_or(0),
+                // Requests are never negative; one past u64 compares as the largest.
+                request: u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX),
                 priority: s.priority,
                 critical: s.critical,
             })
@@ -317,7 +318,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let order = eviction_order(&inputs);
         for (i, (s, ws)) in joined.iter().enumerate() {
             let rank = order.iter().position(|j| *j == i).map(|r| r + 1);
-            let request = u64::try_from(s.memory_request_bytes).unwrap_or(0);
+            let request = u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX);
             pods_out.push(PodRow {
                 pod: s.pod.clone(),
                 pod_uid: s.pod_uid.clone(),
@@ -429,7 +430,11 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                     .map_or_else(|| "never".to_owned(), |r| r.to_string()),
                 p.pod,
                 m(p.working_set_bytes),
-                m(u64::try_from(p.request_bytes).ok()),
+                {
+                    #[allow(clippy::cast_precision_loss)] // display only
+                    let mib = p.request_bytes as f64 / 1_048_576.0;
+                    format!("{mib:.1}")
+                },
                 match p.exceeds_request {
                     Some(true) => "yes",
                     Some(false) => "no",

@@ -179,7 +179,7 @@ fn pod_cgroup_memory_max() {
             ctr("a", "", "memory: 100Mi"),
             ctr("b", "", "memory: 100Mi")
         )),
-        Some(200 * MI)
+        Some(i128::from(200 * MI))
     );
     assert_eq!(
         max(&format!(
@@ -204,7 +204,7 @@ fn pod_cgroup_memory_max() {
             "  resources:\n    limits: {{memory: 200Mi}}\n  containers:\n{}",
             ctr("a", "", "memory: 100Mi")
         )),
-        Some(200 * MI)
+        Some(i128::from(200 * MI))
     );
     // Overhead is added to a non-zero limit.
     assert_eq!(
@@ -212,7 +212,7 @@ fn pod_cgroup_memory_max() {
             "  overhead: {{memory: 10Mi}}\n  containers:\n{}",
             ctr("a", "", "memory: 100Mi")
         )),
-        Some(110 * MI)
+        Some(i128::from(110 * MI))
     );
     // Init peaks: init 5, sidecars 1, 2, 3, regular 1 → 7 (sidecars 6 + regular 1).
     let sc = |n: &str, v: u32| {
@@ -229,7 +229,7 @@ fn pod_cgroup_memory_max() {
             sc("s3", 3),
             ctr("a", "", "memory: 1Mi")
         )),
-        Some(7 * MI)
+        Some(i128::from(7 * MI))
     );
     // Sidecar 10, init 200, regular 100 → 210 (the init container runs beside the sidecar).
     assert_eq!(
@@ -239,7 +239,7 @@ fn pod_cgroup_memory_max() {
             ctr("i", "", "memory: 200Mi"),
             ctr("a", "", "memory: 100Mi")
         )),
-        Some(210 * MI)
+        Some(i128::from(210 * MI))
     );
 }
 
@@ -315,6 +315,34 @@ proptest::proptest! {
         if let Ok(pods) = parse_pods(&text) {
             for p in pods {
                 let _ = score(&p, 16 * GI, FeatureGates::default());
+            }
+        }
+    }
+
+    // Issue 14, item 8: any quantity the parser takes, any node size, any mix of containers:
+    // never outside the kernel's range, never a panic (overflow included).
+    #[test]
+    fn oom_score_adj_is_always_in_the_kernels_range(
+        quantities in proptest::collection::vec(
+            proptest::prop_oneof![
+                "[0-9]{1,20}(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?",
+                "[0-9]{1,3}e[0-9]{1,2}",
+                proptest::strategy::Just(String::new()),
+            ],
+            1..6,
+        ),
+        limited in proptest::collection::vec(proptest::bool::ANY, 1..6),
+        cap in proptest::prop_oneof![1i64..(1 << 42), proptest::strategy::Just(i64::MAX)],
+    ) {
+        let containers: String = quantities.iter().zip(limited.iter().cycle()).enumerate().map(|(i, (q, l))| {
+            let req = if q.is_empty() { String::new() } else { format!("memory: \"{q}\"") };
+            let lim = if *l && !q.is_empty() { format!("memory: \"{q}\"") } else { String::new() };
+            ctr(&format!("c{i}"), &req, &lim)
+        }).collect();
+        let p = pod(&format!("  containers:\n{containers}"));
+        if let Ok(s) = score(&p, cap, FeatureGates::default()) {
+            for c in &s.containers {
+                proptest::prop_assert!((-1000..=1000).contains(&c.oom_score_adj), "{}", c.oom_score_adj);
             }
         }
     }
@@ -523,6 +551,57 @@ fn kubelet_qos_table() {
         score(&p, GI, FeatureGates::default())
             .unwrap()
             .pod_memory_max_bytes,
-        Some(200 * MI)
+        Some(i128::from(200 * MI))
     );
+}
+
+// Issue 14, item 8: a limit of 8Ei (2^63 bytes) read as 0, and a negative request was taken.
+#[test]
+fn quantities_past_i64_are_exact_and_negative_ones_refused() {
+    let p = pod(&format!(
+        "  containers:\n{}",
+        ctr("a", "memory: 8Ei", "memory: 16Ei")
+    ));
+    let s = score(&p, 16 * GI, FeatureGates::default()).unwrap();
+    let c = &s.containers[0];
+    assert_eq!(c.memory_request_bytes, 1_i128 << 63);
+    assert_eq!(c.memory_limit_bytes, Some(1_i128 << 64));
+    assert_eq!(s.pod_memory_max_bytes, Some(1_i128 << 64));
+    assert_eq!(s.memory_request_bytes, 1_i128 << 63);
+    assert_eq!(c.oom_score_adj, 3, "a request above the node is the floor");
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(
+        json.contains("\"memoryRequestBytes\":9223372036854775808"),
+        "{json}"
+    );
+
+    for (requests, limits, field) in [
+        (
+            "memory: -1Gi",
+            "",
+            "spec.containers[0].resources.requests.memory",
+        ),
+        (
+            "",
+            "memory: \"-1\"",
+            "spec.containers[0].resources.limits.memory",
+        ),
+        (
+            "cpu: -100m",
+            "",
+            "spec.containers[0].resources.requests.cpu",
+        ),
+    ] {
+        let p = pod(&format!("  containers:\n{}", ctr("a", requests, limits)));
+        let e = score(&p, 16 * GI, FeatureGates::default()).unwrap_err();
+        assert_eq!(e.path, field);
+        assert!(
+            e.to_string().contains("must be greater than or equal to 0"),
+            "{e}"
+        );
+    }
+    // Too large to compute with exactly: refused, never read as 0.
+    let p = pod(&format!("  containers:\n{}", ctr("a", "memory: 1e90", "")));
+    let e = score(&p, 16 * GI, FeatureGates::default()).unwrap_err();
+    assert!(e.to_string().contains("too large"), "{e}");
 }

@@ -20,12 +20,16 @@ mod recording;
 use oomwarden_model::{MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES};
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use oomwarden_cgroupfs::{CgroupFs, join};
 use oomwarden_procfs::ProcFs;
 
-pub use linux::{LinuxActuator, SelfProtection, log_hook, protect_self, run_command};
+pub use linux::{
+    LinuxActuator, SelfProtection, log_hook, protect_self, run_command, run_command_until,
+};
 pub use recording::{Call, KillEffect, RecordingActuator};
 
 /// The system calls that act on processes and cgroups.
@@ -42,7 +46,19 @@ pub trait Actuator {
     fn run_hook(&mut self, hook: &HookCall) -> HookResult;
     /// Starts a hook command without waiting; its result is logged when it ends.
     fn spawn_hook(&mut self, hook: HookCall);
+    /// Hands over the daemon's stop flag: once it is set, hooks running now or started later
+    /// are ended at once ([`HookResult::Stopped`]) and a kill's verification waits at most
+    /// [`STOPPING_GRACE`] more.
+    fn set_stop(&mut self, _stop: Arc<AtomicBool>) {}
+    /// Whether the daemon is stopping (the flag given to [`Actuator::set_stop`]).
+    fn stopping(&self) -> bool {
+        false
+    }
 }
+
+/// How much longer a kill's verification waits once the daemon is stopping (SIGTERM is
+/// honoured within a second).
+pub const STOPPING_GRACE: Duration = Duration::from_millis(300);
 
 /// A hook command to run: argv, environment, standard input, time limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +88,8 @@ pub enum HookResult {
     SpawnFailed(String),
     /// It was deliberately not run (a replay acts on nothing).
     NotRun,
+    /// It was ended (with its process group) because the daemon is stopping.
+    Stopped,
 }
 
 /// How a kill ended.
@@ -203,6 +221,8 @@ pub fn kill_cgroup(
         }
     }
     actuator.close_all();
+    let mut deadline = started + timeout;
+    let mut stop_seen = false;
     let result = loop {
         match cgroups.is_populated(dir) {
             Ok(false) => break KillResult::Verified,
@@ -211,7 +231,11 @@ pub fn kill_cgroup(
                 tracing::warn!(cgroup = %node_path, error = %e, "cannot read cgroup.events while verifying")
             }
         }
-        if started.elapsed() >= timeout {
+        if !stop_seen && actuator.stopping() {
+            stop_seen = true;
+            deadline = deadline.min(Instant::now() + STOPPING_GRACE);
+        }
+        if Instant::now() >= deadline {
             break KillResult::NotVerified;
         }
         std::thread::sleep(VERIFY_POLL);

@@ -3,6 +3,9 @@
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
@@ -12,6 +15,8 @@ use crate::{Actuator, HookCall, HookResult};
 #[derive(Debug, Default)]
 pub struct LinuxActuator {
     pidfds: Vec<(u32, OwnedFd)>,
+    /// The daemon's stop flag (see [`Actuator::set_stop`]).
+    stop: Arc<AtomicBool>,
 }
 
 impl LinuxActuator {
@@ -51,16 +56,25 @@ impl Actuator for LinuxActuator {
     }
 
     fn run_hook(&mut self, hook: &HookCall) -> HookResult {
-        run_command(hook)
+        run_command_until(hook, &self.stop)
     }
 
     fn spawn_hook(&mut self, hook: HookCall) {
+        let stop = Arc::clone(&self.stop);
         let spawned = std::thread::Builder::new()
             .name("hook".into())
-            .spawn(move || log_hook(&hook, &run_command(&hook)));
+            .spawn(move || log_hook(&hook, &run_command_until(&hook, &stop)));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start a thread for the post-kill hook");
         }
+    }
+
+    fn set_stop(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = stop;
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
 }
 
@@ -85,12 +99,25 @@ pub fn log_hook(hook: &HookCall, result: &HookResult) {
             tracing::error!(hook = hook.event, command, %error, "cannot run hook")
         }
         HookResult::NotRun => tracing::info!(hook = hook.event, command, "hook not run (replay)"),
+        HookResult::Stopped => tracing::warn!(
+            hook = hook.event,
+            command,
+            "hook ended: oomwarden is stopping"
+        ),
     }
 }
+
+/// How often a running hook's wait looks at the stop flag.
+const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Runs `hook.argv` with `hook.env` added, `hook.stdin` on its standard input and its output
 /// discarded, waits at most `hook.timeout`, and kills it past that.
 pub fn run_command(hook: &HookCall) -> HookResult {
+    run_command_until(hook, &AtomicBool::new(false))
+}
+
+/// [`run_command`], also ending the hook (and its process group) as soon as `stop` is set.
+pub fn run_command_until(hook: &HookCall, stop: &AtomicBool) -> HookResult {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use wait_timeout::ChildExt;
@@ -123,17 +150,28 @@ pub fn run_command(hook: &HookCall) -> HookResult {
             let _ = stdin.write_all(&data);
         })
     });
-    let result = match child.wait_timeout(hook.timeout) {
-        Ok(Some(status)) => status
-            .code()
-            .map_or(HookResult::Signaled, HookResult::Exited),
-        Ok(None) => {
-            kill_group(group);
-            let _ = child.kill();
-            let _ = child.wait();
-            HookResult::TimedOut
+    let deadline = Instant::now() + hook.timeout;
+    let result = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match child.wait_timeout(left.min(STOP_POLL)) {
+            Ok(Some(status)) => {
+                break status
+                    .code()
+                    .map_or(HookResult::Signaled, HookResult::Exited);
+            }
+            Ok(None) if stop.load(Ordering::SeqCst) || left.is_zero() => {
+                kill_group(group);
+                let _ = child.kill();
+                let _ = child.wait();
+                break if stop.load(Ordering::SeqCst) {
+                    HookResult::Stopped
+                } else {
+                    HookResult::TimedOut
+                };
+            }
+            Ok(None) => {}
+            Err(e) => break HookResult::SpawnFailed(format!("{program}: {e}")),
         }
-        Err(e) => HookResult::SpawnFailed(format!("{program}: {e}")),
     };
     // Whatever it left running ends with it: a hook's children never outlive it (or the
     // daemon).

@@ -44,6 +44,8 @@ pub struct RecordingActuator {
     pub gone: Vec<u32>,
     /// What every waited-for hook returns.
     pub hook_result: HookResult,
+    /// The daemon's stop flag, once given.
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl RecordingActuator {
@@ -54,6 +56,7 @@ impl RecordingActuator {
             effect,
             gone: Vec::new(),
             hook_result: HookResult::Exited(0),
+            stop: None,
         }
     }
 }
@@ -113,6 +116,16 @@ impl Actuator for RecordingActuator {
     fn spawn_hook(&mut self, hook: HookCall) {
         self.calls.push(Call::SpawnHook(hook));
     }
+
+    fn set_stop(&mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.stop = Some(stop);
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
+    }
 }
 
 /// A recorder the test keeps a handle on while the engine owns the actuator.
@@ -139,6 +152,14 @@ impl Actuator for std::sync::Arc<std::sync::Mutex<RecordingActuator>> {
 
     fn spawn_hook(&mut self, hook: HookCall) {
         lock(self).spawn_hook(hook);
+    }
+
+    fn set_stop(&mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        lock(self).set_stop(stop);
+    }
+
+    fn stopping(&self) -> bool {
+        lock(self).stopping()
     }
 }
 

@@ -126,6 +126,30 @@ fn a_kill_that_leaves_processes_is_not_verified() {
     assert!(report.duration >= timeout);
 }
 
+/// Issue 14, item 7: once the daemon is stopping, verification waits at most the grace.
+#[test]
+fn a_stopping_daemon_ends_the_verification_after_the_grace() {
+    use oomwarden_actuate::{Actuator, STOPPING_GRACE};
+    let (cg, proc) = pod();
+    let mut fake = RecordingActuator::new(KillEffect::Nothing);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    fake.set_stop(stop);
+    let report = kill_cgroup(
+        &mut fake,
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        Duration::from_secs(30),
+    );
+    assert_eq!(report.result, KillResult::NotVerified);
+    assert!(report.duration >= STOPPING_GRACE, "{:?}", report.duration);
+    assert!(
+        report.duration < Duration::from_secs(2),
+        "{:?}",
+        report.duration
+    );
+}
+
 #[test]
 fn a_failed_write_is_reported_and_nothing_is_released() {
     let (cg, proc) = pod();
@@ -333,6 +357,33 @@ mod hooks {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[test]
+    fn a_stop_ends_a_running_hook_and_its_children() {
+        use oomwarden_actuate::run_command_until;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child");
+        let script = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+        let stop = Arc::new(AtomicBool::new(false));
+        let setter = {
+            let stop = Arc::clone(&stop);
+            let pid_file = pid_file.clone();
+            std::thread::spawn(move || {
+                while !pid_file.exists() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                stop.store(true, Ordering::SeqCst);
+                Instant::now()
+            })
+        };
+        let r = run_command_until(&call(&["/bin/sh", "-c", &script], 60_000), &stop);
+        let stopped_at = setter.join().unwrap();
+        assert_eq!(r, HookResult::Stopped);
+        assert!(stopped_at.elapsed() < Duration::from_millis(500));
+        assert!(ended(&pid_file), "the hook's child outlived it");
     }
 
     #[test]

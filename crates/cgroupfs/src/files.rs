@@ -57,10 +57,9 @@ impl Files for Disk {
                 Err(e) => return Err(e),
             };
             // `file_type` does not follow symlinks: a symlink is not a cgroup.
-            if entry.file_type().is_ok_and(|t| t.is_dir())
-                && let Ok(name) = entry.file_name().into_string()
-            {
-                names.push(name);
+            // A name that is not UTF-8 is a cgroup too (see `names`).
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                names.push(crate::names::from_os(&entry.file_name()));
             }
         }
         Ok(names)

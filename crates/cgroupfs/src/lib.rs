@@ -10,6 +10,7 @@
 //! malformed content is [`ReadError::Parse`], naming the file. This crate never writes.
 
 mod files;
+pub mod names;
 pub mod parse;
 mod triggers;
 
@@ -32,7 +33,7 @@ pub fn node_path(cgroup: &str) -> String {
     if cgroup.is_empty() {
         DEFAULT_CGROUP_ROOT.to_owned()
     } else {
-        format!("{DEFAULT_CGROUP_ROOT}/{cgroup}")
+        format!("{DEFAULT_CGROUP_ROOT}/{}", names::display(cgroup))
     }
 }
 
@@ -139,12 +140,13 @@ impl CgroupFs {
         &self.root
     }
 
-    /// Absolute directory of a cgroup.
+    /// Absolute directory of a cgroup (a name that is not UTF-8 back in its own bytes: see
+    /// [`names`]).
     pub fn dir(&self, cgroup: &str) -> PathBuf {
         if cgroup.is_empty() {
             self.root.clone()
         } else {
-            self.root.join(cgroup)
+            self.root.join(names::fs_path(cgroup))
         }
     }
 

@@ -610,11 +610,295 @@ fn a_refused_second_daemon_leaves_the_first_ones_recording_untouched() {
     signal(&first, rustix::process::Signal::TERM);
     assert!(first.wait().unwrap().success());
     let text = std::fs::read_to_string(&rec).unwrap();
-    assert!(text.ends_with("\nend\n"), "{}", text.get(text.len().saturating_sub(100)..).unwrap_or_default());
+    assert!(
+        text.ends_with("\nend\n"),
+        "{}",
+        text.get(text.len().saturating_sub(100)..)
+            .unwrap_or_default()
+    );
     let replayed = oomwarden().args(["replay", rec_arg]).output().unwrap();
     assert!(
         replayed.status.success(),
         "{}",
         String::from_utf8_lossy(&replayed.stderr)
+    );
+}
+
+/// A process whose command line contains `marker`, if one runs.
+fn process_with(marker: &str) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|e| {
+        let e = e.ok()?;
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        String::from_utf8_lossy(&cmdline)
+            .contains(marker)
+            .then_some(pid)
+    })
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 14, item 7: SIGTERM waited for the cycle, and a pre-kill hook may take a minute.
+/// Now the hook is ended (with its process group) and the daemon exits within a second.
+#[test]
+fn sigterm_during_a_pre_kill_hook_stops_within_a_second() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    let marker = format!("pre-kill-{}", std::process::id());
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\n\
+             ---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n\
+             hooks:\n  preKill:\n    command: [/bin/sh, -c, 'sleep 30; : {marker}']\n    timeout: 50s\n"
+        ),
+    )
+    .unwrap();
+    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut child);
+    wait_until("the pre-kill hook", || process_with(&marker).is_some());
+    let hook = process_with(&marker).unwrap();
+    let signalled = Instant::now();
+    signal(&child, rustix::process::Signal::TERM);
+    let status = child.wait().unwrap();
+    let took = signalled.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(1), "stopped after {took:?}");
+    logs.wait_for("hook ended: oomwarden is stopping");
+    // The hook's shell and its `sleep` are gone.
+    wait_until("the hook's end", || {
+        !std::path::Path::new(&format!("/proc/{hook}")).exists()
+            || std::fs::read_to_string(format!("/proc/{hook}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
+    assert!(
+        process_with(&marker).is_none(),
+        "the hook outlived the daemon"
+    );
+}
+
+/// Issue 14, item 7: a cycle blocked where no flag reaches (opening a FIFO waits for a writer
+/// forever) used to keep the daemon from stopping; the watchdog ends it within a second.
+#[test]
+fn sigterm_during_a_blocked_read_stops_within_a_second() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+    let pressure = cg.path().join("memory.pressure");
+    std::fs::remove_file(&pressure).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &pressure,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    // Let a cycle block on it.
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    signal(&child, rustix::process::Signal::TERM);
+    let status = child.wait().unwrap();
+    let took = signalled.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(1), "stopped after {took:?}");
+    logs.wait_for("exiting without it");
+}
+
+/// Issue 14, items 2 and 10: 700 idle connections to the metrics port and 200 silent clients
+/// of the action API used to take the daemon's descriptors until every cgroup read failed and
+/// no decision was taken. Now the loop keeps deciding on schedule, `status` answers, and the
+/// daemon holds few descriptors.
+#[test]
+fn hundreds_of_idle_clients_do_not_delay_a_decision() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    // Fires every cycle (no cooldown in this expression): each cycle is a dry-run decision.
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 50ms\n",
+    )
+    .unwrap();
+    let mut child = run_on(
+        &cg,
+        &proc,
+        state.path(),
+        &config,
+        &["--metrics-listen", "127.0.0.1:0"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("serving metrics at /metrics");
+    let listen = logs
+        .seen
+        .iter()
+        .rev()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v.pointer("/fields/listen")
+                .or_else(|| v.get("listen"))
+                .and_then(|a| a.as_str())
+                .map(str::to_owned)
+        })
+        .unwrap();
+    let addr: std::net::SocketAddr = listen.parse().unwrap();
+    let idle: Vec<std::net::TcpStream> = (0..700)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let socket = state.path().join("oomwarden.sock");
+    let silent: Vec<std::os::unix::net::UnixStream> = (0..200)
+        .filter_map(|_| std::os::unix::net::UnixStream::connect(&socket).ok())
+        .collect();
+    assert!(!silent.is_empty());
+    // Decisions go on at the sampling interval: 10 more within 2 s (40 are due).
+    let decisions = |logs: &Logs| {
+        logs.seen
+            .iter()
+            .filter(|l| l.contains("dry run: would send SIGKILL"))
+            .count()
+    };
+    let before = decisions(&logs);
+    let started = Instant::now();
+    while decisions(&logs) < before + 10 {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{} decisions in 2 s with 700 idle metrics clients",
+            decisions(&logs) - before
+        );
+        if let Ok(line) = logs.rx.recv_timeout(Duration::from_millis(50)) {
+            logs.seen.push(line);
+        }
+    }
+    // The connections it may hold, and the few files of its own (far below 1,024).
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let bound = oomwarden_daemon::metrics::MAX_METRICS_CONNECTIONS
+        + oomwarden_daemon::api::MAX_API_CONNECTIONS
+        + 32;
+    assert!(fds < bound, "the daemon holds {fds} descriptors");
+    // A scrape is served: it closes the oldest idle connection.
+    let mut scrape = std::net::TcpStream::connect(addr).unwrap();
+    scrape
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    std::io::Write::write_all(&mut scrape, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut scrape, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:.200}");
+    assert!(
+        answer.contains("oomwarden_bound_hits_total{bound=\"metrics_connections\"}"),
+        "{answer}"
+    );
+    let status = oomwarden()
+        .args(["status", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
+    drop((idle, silent));
+}
+
+/// The daemon's resident memory now (`VmRSS`, kB).
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 14, item 10: a reload storm (300 SIGHUPs, the file rewritten between them, broken
+/// half the time) neither stops the loop nor grows the daemon, and the last good
+/// configuration is the one in force.
+#[test]
+fn a_reload_storm_keeps_the_loop_and_the_last_good_configuration() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    let good = |n: u32| {
+        format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: {}ms\n",
+            20 + n % 5
+        )
+    };
+    std::fs::write(&config, good(0)).unwrap();
+    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_kb(pid);
+    for n in 0..300 {
+        let text = if n % 2 == 0 {
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"memory_full_avg10 >\"\n"
+                .to_owned()
+        } else {
+            good(n)
+        };
+        std::fs::write(&config, text).unwrap();
+        signal(&child, rustix::process::Signal::HUP);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // The last write is a good one that fires: the loop is alive and took it.
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("dry run: would send SIGKILL to cgroup");
+    let after = rss_kb(pid);
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        logs.seen
+            .iter()
+            .any(|l| l.contains("configuration reload rejected")),
+        "broken files are refused: {:?}",
+        logs.seen.iter().rev().take(5).collect::<Vec<_>>()
+    );
+    assert!(
+        after < before + 8 * 1024,
+        "RSS {before} kB before the storm, {after} kB after"
     );
 }

@@ -7,7 +7,7 @@
 //! - `recording\n` → `{"recording": "<text>"}`: the flight recorder's window, a recording
 //!   `oomwarden replay` reads (for `oomwarden record --from-daemon`).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -15,6 +15,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use oomwarden_model::ActionRecord;
+
+use crate::metrics::Metrics;
 use serde::{Deserialize, Serialize};
 
 /// The socket's file name in the state directory.
@@ -84,9 +86,32 @@ pub enum ApiError {
     },
 }
 
+/// At most this many clients are served at once; a new one past that closes the one that has
+/// waited longest (counted as `api_connections`), so silent clients cannot lock out
+/// `oomwarden status`.
+pub const MAX_API_CONNECTIONS: usize = 64;
+/// The time a client has to send its request line (and, separately, to take the answer).
+pub const CLIENT_TIME: Duration = Duration::from_secs(2);
+/// The longest request line read.
+pub const MAX_REQUEST_BYTES: usize = 1024;
+
 /// Binds `<state_dir>/oomwarden.sock` (replacing a stale one left by a crash; refusing when
 /// another daemon answers), makes it 0600, and serves it from a thread.
 pub fn serve(state_dir: &Path, shared: SharedState) -> Result<PathBuf, ApiError> {
+    serve_counted(state_dir, shared, None)
+}
+
+/// [`serve`], counting the bounds hit in `metrics`.
+///
+/// One tokio thread serves every client: [`MAX_API_CONNECTIONS`] at once (the oldest makes
+/// room), [`CLIENT_TIME`] for the request line however slowly it trickles in, and as much
+/// for the answer, [`MAX_REQUEST_BYTES`] of request. The shared state is locked only while an
+/// answer is built.
+pub fn serve_counted(
+    state_dir: &Path,
+    shared: SharedState,
+    metrics: Option<Arc<Metrics>>,
+) -> Result<PathBuf, ApiError> {
     let path = state_dir.join(SOCKET_NAME);
     let io = |source| ApiError::Io {
         path: path.clone(),
@@ -101,39 +126,80 @@ pub fn serve(state_dir: &Path, shared: SharedState) -> Result<PathBuf, ApiError>
     let listener = UnixListener::bind(&path).map_err(io)?;
     // The state directory is 0700 already; the socket itself is root-only too.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    listener.set_nonblocking(true).map_err(io)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(io)?;
     std::thread::Builder::new()
         .name("api".into())
-        .spawn(move || {
-            for stream in listener.incoming().flatten() {
-                // One slow or silent client must not hold the others up for long: the
-                // request has CLIENT_TIME in all, however slowly it trickles in, and so has
-                // the answer.
-                let _ = stream.set_write_timeout(Some(CLIENT_TIME));
-                let _ = answer(stream, &shared);
-            }
-        })
+        .spawn(move || runtime.block_on(accept_loop(listener, shared, metrics)))
         .map_err(io)?;
     Ok(path)
 }
 
-/// The time a client has to send its request line (and, separately, to take the answer).
-pub const CLIENT_TIME: Duration = Duration::from_secs(2);
-/// The longest request line read.
-pub const MAX_REQUEST_BYTES: usize = 1024;
+async fn accept_loop(listener: UnixListener, shared: SharedState, metrics: Option<Arc<Metrics>>) {
+    let listener = match tokio::net::UnixListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "the action API cannot serve");
+            return;
+        }
+    };
+    let count = |bound: &str| {
+        if let Some(m) = &metrics {
+            m.bound_hit(bound);
+        }
+    };
+    let mut slots = crate::slots::Slots::new(MAX_API_CONNECTIONS);
+    let mut logged_full = false;
+    loop {
+        let mut stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE and friends: wait rather than spin; the loop's own reads come first.
+                tracing::warn!(error = %e, "action API: cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if slots.make_room() {
+            count("api_connections");
+            if !std::mem::replace(&mut logged_full, true) {
+                tracing::warn!(
+                    limit = MAX_API_CONNECTIONS,
+                    "action API: too many clients; the oldest are closed to serve new ones (logged once)"
+                );
+            }
+        }
+        let shared = Arc::clone(&shared);
+        let metrics = metrics.clone();
+        let task = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            let Ok(line) = tokio::time::timeout(CLIENT_TIME, read_request(&mut stream)).await
+            else {
+                if let Some(m) = &metrics {
+                    m.bound_hit("api_client_time");
+                }
+                return;
+            };
+            let Ok(line) = line else { return };
+            let mut body = answer(&line, &shared);
+            body.push('\n');
+            let _ = tokio::time::timeout(CLIENT_TIME, stream.write_all(body.as_bytes())).await;
+        });
+        slots.push(task.abort_handle());
+    }
+}
 
-/// Reads one request line within [`CLIENT_TIME`] in all (a per-read timeout alone would let a
-/// client that sends a byte a second hold the socket for minutes).
-fn read_request(mut stream: &UnixStream) -> std::io::Result<String> {
-    let deadline = std::time::Instant::now() + CLIENT_TIME;
+/// Reads one request line, at most [`MAX_REQUEST_BYTES`] (the caller bounds the time).
+async fn read_request(stream: &mut tokio::net::UnixStream) -> std::io::Result<String> {
+    use tokio::io::AsyncReadExt;
     let mut line = Vec::new();
     let mut buf = [0u8; 256];
     while !line.contains(&b'\n') && line.len() < MAX_REQUEST_BYTES {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        stream.set_read_timeout(Some(left))?;
-        let n = stream.read(&mut buf)?;
+        let n = stream.read(&mut buf).await?;
         if n == 0 {
             break;
         }
@@ -145,36 +211,31 @@ fn read_request(mut stream: &UnixStream) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
-fn answer(stream: UnixStream, shared: &SharedState) -> std::io::Result<()> {
-    let line = read_request(&stream)?;
-    let body = {
-        let state = shared.lock().unwrap_or_else(PoisonError::into_inner);
-        match parse_request(line.trim()) {
-            Ok(Request::Status) => serde_json::to_string(&state.status),
-            Ok(Request::Actions { since }) => {
-                let records: Vec<&ActionRecord> = state
-                    .records
-                    .iter()
-                    .filter(|r| since.is_none_or(|s| r.id > s))
-                    .collect();
-                serde_json::to_string(&records)
-            }
-            Ok(Request::Recording) => match &state.flight_recorder {
-                Some(recorder) => {
-                    let text = recorder.lock().unwrap_or_else(PoisonError::into_inner).window();
-                    serde_json::to_string(&serde_json::json!({ "recording": text }))
-                }
-                None => serde_json::to_string(&serde_json::json!({
-                    "error": "the flight recorder is off; enable flightRecorder in the OOMWardenConfig document"
-                })),
-            },
-            Err(message) => serde_json::to_string(&serde_json::json!({ "error": message })),
+/// The answer to a request line: one JSON document.
+fn answer(line: &str, shared: &SharedState) -> String {
+    let state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+    match parse_request(line.trim()) {
+        Ok(Request::Status) => serde_json::to_string(&state.status),
+        Ok(Request::Actions { since }) => {
+            let records: Vec<&ActionRecord> = state
+                .records
+                .iter()
+                .filter(|r| since.is_none_or(|s| r.id > s))
+                .collect();
+            serde_json::to_string(&records)
         }
+        Ok(Request::Recording) => match &state.flight_recorder {
+            Some(recorder) => {
+                let text = recorder.lock().unwrap_or_else(PoisonError::into_inner).window();
+                serde_json::to_string(&serde_json::json!({ "recording": text }))
+            }
+            None => serde_json::to_string(&serde_json::json!({
+                "error": "the flight recorder is off; enable flightRecorder in the OOMWardenConfig document"
+            })),
+        },
+        Err(message) => serde_json::to_string(&serde_json::json!({ "error": message })),
     }
-    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    let mut stream = stream;
-    stream.write_all(body.as_bytes())?;
-    stream.write_all(b"\n")
+    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
 /// A request line.

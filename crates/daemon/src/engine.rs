@@ -579,7 +579,14 @@ impl Engine {
             }
             KillResult::NotVerified => {
                 record.outcome = Outcome::NotVerified;
-                let error = format!("processes remain in the cgroup after {}", humanize(timeout));
+                let error = if self.actuator.stopping() {
+                    format!(
+                        "oomwarden was stopping: processes still remained in the cgroup after {} ms",
+                        report.duration.as_millis()
+                    )
+                } else {
+                    format!("processes remain in the cgroup after {}", humanize(timeout))
+                };
                 tracing::error!(cgroup = %c.path, %error, "kill not verified");
                 record.error = Some(error);
             }

@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod recorder;
 pub mod replay;
 mod run;
+mod slots;
 
 pub use engine::{CycleOutcome, Engine, RankedCandidate};
 pub use history::History;

@@ -431,9 +431,9 @@ pub struct ServeError {
     pub message: String,
 }
 
-/// At most this many connections to the metrics endpoint are served at once; more are closed
-/// as soon as they are accepted (counted as `metrics_connections`), so no client can take the
-/// file descriptors the OOM loop reads cgroups with.
+/// At most this many connections to the metrics endpoint are served at once; a new one past
+/// that closes the one open longest (counted as `metrics_connections`), so no client can take
+/// the file descriptors the OOM loop reads cgroups with, nor lock out a scrape.
 pub const MAX_METRICS_CONNECTIONS: usize = 32;
 /// A request's headers must arrive within this time.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -445,10 +445,10 @@ pub const MAX_REQUEST_HEAD_BYTES: usize = 16 * 1024;
 /// Serves `GET /metrics` (OpenMetrics text) on `addr` from a thread; any other path is 404.
 /// Returns the address bound (with the port chosen when `addr` has port 0).
 ///
-/// hyper on a one-thread tokio runtime, bounded: [`MAX_METRICS_CONNECTIONS`] connections,
-/// [`MAX_REQUEST_HEAD_BYTES`] of request head, [`HEADER_READ_TIMEOUT`], [`CONNECTION_TIMEOUT`],
-/// no keep-alive. A slow or hostile client holds one permit and one descriptor for at most
-/// 10 s, and never a thread or a lock the OOM loop needs.
+/// hyper on a one-thread tokio runtime, bounded: [`MAX_METRICS_CONNECTIONS`] connections
+/// (the oldest makes room for a new one), [`MAX_REQUEST_HEAD_BYTES`] of request head,
+/// [`HEADER_READ_TIMEOUT`], [`CONNECTION_TIMEOUT`], no keep-alive. A slow or hostile client
+/// holds one descriptor for at most 10 s, and never a thread or a lock the OOM loop needs.
 pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr, ServeError> {
     let err = |e: std::io::Error| ServeError {
         addr,
@@ -477,7 +477,7 @@ async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
             return;
         }
     };
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_METRICS_CONNECTIONS));
+    let mut slots = crate::slots::Slots::new(MAX_METRICS_CONNECTIONS);
     let mut logged_full = false;
     loop {
         let stream = match listener.accept().await {
@@ -489,21 +489,19 @@ async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+        if slots.make_room() {
             metrics.bound_hit("metrics_connections");
             if !std::mem::replace(&mut logged_full, true) {
                 tracing::warn!(
                     limit = MAX_METRICS_CONNECTIONS,
-                    "metrics endpoint: too many connections; closing new ones until some end (logged once)"
+                    "metrics endpoint: too many connections; the oldest are closed to serve new ones (logged once)"
                 );
             }
-            drop(stream);
-            continue;
-        };
+        }
         let metrics = Arc::clone(&metrics);
-        tokio::spawn(async move {
-            let _permit = permit;
-            metrics.http_connections.inc();
+        let task = tokio::spawn(async move {
+            // Counts the connection while its task lives (also when it is closed to make room).
+            let _open = Open::new(&metrics.http_connections);
             let served = Arc::clone(&metrics);
             let service = hyper::service::service_fn(move |request| {
                 let response = respond(&served, &request);
@@ -529,8 +527,24 @@ async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
                 }
                 Err(_) => metrics.bound_hit("metrics_connection_time"),
             }
-            metrics.http_connections.dec();
         });
+        slots.push(task.abort_handle());
+    }
+}
+
+/// One open connection in a gauge, for as long as it lives.
+struct Open(Gauge);
+
+impl Open {
+    fn new(gauge: &Gauge) -> Self {
+        gauge.inc();
+        Open(gauge.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -371,6 +371,12 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
             .map(|at| (at, last.id))
     });
+    // Set on SIGTERM/SIGINT: hooks end at once and a kill's verification soon after, so the
+    // loop stops within a second whatever the cycle was doing (a watchdog ends the process
+    // if a cycle is blocked where no flag can reach, such as a read that never returns).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut actuator = actuator;
+    actuator.set_stop(Arc::clone(&stop));
     let mut engine = Engine::new(settings, collector, proc, history, actuator);
     if let Some((at, id)) = restored {
         engine.set_last_trigger(at);
@@ -405,7 +411,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
         }
         engine.set_recorder(recorder);
     }
-    let socket = crate::api::serve(&state_dir, shared.clone())?;
+    let socket = crate::api::serve_counted(&state_dir, shared.clone(), Some(engine.metrics()))?;
     tracing::info!(socket = %socket.display(), "serving the action API");
     if metrics_settings.enabled {
         let bound = crate::metrics::serve(metrics_settings.listen, engine.metrics())?;
@@ -414,10 +420,19 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
 
     let handle = signals.handle();
     let signal_tx = tx.clone();
+    // Dropped when `run` returns: the watchdog then knows the stop completed.
+    let (running_tx, running_rx) = mpsc::channel::<()>();
+    let mut running_rx = Some(running_rx);
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             for signal in signals.forever() {
+                if matches!(signal, SIGTERM | SIGINT) {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    if let Some(rx) = running_rx.take() {
+                        watchdog(rx);
+                    }
+                }
                 if signal_tx.send(Wake::Signal(signal)).is_err() {
                     break;
                 }
@@ -499,6 +514,7 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     }
     handle.close();
     engine.finish_recording();
+    drop(running_tx);
     // Best effort: a stale socket is replaced at the next start anyway.
     let _ = std::fs::remove_file(&socket);
     Ok(())
@@ -543,6 +559,34 @@ impl ConfigWatch {
             return true;
         }
         false
+    }
+}
+
+/// How long a stop may take before the watchdog ends the process (SIGTERM is honoured
+/// within a second, exit included).
+pub(crate) const STOP_WITHIN: Duration = Duration::from_millis(800);
+
+/// Starts the watchdog of a stop: unless `running` is closed (the loop ended) within
+/// [`STOP_WITHIN`], the process exits (status 0: the stop was asked for and is done), saying
+/// so. What a blocked cycle was doing is lost: a recording lacks its end line and reads as
+/// truncated.
+fn watchdog(running: mpsc::Receiver<()>) {
+    let spawned = std::thread::Builder::new()
+        .name("watchdog".into())
+        .spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = running.recv_timeout(STOP_WITHIN) {
+                tracing::error!(
+                    waited_ms = STOP_WITHIN.as_millis(),
+                    "the cycle did not end after the stop signal (a read or a hook is blocked); exiting without it"
+                );
+                // The one place a library ends the process: a blocked cycle cannot be unwound,
+                // and the stop was asked for.
+                #[allow(clippy::exit)]
+                std::process::exit(0);
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!(error = %e, "cannot start the stop watchdog");
     }
 }
 

@@ -96,8 +96,10 @@ wait_for() {
 populated() { grep -q 'populated 1' "$1/cgroup.events"; }
 alive() { kill -0 "$1" 2>/dev/null; }
 oom_kills() { awk '/^oom_kill /{print $2}' /proc/vmstat; }
-records() { [ -f "$STATE/actions.jsonl" ] && grep -c . "$STATE/actions.jsonl" || echo 0; }
-count_outcome() { [ -f "$STATE/actions.jsonl" ] && grep -c "\"outcome\":\"$1\"" "$STATE/actions.jsonl" || echo 0; }
+# One number each. (`grep -c` prints 0 *and* fails when nothing matches, so the former
+# `… && grep -c … || echo 0` printed two lines and the "wait for a kill" loops ended at once.)
+records() { local n; n=$(grep -c . "$STATE/actions.jsonl" 2>/dev/null) || true; echo "${n:-0}"; }
+count_outcome() { local n; n=$(grep -c "\"outcome\":\"$1\"" "$STATE/actions.jsonl" 2>/dev/null) || true; echo "${n:-0}"; }
 
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n' ' ')"; }
 

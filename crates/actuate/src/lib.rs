@@ -28,7 +28,8 @@ use oomwarden_cgroupfs::{CgroupFs, join};
 use oomwarden_procfs::ProcFs;
 
 pub use linux::{
-    LinuxActuator, SelfProtection, log_hook, protect_self, run_command, run_command_until,
+    LinuxActuator, SelfProtection, WANTED_NOFILE, log_hook, protect_self, run_command,
+    run_command_until,
 };
 pub use recording::{Call, KillEffect, RecordingActuator};
 
@@ -189,9 +190,19 @@ pub fn kill_cgroup(
         tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
     }
     let (processes, processes_omitted) = command_lines(proc, &pids);
-    for &pid in &pids {
+    for (opened, &pid) in pids.iter().enumerate() {
         // Logged on every failure, a process already gone (ESRCH) included, as Talos does.
         if let Err(e) = actuator.open_pidfd(pid) {
+            if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                // Once, not once per PID: the kill itself needs no descriptor.
+                tracing::error!(
+                    opened,
+                    processes = pids.len(),
+                    error = %e,
+                    "out of file descriptors for pidfds; the other processes are killed without process_mrelease"
+                );
+                break;
+            }
             tracing::error!(pid, error = %e, "failed to open pidfd");
         }
     }

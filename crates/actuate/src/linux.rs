@@ -209,6 +209,33 @@ pub struct SelfProtection {
     pub oom_score_adj: io::Result<()>,
     /// `mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`.
     pub mlockall: io::Result<()>,
+    /// The open-file limit (soft, hard) after raising the soft one (see [`WANTED_NOFILE`]).
+    pub nofile: io::Result<(u64, u64)>,
+}
+
+/// The open-file soft limit oomwarden raises itself to (within the hard limit): a kill opens
+/// a pidfd per process of the victim. A pod spec cannot set limits, and container runtimes
+/// often give a soft limit of 1,024; the systemd unit sets `LimitNOFILE=65536` too.
+pub const WANTED_NOFILE: u64 = 65_536;
+
+/// Raises the soft open-file limit to [`WANTED_NOFILE`] (or the hard limit, if lower).
+fn raise_nofile() -> io::Result<(u64, u64)> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let now = getrlimit(Resource::Nofile);
+    let hard = now.maximum;
+    let soft = now.current.unwrap_or(u64::MAX);
+    let wanted = hard.map_or(WANTED_NOFILE, |h| h.min(WANTED_NOFILE));
+    if soft >= wanted {
+        return Ok((soft, hard.unwrap_or(u64::MAX)));
+    }
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(wanted),
+            maximum: hard,
+        },
+    )?;
+    Ok((wanted, hard.unwrap_or(u64::MAX)))
 }
 
 /// Makes this process the kernel OOM killer's last choice and keeps its pages in memory, so
@@ -226,5 +253,6 @@ pub fn protect_self() -> SelfProtection {
     SelfProtection {
         oom_score_adj,
         mlockall,
+        nofile: raise_nofile(),
     }
 }

@@ -44,6 +44,8 @@ pub struct RecordingActuator {
     pub gone: Vec<u32>,
     /// What every waited-for hook returns.
     pub hook_result: HookResult,
+    /// `pidfd_open` fails with EMFILE once this many are open.
+    pub pidfd_limit: Option<usize>,
     /// The daemon's stop flag, once given.
     stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
@@ -56,6 +58,7 @@ impl RecordingActuator {
             effect,
             gone: Vec::new(),
             hook_result: HookResult::Exited(0),
+            pidfd_limit: None,
             stop: None,
         }
     }
@@ -77,7 +80,15 @@ fn empty_subtree(dir: &Path) -> io::Result<()> {
 
 impl Actuator for RecordingActuator {
     fn open_pidfd(&mut self, pid: u32) -> io::Result<()> {
+        let open = self
+            .calls
+            .iter()
+            .filter(|c| matches!(c, Call::OpenPidfd(_)))
+            .count();
         self.calls.push(Call::OpenPidfd(pid));
+        if self.pidfd_limit.is_some_and(|limit| open >= limit) {
+            return Err(io::Error::from_raw_os_error(libc::EMFILE));
+        }
         if self.gone.contains(&pid) {
             Err(io::Error::from_raw_os_error(libc::ESRCH))
         } else {

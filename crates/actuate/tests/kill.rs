@@ -126,6 +126,38 @@ fn a_kill_that_leaves_processes_is_not_verified() {
     assert!(report.duration >= timeout);
 }
 
+/// Issue 14: a pod with more processes than the open-file limit made one error line per PID;
+/// now the pidfds stop at the first EMFILE, said once, and the kill goes on.
+#[test]
+fn running_out_of_descriptors_for_pidfds_still_kills() {
+    let (cg, proc) = pod();
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    fake.pidfd_limit = Some(1);
+    let report = kill_cgroup(
+        &mut fake,
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        Duration::from_secs(1),
+    );
+    assert_eq!(report.result, KillResult::Verified);
+    let opens = fake
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::OpenPidfd(_)))
+        .count();
+    assert_eq!(
+        opens, 2,
+        "one opened, one EMFILE, then no more: {:?}",
+        fake.calls
+    );
+    assert!(
+        fake.calls
+            .iter()
+            .any(|c| matches!(c, Call::WriteCgroupKill(_)))
+    );
+}
+
 /// Issue 14, item 7: once the daemon is stopping, verification waits at most the grace.
 #[test]
 fn a_stopping_daemon_ends_the_verification_after_the_grace() {

@@ -211,31 +211,40 @@ async fn read_request(stream: &mut tokio::net::UnixStream) -> std::io::Result<St
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
-/// The answer to a request line: one JSON document.
+/// The answer to a request line: one JSON document. The shared state is locked only to copy
+/// what the answer needs; serialising (a flight window is megabytes) happens without it, so
+/// the loop never waits for a client.
 fn answer(line: &str, shared: &SharedState) -> String {
-    let state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+    let lock = || shared.lock().unwrap_or_else(PoisonError::into_inner);
     match parse_request(line.trim()) {
-        Ok(Request::Status) => serde_json::to_string(&state.status),
+        Ok(Request::Status) => {
+            let status = lock().status.clone();
+            serde_json::to_string(&status)
+        }
         Ok(Request::Actions { since }) => {
-            let records: Vec<&ActionRecord> = state
+            let records: Vec<ActionRecord> = lock()
                 .records
                 .iter()
                 .filter(|r| since.is_none_or(|s| r.id > s))
+                .cloned()
                 .collect();
             serde_json::to_string(&records)
         }
-        Ok(Request::Recording) => match &state.flight_recorder {
-            Some(recorder) => {
-                let text = recorder.lock().unwrap_or_else(PoisonError::into_inner).window();
-                serde_json::to_string(&serde_json::json!({ "recording": text }))
+        Ok(Request::Recording) => {
+            let recorder = lock().flight_recorder.clone();
+            match recorder {
+                Some(recorder) => {
+                    let text = recorder.lock().unwrap_or_else(PoisonError::into_inner).window();
+                    serde_json::to_string(&serde_json::json!({ "recording": text }))
+                }
+                None => serde_json::to_string(&serde_json::json!({
+                    "error": "the flight recorder is off; enable flightRecorder in the OOMWardenConfig document"
+                })),
             }
-            None => serde_json::to_string(&serde_json::json!({
-                "error": "the flight recorder is off; enable flightRecorder in the OOMWardenConfig document"
-            })),
-        },
+        }
         Err(message) => serde_json::to_string(&serde_json::json!({ "error": message })),
     }
-    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
 }
 
 /// A request line.

@@ -404,8 +404,16 @@ impl Engine {
         self.count_record_bounds(&record);
         self.end_recorded_cycle(now_ns);
         record.recording = self.recorder.as_ref().and_then(|r| r.save(record.id));
+        let compactions = self.history.compactions();
         if let Err(e) = self.history.push(record.clone()) {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
+        }
+        if self.history.compactions() > compactions {
+            self.bound_hit(
+                "history",
+                1,
+                "the action history reached its bound and was rewritten with its newest records (logged once)",
+            );
         }
         self.post_kill_hook(&record);
         self.last_ranking = Some((candidates, ranking));

@@ -242,6 +242,8 @@ pub struct History {
     keep_lines: usize,
     max_bytes: u64,
     keep_bytes: u64,
+    /// Compactions done since start.
+    compactions: u64,
     /// Written to `path` (false for a replay's history, which lives in memory only).
     persist: bool,
 }
@@ -310,6 +312,7 @@ impl History {
                 keep_lines: KEEP_LINES,
                 max_bytes: MAX_BYTES,
                 keep_bytes: KEEP_BYTES,
+                compactions: 0,
                 persist: true,
             },
             warnings,
@@ -329,6 +332,7 @@ impl History {
             keep_lines: KEEP_LINES,
             max_bytes: MAX_BYTES,
             keep_bytes: KEEP_BYTES,
+            compactions: 0,
             persist: false,
         }
     }
@@ -357,6 +361,12 @@ impl History {
     /// The newest records (at most [`KEEP_IN_MEMORY`]), oldest first.
     pub fn recent(&self) -> impl Iterator<Item = &ActionRecord> {
         self.recent.iter()
+    }
+
+    /// How many times the file was rewritten with its newest lines since start (its bound
+    /// was hit).
+    pub fn compactions(&self) -> u64 {
+        self.compactions
     }
 
     /// The history file.
@@ -476,6 +486,7 @@ impl History {
         }
         self.lines = kept;
         self.bytes = total - from;
+        self.compactions += 1;
         Ok(())
     }
 }
@@ -765,6 +776,7 @@ mod tests {
             r
         };
         let line = serde_json::to_string(&big(10)).unwrap().len() as u64 + 1;
+        assert_eq!(h.compactions(), 0);
         for id in 0..60 {
             h.push(big(id)).unwrap();
             let len = fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
@@ -779,6 +791,7 @@ mod tests {
             .map(|l| serde_json::from_str::<ActionRecord>(l).unwrap().id)
             .collect();
         assert_eq!(ids.last(), Some(&59), "the newest are kept");
+        assert!(h.compactions() >= 2, "{}", h.compactions());
         assert!(
             ids.windows(2).all(|w| w[1] == w[0] + 1),
             "whole lines, in order: {ids:?}"

@@ -309,6 +309,16 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     if let Err(e) = protection.mlockall {
         tracing::warn!(error = %e, "cannot lock memory (mlockall); oomwarden may stall when the node thrashes");
     }
+    match protection.nofile {
+        Ok((soft, _)) if soft >= oomwarden_actuate::WANTED_NOFILE => {}
+        Ok((soft, hard)) => tracing::warn!(
+            soft,
+            hard,
+            wanted = oomwarden_actuate::WANTED_NOFILE,
+            "the open-file limit is low; a kill of a pod with more processes than that cannot open a pidfd for each"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
     // Our own cgroup, from the real /proc: --proc-root describes the node, not this process.
     let self_cgroup = ProcFs::new("/proc")
         .cgroup_of("self")

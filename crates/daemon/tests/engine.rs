@@ -941,3 +941,39 @@ fn a_cgroup_named_with_bytes_that_are_not_utf8_is_a_candidate() {
         "cgroup.kill is written under the name's own bytes: {calls:?}"
     );
 }
+
+/// Issue 14, item 1: the history's bound being hit is counted and said once, like every bound.
+#[test]
+fn the_history_bound_is_counted() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    fs::set_permissions(
+        state.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let s = settings(
+        "triggerExpression: \"true\"\n",
+        "dryRun: true\n",
+        state.path(),
+    );
+    let (history, _) = History::open(state.path()).unwrap();
+    let collector = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let mut e = Engine::new(
+        s,
+        collector,
+        ProcFs::new(proc.path()),
+        history.with_bounds(3, 2),
+        Box::new(RecordingActuator::new(KillEffect::Empty)),
+    );
+    for i in 0..4u64 {
+        acted(e.cycle((5 + i) * 1_000_000_000, "2026-11-29T12:00:00.000Z"));
+    }
+    assert_eq!(e.metrics().bound_hits("history"), 1);
+    assert_eq!(persisted(state.path()).len(), 2);
+}

@@ -253,11 +253,20 @@ pub(crate) fn register(env: &mut Env) {
         }),
         ("@oomwarden.map", 1, false, build_map),
         ("@oomwarden.ordered_map", 1, false, |a| {
-            // An empty literal has nothing for cel-go to check.
+            // An empty literal has nothing for cel-go to check. The first key's value is the
+            // last one written to it (`{G: 1.0, G: duration('1s')}` holds a duration).
             let first_is_double = match a.first() {
-                Some(Value::List(items)) => {
-                    items.is_empty() || matches!(items.get(1), Some(Value::Double(_)))
-                }
+                Some(Value::List(items)) => match items.first() {
+                    None => true,
+                    Some(first_key) => {
+                        let value = items
+                            .chunks(2)
+                            .rev()
+                            .filter(|kv| kv.first() == Some(first_key))
+                            .find_map(|kv| kv.get(1));
+                        matches!(value, Some(Value::Double(_)))
+                    }
+                },
                 _ => false,
             };
             match build_map(a) {

@@ -69,6 +69,7 @@ fn kill_sequence_is_exact() {
             &cgroups,
             &procfs,
             "kubepods/besteffort/pod1",
+            None,
             Duration::from_secs(2),
         ));
     });
@@ -120,26 +121,33 @@ fn a_kill_that_leaves_processes_is_not_verified() {
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
+        None,
         timeout,
     );
     assert_eq!(report.result, KillResult::NotVerified);
     assert!(report.duration >= timeout);
 }
 
+/// Kills the fixture's `pod1` through `fake`.
+fn kill_pod1(fake: &mut RecordingActuator, timeout: Duration) -> oomwarden_actuate::KillReport {
+    let (cg, proc) = pod();
+    kill_cgroup(
+        fake,
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        None,
+        timeout,
+    )
+}
+
 /// Issue 14: a pod with more processes than the open-file limit made one error line per PID;
 /// now the pidfds stop at the first EMFILE, said once, and the kill goes on.
 #[test]
 fn running_out_of_descriptors_for_pidfds_still_kills() {
-    let (cg, proc) = pod();
     let mut fake = RecordingActuator::new(KillEffect::Empty);
     fake.pidfd_limit = Some(1);
-    let report = kill_cgroup(
-        &mut fake,
-        &CgroupFs::new(cg.path()),
-        &ProcFs::new(proc.path()),
-        "kubepods/besteffort/pod1",
-        Duration::from_secs(1),
-    );
+    let report = kill_pod1(&mut fake, Duration::from_secs(1));
     assert_eq!(report.result, KillResult::Verified);
     let opens = fake
         .calls
@@ -162,17 +170,10 @@ fn running_out_of_descriptors_for_pidfds_still_kills() {
 #[test]
 fn a_stopping_daemon_ends_the_verification_after_the_grace() {
     use oomwarden_actuate::{Actuator, STOPPING_GRACE};
-    let (cg, proc) = pod();
     let mut fake = RecordingActuator::new(KillEffect::Nothing);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     fake.set_stop(stop);
-    let report = kill_cgroup(
-        &mut fake,
-        &CgroupFs::new(cg.path()),
-        &ProcFs::new(proc.path()),
-        "kubepods/besteffort/pod1",
-        Duration::from_secs(30),
-    );
+    let report = kill_pod1(&mut fake, Duration::from_secs(30));
     assert_eq!(report.result, KillResult::NotVerified);
     assert!(report.duration >= STOPPING_GRACE, "{:?}", report.duration);
     assert!(
@@ -191,6 +192,7 @@ fn a_failed_write_is_reported_and_nothing_is_released() {
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
+        None,
         Duration::from_secs(1),
     );
     assert!(
@@ -225,14 +227,65 @@ fn race_cgroup_vanishes_between_choosing_and_killing() {
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
+        None,
         Duration::from_millis(50),
     );
     assert!(report.pids.is_empty());
+    // Issue 15: a vanished cgroup is `Gone`, not a failed kill.
     assert!(
-        matches!(report.result, KillResult::Failed(ref e) if e.contains("No such file")),
+        matches!(report.result, KillResult::Gone(ref e) if e.contains("gone since it was ranked")),
         "{:?}",
         report.result
     );
+}
+
+/// Issue 15: the cgroup ranked was replaced under the same path (a restarted unit, a new pod
+/// sandbox) between choosing and killing: nothing is killed, and nothing is written.
+#[test]
+fn race_cgroup_replaced_between_choosing_and_killing() {
+    let (cg, proc) = pod();
+    let cgroups = CgroupFs::new(cg.path());
+    let dir = "kubepods/besteffort/pod1";
+    let ranked = cgroups.identity(dir).unwrap();
+    // Renamed away (so that its inode stays in use) and a new one made at its path.
+    fs::rename(cg.path().join(dir), cg.path().join("kubepods/old-pod1")).unwrap();
+    fs::create_dir_all(cg.path().join(dir).join("new-ctr")).unwrap();
+    fs::write(cg.path().join(dir).join("new-ctr/cgroup.procs"), "77\n").unwrap();
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    let report = kill_cgroup(
+        &mut fake,
+        &cgroups,
+        &ProcFs::new(proc.path()),
+        dir,
+        Some(ranked),
+        Duration::from_secs(1),
+    );
+    assert!(
+        matches!(report.result, KillResult::Gone(ref e) if e.contains("another cgroup has taken its path")),
+        "{:?}",
+        report.result
+    );
+    assert!(
+        report.pids.is_empty(),
+        "the newcomer's processes are not the victim's"
+    );
+    assert!(
+        fake.calls.is_empty(),
+        "nothing was opened or written: {:?}",
+        fake.calls
+    );
+    // The same cgroup, still there: killed.
+    let same = cgroups.identity(dir).unwrap();
+    let report = kill_cgroup(
+        &mut fake,
+        &cgroups,
+        &ProcFs::new(proc.path()),
+        dir,
+        Some(same),
+        Duration::from_secs(1),
+    );
+    assert_eq!(report.result, KillResult::Verified);
+    assert_eq!(report.pids, [77]);
 }
 
 #[test]
@@ -301,11 +354,15 @@ fn real_kill_of_real_processes_in_a_host_cgroup() {
     }
     let cgroups = CgroupFs::new(&mount);
     assert!(cgroups.is_populated(&name).unwrap());
+    // Its id as ranked, read from the real cgroup2 tree: the same cgroup, so it is killed.
+    let identity = cgroups.identity(&name).ok();
+    assert!(identity.is_some());
     let report = kill_cgroup(
         &mut LinuxActuator::new(),
         &cgroups,
         &ProcFs::new("/proc"),
         &name,
+        identity,
         Duration::from_secs(10),
     );
     let statuses: Vec<_> = children.iter_mut().map(|c| c.wait().unwrap()).collect();

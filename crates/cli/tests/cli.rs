@@ -829,28 +829,31 @@ fn unusable_recordings_are_refused_with_the_line() {
     assert_eq!(code, 2, "a recording or --builtin is required");
 }
 
+/// `oomwarden record` of three cycles of the VM fixture node to `out`: exit code and stderr.
+fn record_fixture(out: &std::path::Path, extra: &[&str]) -> (i32, String) {
+    let mut args = vec![
+        "record",
+        "--cgroup-root",
+        "testdata/top/vm-6.12/cgroup",
+        "--proc-root",
+        "testdata/top/vm-6.12/proc",
+        "--sample-interval",
+        "10ms",
+        "--cycles",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let (code, _, err) = run(&args, None);
+    (code, err)
+}
+
 #[test]
 fn record_then_replay_a_fixture_node() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fixture.rec.gz");
-    let (code, _, err) = run(
-        &[
-            "record",
-            "--cgroup-root",
-            "testdata/top/vm-6.12/cgroup",
-            "--proc-root",
-            "testdata/top/vm-6.12/proc",
-            "--sample-interval",
-            "10ms",
-            "--cycles",
-            "3",
-            "--describe",
-            "a snapshot",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        None,
-    );
+    let (code, err) = record_fixture(&out, &["--describe", "a snapshot"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("recorded 3 cycles"), "{err}");
     use std::os::unix::fs::PermissionsExt;
@@ -879,22 +882,7 @@ fn record_then_replay_a_fixture_node() {
 fn a_truncated_recording_is_reported_and_its_last_cycle_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.rec");
-    let (code, _, err) = run(
-        &[
-            "record",
-            "--cgroup-root",
-            "testdata/top/vm-6.12/cgroup",
-            "--proc-root",
-            "testdata/top/vm-6.12/proc",
-            "--sample-interval",
-            "10ms",
-            "--cycles",
-            "3",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        None,
-    );
+    let (code, err) = record_fixture(&out, &[]);
     assert_eq!(code, 0, "{err}");
     let whole = std::fs::read_to_string(&out).unwrap();
     assert!(whole.ends_with("\nend\n"), "{whole:.200}");
@@ -968,4 +956,33 @@ fn record_refuses_this_host_and_needs_a_daemon_for_its_window() {
     );
     assert_eq!(code, 1);
     assert!(err.contains("cannot reach the daemon"), "{err}");
+}
+
+/// Issue 15, item 7: `oomwarden top | head` said `Broken pipe (os error 32)` and exited 1.
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    for args in [
+        &["replay", "--builtin", "hog"][..],
+        &[
+            "top",
+            "--cgroup-root",
+            "testdata/top/vm-6.12/cgroup",
+            "--proc-root",
+            "testdata/top/vm-6.12/proc",
+        ][..],
+    ] {
+        // The reading end is closed before the command starts: its first write fails (EPIPE),
+        // as when `head` has exited.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+            .args(args)
+            .current_dir(root())
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
 }

@@ -185,6 +185,13 @@ impl Logs {
     }
 }
 
+/// Replaces a file whole: written beside it, then renamed over it.
+fn replace_file(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
 fn signal(child: &Child, sig: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, sig).unwrap();
@@ -213,11 +220,12 @@ fn sighup_rejects_a_broken_config_and_applies_a_valid_one_and_sigterm_exits() {
     let mut logs = Logs::follow(&mut child);
     logs.wait_for("oomwarden started");
 
-    std::fs::write(
+    // Replaced whole (written beside, then renamed), as an editor or a ConfigMap does: the
+    // daemon also watches the file, and a truncate-then-write could be seen empty.
+    replace_file(
         &config,
         "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12\n",
-    )
-    .unwrap();
+    );
     signal(&child, rustix::process::Signal::HUP);
     logs.wait_for("configuration reload rejected");
     assert!(
@@ -234,7 +242,10 @@ fn sighup_rejects_a_broken_config_and_applies_a_valid_one_and_sigterm_exits() {
         "the old config (trigger false) still runs"
     );
 
-    std::fs::write(&config, "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: time_since_trigger > duration(\"1h\")\nsampleInterval: 20ms\n").unwrap();
+    replace_file(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: time_since_trigger > duration(\"1h\")\nsampleInterval: 20ms\n",
+    );
     signal(&child, rustix::process::Signal::HUP);
     logs.wait_for("configuration reloaded");
     logs.wait_for("dry run: would send SIGKILL to cgroup");
@@ -339,6 +350,33 @@ fn run_on(
     c
 }
 
+/// The daemon on the fixture node, its stderr followed.
+fn spawn(
+    cg: &tempfile::TempDir,
+    proc: &tempfile::TempDir,
+    state: &std::path::Path,
+    config: &std::path::Path,
+    extra: &[&str],
+) -> (Child, Logs) {
+    let mut child = run_on(cg, proc, state, config, extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let logs = Logs::follow(&mut child);
+    (child, logs)
+}
+
+/// A field of `/proc/<pid>/status` in kB (`VmRSS`, `VmHWM`).
+fn status_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
 /// A restart inside the cooldown does not act again: the second daemon takes the time of the
 /// last trigger from the history and `time_since_trigger > 1h` stays false.
 #[test]
@@ -390,12 +428,7 @@ fn a_configuration_file_replaced_on_disk_is_reloaded_without_a_signal() {
     .unwrap();
     std::os::unix::fs::symlink("..v1", d.join("..data")).unwrap();
     std::os::unix::fs::symlink("..data/oom.yaml", d.join("oom.yaml")).unwrap();
-    let mut child = run_on(&cg, &proc, state.path(), &d.join("oom.yaml"), &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut logs = Logs::follow(&mut child);
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &d.join("oom.yaml"), &[]);
     logs.wait_for("oomwarden started");
     std::thread::sleep(Duration::from_millis(100));
     assert!(
@@ -493,16 +526,6 @@ fn a_post_kill_hook_is_logged_and_its_thread_ends() {
     assert_eq!(threads, 0, "a hook thread outlived its hook");
 }
 
-/// The daemon's peak resident memory (`VmHWM`, kB).
-fn peak_rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// Issue 14, item 1: the whole history was read into memory at start (100 MB at the
 /// documented 10,000-line bound, above the DaemonSet's limit). Now it is read as a stream:
 /// the peak memory with a 30 MB history is that with none.
@@ -533,15 +556,10 @@ fn start_up_memory_does_not_grow_with_the_history() {
             std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
                 .unwrap();
         }
-        let mut child = run_on(&cg, &proc, state.path(), &config, &[])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut logs = Logs::follow(&mut child);
+        let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
         logs.wait_for("oomwarden started");
         std::thread::sleep(Duration::from_millis(200));
-        peaks.push(peak_rss_kb(child.id()));
+        peaks.push(status_kb(child.id(), "VmHWM"));
         signal(&child, rustix::process::Signal::TERM);
         assert!(child.wait().unwrap().success());
         if records > 0 {
@@ -576,12 +594,7 @@ fn a_refused_second_daemon_leaves_the_first_ones_recording_untouched() {
     .unwrap();
     let rec = dir.path().join("first.rec");
     let rec_arg = rec.to_str().unwrap();
-    let mut first = run_on(&cg, &proc, state.path(), &config, &["--record", rec_arg])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut logs = Logs::follow(&mut first);
+    let (mut first, mut logs) = spawn(&cg, &proc, state.path(), &config, &["--record", rec_arg]);
     logs.wait_for("recording every cycle");
     std::thread::sleep(Duration::from_millis(300));
     for (state_dir, want) in [
@@ -661,12 +674,7 @@ fn sigterm_during_a_pre_kill_hook_stops_within_a_second() {
         ),
     )
     .unwrap();
-    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut logs = Logs::follow(&mut child);
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
     wait_until("the pre-kill hook", || process_with(&marker).is_some());
     let hook = process_with(&marker).unwrap();
     let signalled = Instant::now();
@@ -700,12 +708,7 @@ fn sigterm_during_a_blocked_read_stops_within_a_second() {
         "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
     )
     .unwrap();
-    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut logs = Logs::follow(&mut child);
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
     logs.wait_for("oomwarden started");
     let pressure = cg.path().join("memory.pressure");
     std::fs::remove_file(&pressure).unwrap();
@@ -743,19 +746,14 @@ fn hundreds_of_idle_clients_do_not_delay_a_decision() {
         "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 50ms\n",
     )
     .unwrap();
-    let mut child = run_on(
+    let (mut child, mut logs) = spawn(
         &cg,
         &proc,
         state.path(),
         &config,
         &["--metrics-listen", "127.0.0.1:0"],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    );
     let pid = child.id();
-    let mut logs = Logs::follow(&mut child);
     logs.wait_for("serving metrics at /metrics");
     let listen = logs
         .seen
@@ -833,16 +831,6 @@ fn hundreds_of_idle_clients_do_not_delay_a_decision() {
     drop((idle, silent));
 }
 
-/// The daemon's resident memory now (`VmRSS`, kB).
-fn rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// Issue 14, item 10: a reload storm (300 SIGHUPs, the file rewritten between them, broken
 /// half the time) neither stops the loop nor grows the daemon, and the last good
 /// configuration is the one in force.
@@ -858,16 +846,11 @@ fn a_reload_storm_keeps_the_loop_and_the_last_good_configuration() {
         )
     };
     std::fs::write(&config, good(0)).unwrap();
-    let mut child = run_on(&cg, &proc, state.path(), &config, &[])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
     let pid = child.id();
-    let mut logs = Logs::follow(&mut child);
     logs.wait_for("oomwarden started");
     std::thread::sleep(Duration::from_millis(300));
-    let before = rss_kb(pid);
+    let before = status_kb(pid, "VmRSS");
     for n in 0..300 {
         let text = if n % 2 == 0 {
             "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"memory_full_avg10 >\"\n"
@@ -887,7 +870,7 @@ fn a_reload_storm_keeps_the_loop_and_the_last_good_configuration() {
     .unwrap();
     signal(&child, rustix::process::Signal::HUP);
     logs.wait_for("dry run: would send SIGKILL to cgroup");
-    let after = rss_kb(pid);
+    let after = status_kb(pid, "VmRSS");
     signal(&child, rustix::process::Signal::TERM);
     assert!(child.wait().unwrap().success());
     assert!(

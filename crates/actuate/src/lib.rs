@@ -102,6 +102,9 @@ pub enum KillResult {
     NotVerified,
     /// Writing `cgroup.kill` failed.
     Failed(String),
+    /// Nothing was killed: the cgroup ranked was gone, or another had taken its path (its id
+    /// differs), when the kill was due. Says which.
+    Gone(String),
 }
 
 /// What a kill did.
@@ -167,17 +170,51 @@ pub fn command_lines(proc: &ProcFs, pids: &[u32]) -> (Vec<String>, u64) {
     (processes, omitted)
 }
 
+/// Whether `dir` is still the cgroup ranked: present, and with the id it had then (when that
+/// was read). `Err` says what happened to it.
+fn same_cgroup(cgroups: &CgroupFs, dir: &str, identity: Option<u64>) -> Result<(), String> {
+    match (cgroups.identity(dir), identity) {
+        (Ok(now), Some(then)) if now != then => Err(format!(
+            "another cgroup has taken its path since it was ranked (cgroup id {now}, ranked {then})"
+        )),
+        (Ok(_), _) => Ok(()),
+        (Err(e), _) if e.is_not_found() => Err("the cgroup is gone since it was ranked".to_owned()),
+        // Unknown: the write below will tell.
+        (Err(_), _) => Ok(()),
+    }
+}
+
+/// A kill that did nothing because the cgroup is not the one ranked.
+fn gone(reason: String) -> KillReport {
+    KillReport {
+        pids: Vec::new(),
+        processes: Vec::new(),
+        processes_omitted: 0,
+        result: KillResult::Gone(reason),
+        duration: Duration::ZERO,
+    }
+}
+
 /// Kills the whole cgroup `dir` (relative to `cgroups`) and verifies it, waiting at most
 /// `timeout`. Logs with Talos's messages.
+///
+/// `identity` is the cgroup's id when it was ranked: the kill is refused (`KillResult::Gone`)
+/// when the cgroup at `dir` has another, or none, before its processes are listed and again
+/// just before `cgroup.kill` is written (a pre-kill hook may run for a minute in between,
+/// and a restarted unit or a new pod sandbox takes the same path).
 pub fn kill_cgroup(
     actuator: &mut dyn Actuator,
     cgroups: &CgroupFs,
     proc: &ProcFs,
     dir: &str,
+    identity: Option<u64>,
     timeout: Duration,
 ) -> KillReport {
     let path = cgroups.dir(dir);
     let node_path = oomwarden_cgroupfs::node_path(dir);
+    if let Err(reason) = same_cgroup(cgroups, dir, identity) {
+        return gone(reason);
+    }
     tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
     let pids = subtree_pids(cgroups, dir);
     // The log line lists what the record lists (a cgroup may hold millions of PIDs).
@@ -206,8 +243,18 @@ pub fn kill_cgroup(
             tracing::error!(pid, error = %e, "failed to open pidfd");
         }
     }
+    if let Err(reason) = same_cgroup(cgroups, dir, identity) {
+        actuator.close_all();
+        return gone(reason);
+    }
     let started = Instant::now();
     if let Err(e) = actuator.write_cgroup_kill(&path) {
+        if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) {
+            actuator.close_all();
+            return gone(format!(
+                "the cgroup vanished as cgroup.kill was written: {e}"
+            ));
+        }
         tracing::error!(cgroup = %node_path, error = %e, "failed to send SIGKILL");
         actuator.close_all();
         return KillReport {

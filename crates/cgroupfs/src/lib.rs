@@ -135,6 +135,12 @@ impl CgroupFs {
         self.files.is_dir(&self.dir(cgroup))
     }
 
+    /// The cgroup's id now (its directory's inode number; see [`Files::identity`]).
+    pub fn identity(&self, cgroup: &str) -> Result<u64, ReadError> {
+        let dir = self.dir(cgroup);
+        self.files.identity(&dir).map_err(|e| classify(dir, e))
+    }
+
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root

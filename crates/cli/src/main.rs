@@ -88,6 +88,16 @@ fn main() -> ExitCode {
     };
     let code = match exit {
         Ok(code) => code,
+        // The reader went away (`oomwarden top | head`): nothing is wrong, nothing to say.
+        Err(e)
+            if e.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            Exit::Ok
+        }
         Err(e) => {
             let _ = writeln!(err, "oomwarden: {e:#}");
             Exit::Failure

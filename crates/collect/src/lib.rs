@@ -416,6 +416,7 @@ impl Collector {
                         .strip_prefix(dir.as_str())
                         .is_some_and(|rest| rest.starts_with('/'))
             });
+            let identity = self.cgroups.identity(&dir).ok();
             out.push(CandidateSample {
                 path: oomwarden_cgroupfs::node_path(&dir),
                 dir,
@@ -424,6 +425,7 @@ impl Collector {
                 populated,
                 contains_self,
                 read_errors,
+                identity,
             });
         }
     }

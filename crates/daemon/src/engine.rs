@@ -574,6 +574,7 @@ impl Engine {
             self.collector.cgroups(),
             &self.proc,
             &c.dir,
+            c.identity,
             timeout,
         );
         record.set_pids(report.pids);
@@ -602,6 +603,12 @@ impl Engine {
                 record.outcome = Outcome::KillFailed;
                 tracing::error!(cgroup = %c.path, %error, "cannot reap cgroup");
                 record.error = Some(error);
+            }
+            KillResult::Gone(reason) => {
+                record.outcome = Outcome::Gone;
+                record.kill_duration_ms = None;
+                tracing::warn!(cgroup = %c.path, %reason, "the cgroup ranked is gone; nothing was killed");
+                record.error = Some(reason);
             }
         }
     }

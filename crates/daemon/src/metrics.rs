@@ -167,7 +167,7 @@ impl Metrics {
         let kills = Family::<KillLabels, Counter>::default();
         registry.register(
             "kills",
-            "Victims chosen, by class and outcome (killed, kill-failed, not-verified, dry-run)",
+            "Victims chosen, by class and outcome (killed, kill-failed, not-verified, dry-run, gone)",
             kills.clone(),
         );
         let no_victim = Counter::default();
@@ -248,7 +248,7 @@ impl Metrics {
             }));
         }
         for class in QosClass::ALL {
-            for outcome in ["killed", "kill-failed", "not-verified", "dry-run"] {
+            for outcome in ["killed", "kill-failed", "not-verified", "dry-run", "gone"] {
                 drop(kills.get_or_create(&KillLabels {
                     class: class.name().to_owned(),
                     outcome: outcome.to_owned(),

@@ -811,6 +811,9 @@ impl oomwarden_cgroupfs::Files for Starved {
     fn is_dir(&self, path: &Path) -> bool {
         oomwarden_cgroupfs::Disk.is_dir(path)
     }
+    fn identity(&self, path: &Path) -> std::io::Result<u64> {
+        oomwarden_cgroupfs::Disk.identity(path)
+    }
 }
 
 /// Issue 14: with every descriptor taken, each cgroup read failed, was "counted as missing",
@@ -976,4 +979,83 @@ fn the_history_bound_is_counted() {
     }
     assert_eq!(e.metrics().bound_hits("history"), 1);
     assert_eq!(persisted(state.path()).len(), 2);
+}
+
+/// Issue 15: the pre-kill hook may run for a minute between the choice and the kill, and a
+/// restarted unit or a new pod sandbox takes the same path. A cgroup replaced meanwhile is
+/// not killed: the record says `gone`, and nothing is written to `cgroup.kill`.
+#[test]
+fn a_cgroup_replaced_during_the_pre_kill_hook_is_gone() {
+    /// A fake whose pre-kill hook replaces the victim's cgroup by another at the same path.
+    #[derive(Debug)]
+    struct Replacing {
+        inner: RecordingActuator,
+        victim: std::path::PathBuf,
+    }
+    impl oomwarden_actuate::Actuator for Replacing {
+        fn open_pidfd(&mut self, pid: u32) -> std::io::Result<()> {
+            self.inner.open_pidfd(pid)
+        }
+        fn write_cgroup_kill(&mut self, dir: &Path) -> std::io::Result<()> {
+            self.inner.write_cgroup_kill(dir)
+        }
+        fn release_memory(&mut self, pid: u32) -> std::io::Result<()> {
+            self.inner.release_memory(pid)
+        }
+        fn close_all(&mut self) {
+            self.inner.close_all();
+        }
+        fn run_hook(
+            &mut self,
+            hook: &oomwarden_actuate::HookCall,
+        ) -> oomwarden_actuate::HookResult {
+            // Renamed away (its inode stays in use) and a new cgroup made at its path.
+            let away = self.victim.with_file_name("replaced-away");
+            fs::rename(&self.victim, away).unwrap();
+            write(&self.victim, "cgroup.events", "populated 1\nfrozen 0\n");
+            write(&self.victim, "new/cgroup.procs", "101\n");
+            self.inner.run_hook(hook)
+        }
+        fn spawn_hook(&mut self, hook: oomwarden_actuate::HookCall) {
+            self.inner.spawn_hook(hook);
+        }
+    }
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let warden = "hooks:\n  preKill:\n    command: [/usr/local/bin/pre]\n";
+    let s = settings("triggerExpression: \"true\"\n", warden, state.path());
+    let victim = cg.path().join("kubepods/besteffort/pod-live");
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        s,
+        Replacing {
+            inner: RecordingActuator::new(KillEffect::Empty),
+            victim: victim.clone(),
+        },
+    );
+    let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(r.outcome, Outcome::Gone, "{r:?}");
+    assert_eq!(
+        r.victim.as_deref(),
+        Some("/sys/fs/cgroup/kubepods/besteffort/pod-live")
+    );
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.contains("another cgroup has taken its path")),
+        "{r:?}"
+    );
+    assert!(r.pids.is_empty() && r.kill_duration_ms.is_none(), "{r:?}");
+    // The fake's `cgroup.kill` would have emptied every `cgroup.procs` below it.
+    assert_eq!(
+        fs::read_to_string(victim.join("new/cgroup.procs")).unwrap(),
+        "101\n",
+        "the newcomer is untouched"
+    );
+    assert_eq!(persisted(state.path())[0].outcome, Outcome::Gone);
+    assert_eq!(
+        serde_json::to_value(&r).unwrap()["outcome"],
+        serde_json::json!("gone")
+    );
 }

@@ -16,6 +16,9 @@ pub enum Outcome {
     NoEligibleCgroup,
     /// Dry run: the victim that would have been killed.
     DryRun,
+    /// The ranked cgroup was gone, or replaced by another under the same path (a restarted
+    /// unit, a new pod sandbox), when the kill was due: nothing was killed.
+    Gone,
 }
 
 impl Outcome {
@@ -27,6 +30,7 @@ impl Outcome {
             Outcome::NotVerified => "not-verified",
             Outcome::NoEligibleCgroup => "no-eligible-cgroup",
             Outcome::DryRun => "dry-run",
+            Outcome::Gone => "gone",
         }
     }
 }
@@ -236,6 +240,7 @@ mod outcome_names {
             Outcome::NotVerified,
             Outcome::NoEligibleCgroup,
             Outcome::DryRun,
+            Outcome::Gone,
         ] {
             assert_eq!(
                 serde_json::to_string(&o).ok(),

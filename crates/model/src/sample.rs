@@ -91,4 +91,7 @@ pub struct CandidateSample {
     pub contains_self: bool,
     /// Files that could not be read: (file, error), logged as `cannot read property for cgroup`.
     pub read_errors: Vec<(String, String)>,
+    /// The cgroup's id when it was read (its directory's inode): the kill checks it is still
+    /// the same cgroup. `None` when it could not be read.
+    pub identity: Option<u64>,
 }

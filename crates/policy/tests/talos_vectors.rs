@@ -258,6 +258,7 @@ fn candidate(
         populated: true,
         contains_self: false,
         read_errors: Vec::new(),
+        identity: None,
     }
 }
 

@@ -142,6 +142,18 @@ impl Files for Playback {
             _ => matches!(self.answer(Kind::Dirs, path), Some(Observation::Dirs(_))),
         }
     }
+
+    /// Identities are not recorded: a path that is a directory keeps one identity for the
+    /// whole replay (a hash of the path), so a replay never sees a cgroup replaced.
+    fn identity(&self, path: &Path) -> io::Result<u64> {
+        use std::hash::{Hash, Hasher};
+        if !self.is_dir(path) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        path.hash(&mut h);
+        Ok(h.finish())
+    }
 }
 
 #[cfg(test)]

@@ -80,6 +80,12 @@ impl Files for Tap {
         result
     }
 
+    /// Not recorded: a replay cannot tell a cgroup replaced under the same path (see
+    /// [`Playback`](crate::Playback)).
+    fn identity(&self, path: &Path) -> io::Result<u64> {
+        self.inner.identity(path)
+    }
+
     fn is_dir(&self, path: &Path) -> bool {
         let yes = self.inner.is_dir(path);
         self.keep(path, Observation::IsDir(yes));

@@ -583,7 +583,9 @@ fn timeline(
                     kind: match d.record.outcome {
                         Outcome::Killed => oomwarden_plot::EventKind::Kill,
                         Outcome::DryRun => oomwarden_plot::EventKind::DryRun,
-                        Outcome::NoEligibleCgroup => oomwarden_plot::EventKind::NoVictim,
+                        Outcome::NoEligibleCgroup | Outcome::Gone => {
+                            oomwarden_plot::EventKind::NoVictim
+                        }
                         Outcome::KillFailed | Outcome::NotVerified => {
                             oomwarden_plot::EventKind::Failed
                         }

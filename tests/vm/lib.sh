@@ -79,7 +79,14 @@ start_oomwarden() {
     sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
         > /dev/null 2>> "$OUT/oomwarden.log" &
     OOMWARDEN=$!
-    wait_for 30 grep -q '"oomwarden started"' "$OUT/oomwarden.log" || { log "oomwarden did not start"; cat "$OUT/oomwarden.log"; }
+    # A daemon that does not start fails the scenario at once: nothing after it could pass
+    # for the right reason.
+    if ! wait_for 30 grep -q '"oomwarden started"' "$OUT/oomwarden.log"; then
+        log "oomwarden did not start"; cat "$OUT/oomwarden.log"
+        check "oomwarden started" "see oomwarden.log" false
+        finish
+        exit 1
+    fi
 }
 
 # wait_for SECONDS CMD... -> polls CMD every 0.2 s; status 0 when it succeeds in time.

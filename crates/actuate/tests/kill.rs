@@ -310,30 +310,23 @@ fn cgroup2_mount() -> Option<PathBuf> {
         })
 }
 
+/// Needs what a host may lack, so it is ignored by default and never passes by doing nothing:
+/// `scripts/test` runs it (`--ignored`) where the host has what it needs, and says so.
 #[test]
+#[ignore = "needs root and a writable cgroup2 with cgroup.kill (kernel 5.14+); scripts/test runs it where the host has them"]
 fn real_kill_of_real_processes_in_a_host_cgroup() {
-    let Some(mount) = cgroup2_mount() else {
-        eprintln!(
-            "SKIPPED real_kill_of_real_processes_in_a_host_cgroup: no cgroup2 mount on this host"
-        );
-        return;
-    };
+    let mount = cgroup2_mount().expect("no cgroup2 mount on this host");
     let name = format!("oomwarden-test-{}", std::process::id());
     let dir = mount.join(&name);
-    if let Err(e) = fs::create_dir(&dir) {
-        eprintln!(
-            "SKIPPED real_kill_of_real_processes_in_a_host_cgroup: cannot create {}: {e} (needs root and a writable cgroup2)",
+    fs::create_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "cannot create {}: {e} (needs root and a writable cgroup2)",
             dir.display()
-        );
-        return;
-    }
+        )
+    });
     if !dir.join("cgroup.kill").exists() {
         let _ = fs::remove_dir(&dir);
-        eprintln!(
-            "SKIPPED real_kill_of_real_processes_in_a_host_cgroup: {} has no cgroup.kill (kernel < 5.14)",
-            dir.display()
-        );
-        return;
+        panic!("{} has no cgroup.kill (kernel < 5.14)", dir.display());
     }
     fs::create_dir(dir.join("inner")).unwrap();
     let mut children: Vec<std::process::Child> = (0..3)

@@ -293,6 +293,7 @@ impl Collector {
             class,
             psi,
             memory: self.memory(dir, problems, &mut Vec::new()),
+            identity: self.cgroups.identity(dir).ok(),
         }
     }
 

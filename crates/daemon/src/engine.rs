@@ -13,7 +13,7 @@
 //!                              record (memory + actions.jsonl)
 //! ```
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use oomwarden_procfs::ProcFs;
 
 use crate::history::History;
 use crate::metrics::Metrics;
+use crate::ratelimit::LogLimiter;
 use crate::recorder::CycleRecorder;
 
 /// How often the same read problem may be logged.
@@ -69,7 +70,10 @@ pub struct Engine {
     state: State,
     history: History,
     actuator: Box<dyn Actuator + Send>,
-    problem_logged_at: HashMap<String, u64>,
+    /// Lines that could repeat every cycle: once a minute per key (see `ratelimit`).
+    limiter: LogLimiter,
+    /// Bounds already said in the log (each is said once).
+    bounds_logged: HashSet<&'static str>,
     metrics: Arc<Metrics>,
     /// What woke the current cycle (`tick` or `pressure`), for its record.
     wakeup: &'static str,
@@ -106,7 +110,8 @@ impl Engine {
             state: State::new(),
             history,
             actuator,
-            problem_logged_at: HashMap::new(),
+            limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
+            bounds_logged: HashSet::new(),
             metrics: Arc::new(Metrics::new()),
             wakeup: "tick",
             recorder: None,
@@ -302,9 +307,15 @@ impl Engine {
         tracing::info!("OOM controller triggered");
         let (candidates, problems) = self.collector.candidates();
         self.log_problems(problems, now_ns);
+        // Talos's lines, once a minute per cgroup and kind (they repeat every triggered cycle).
         for c in &candidates {
             for (property, error) in &c.read_errors {
-                tracing::error!(dir = %c.path, %property, %error, "cannot read property for cgroup");
+                if let Some(left_out) = self
+                    .limiter
+                    .admit(&format!("property:{}:{property}", c.dir), now_ns)
+                {
+                    tracing::error!(dir = %c.path, %property, %error, left_out, "cannot read property for cgroup");
+                }
             }
         }
         let ranking = rank(&self.settings.oom.ranking, &candidates);
@@ -321,10 +332,16 @@ impl Engine {
             };
             match why {
                 Exclusion::EvalError(error) => {
-                    tracing::error!(dir = %c.path, %error, "cannot calculate score for cgroup")
+                    if let Some(left_out) = self.limiter.admit(&format!("score:{}", c.dir), now_ns)
+                    {
+                        tracing::error!(dir = %c.path, %error, left_out, "cannot calculate score for cgroup");
+                    }
                 }
                 Exclusion::Empty => {
-                    tracing::info!(cgroup = %c.path, "skipping cgroup with no live process")
+                    if let Some(left_out) = self.limiter.admit(&format!("empty:{}", c.dir), now_ns)
+                    {
+                        tracing::info!(cgroup = %c.path, left_out, "skipping cgroup with no live process");
+                    }
                 }
                 Exclusion::OwnCgroup => {
                     tracing::debug!(cgroup = %c.path, "skipping oomwarden's own cgroup")
@@ -531,10 +548,7 @@ impl Engine {
         for _ in 0..times {
             self.metrics.bound_hit(name);
         }
-        if let std::collections::hash_map::Entry::Vacant(e) =
-            self.problem_logged_at.entry(format!("bound:{name}"))
-        {
-            e.insert(0);
+        if self.bounds_logged.insert(name) {
             tracing::warn!(bound = name, "{message}");
         }
     }
@@ -617,26 +631,26 @@ impl Engine {
     fn log_problems(&mut self, problems: Vec<Problem>, now_ns: u64) {
         self.metrics
             .collection_errors(u64::try_from(problems.len()).unwrap_or(u64::MAX));
+        self.limiter.prune(now_ns);
         for p in problems {
-            let (key, message, proc) = match &p {
-                Problem::Read(e) => (e.path().display().to_string(), p.to_string(), false),
+            let key = match &p {
+                Problem::Read(e) => e.path().display().to_string(),
                 // One file (meminfo); its message names it.
-                Problem::Proc(_) => ("procfs".to_owned(), p.to_string(), true),
-                Problem::List { dir, error } => {
-                    tracing::error!(%dir, %error, "cannot list cgroup members");
-                    continue;
-                }
+                Problem::Proc(_) => "procfs".to_owned(),
+                Problem::List { dir, .. } => format!("list:{dir}"),
             };
-            let due = self
-                .problem_logged_at
-                .get(&key)
-                .is_none_or(|t| now_ns.saturating_sub(*t) >= PROBLEM_LOG_EVERY_NS);
-            if due {
-                self.problem_logged_at.insert(key, now_ns);
-                if proc {
-                    tracing::warn!(error = %message, "cannot read node memory; node_memory_* count as 0");
-                } else {
-                    tracing::warn!(error = %message, "cannot read cgroup file; counting it as missing");
+            let Some(left_out) = self.limiter.admit(&key, now_ns) else {
+                continue;
+            };
+            match &p {
+                Problem::Proc(_) => {
+                    tracing::warn!(error = %p, left_out, "cannot read node memory; node_memory_* count as 0");
+                }
+                Problem::Read(_) => {
+                    tracing::warn!(error = %p, left_out, "cannot read cgroup file; counting it as missing");
+                }
+                Problem::List { dir, error } => {
+                    tracing::error!(%dir, %error, left_out, "cannot list cgroup members");
                 }
             }
         }

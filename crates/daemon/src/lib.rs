@@ -6,6 +6,7 @@ pub mod api;
 mod engine;
 pub mod history;
 pub mod metrics;
+mod ratelimit;
 pub mod recorder;
 pub mod replay;
 mod run;

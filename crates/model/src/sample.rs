@@ -51,6 +51,9 @@ pub struct SubtreeSample {
     pub psi: PsiReading,
     /// Its memory.
     pub memory: MemoryReading,
+    /// Its cgroup id (the directory's inode, never given twice): a new id at the same path is
+    /// another cgroup (a restarted unit), whose counters start again. `None` when unreadable.
+    pub identity: Option<u64>,
 }
 
 /// The node's memory from `/proc/meminfo`, bytes.

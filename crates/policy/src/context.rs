@@ -12,6 +12,8 @@ struct Previous {
     values: [Option<(f64, u64)>; 11],
     /// The sample that last saw this subtree (entries not seen are dropped).
     seen_at: u64,
+    /// The cgroup id the values belong to.
+    identity: Option<u64>,
 }
 
 /// What the policy remembers between cycles.
@@ -55,7 +57,10 @@ impl State {
 /// - a derivative divides by the measured time since that key's previous sample, not by the
 ///   configured interval (identical on schedule; right after a slow or off-schedule cycle);
 /// - `d_qos_memory_current/peak/max` are real derivatives (Talos always reports 0);
-/// - keys of cgroups that disappeared are forgotten (Talos keeps them forever).
+/// - keys of cgroups that disappeared are forgotten (Talos keeps them forever);
+/// - a counter that goes backwards (a PSI `total`), or a subtree whose cgroup id changed (a
+///   unit restarted: the same path, a new cgroup), starts again: its derivatives are 0 for
+///   that cycle, where Talos reads a huge negative rate that cancels real stall.
 ///
 /// A subtree whose pressure file lacks a line or field fails the whole cycle with Talos's
 /// message, and then the state is left untouched.
@@ -86,14 +91,24 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
                 .or_insert(Previous {
                     values: [None; 11],
                     seen_at: now,
+                    identity: subtree.identity,
                 }),
         };
         entry.seen_at = now;
-        let mut derivative = |slot: usize, value: f64| -> f64 {
+        if let (Some(then), Some(id)) = (entry.identity, subtree.identity)
+            && then != id
+        {
+            // Another cgroup at the same path: nothing to take a difference from.
+            entry.values = [None; 11];
+        }
+        entry.identity = subtree.identity.or(entry.identity);
+        let mut derivative = |slot: usize, value: f64, counter: bool| -> f64 {
             let Some(cell) = entry.values.get_mut(slot) else {
                 return 0.0;
             };
             let d = match *cell {
+                // A counter only grows: less is a reset, not a negative rate.
+                Some((prev, _)) if counter && value < prev => 0.0,
                 Some((prev, at)) if now > at => {
                     #[allow(clippy::cast_precision_loss)] // nanosecond spans far below 2^53
                     let seconds = (now - at) as f64 / 1e9;
@@ -107,7 +122,11 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
         for kind in PsiKind::ALL {
             for span in PsiSpan::ALL {
                 let value = subtree.psi.get(kind, span);
-                let d = derivative(kind as usize * 4 + span as usize, value);
+                let d = derivative(
+                    kind as usize * 4 + span as usize,
+                    value,
+                    span == PsiSpan::Total,
+                );
                 match subtree.class {
                     None => {
                         ctx.set_root_psi(false, kind, span, value);
@@ -137,7 +156,7 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
                     Some(Limit::Max) | None => 0.0,
                 },
             };
-            let d = derivative(8 + i, value);
+            let d = derivative(8 + i, value, false);
             ctx.add_class_usage(false, usage, class, value);
             ctx.add_class_usage(true, usage, class, d);
         }

@@ -700,3 +700,49 @@ fn d25_swapped_multiply_arguments_give_the_same_value() {
     let eq = TriggerExpr::compile(&format!("{normal} == {swapped} && {normal} > 0.0")).unwrap();
     assert!(eq.eval(&ctx).unwrap());
 }
+
+/// Issue 15, item 3: a PSI `total` that goes backwards is a counter reset (a restarted unit
+/// gets a new cgroup at the same path), not a huge negative rate cancelling real stall in the
+/// default trigger's sum; a cgroup replaced at its path starts its derivatives again.
+#[test]
+fn difference_counter_resets_and_replaced_cgroups_start_again() {
+    let dir = copy("trigger-false");
+    let mut state = State::new();
+    let file = dir.path().join("system/memory.pressure");
+    let write = |path: &Path, avg10: f64, total: u64| {
+        std::fs::write(
+            path,
+            format!(
+                "some avg10=0 avg60=0 avg300=0 total=0\nfull avg10={avg10:.2} avg60=0 avg300=0 total={total}\n"
+            ),
+        )
+        .unwrap()
+    };
+    let d = |ctx: &TriggerContext, span| {
+        ctx.class_psi(true, PsiKind::Full, span)
+            .get(QosClass::System)
+    };
+    write(&file, 40.0, 9_000_000);
+    build_context(&sample(dir.path(), 0), &mut state).unwrap();
+    // The counter went backwards: a reset, so 0; the average may fall (a real change).
+    write(&file, 30.0, 1_000);
+    let ctx = build_context(&sample(dir.path(), 1000 * MS), &mut state).unwrap();
+    assert_eq!(d(&ctx, PsiSpan::Total), 0.0);
+    assert_eq!(d(&ctx, PsiSpan::Avg10), -10.0);
+    // Growing again from there: a rate again.
+    write(&file, 30.0, 501_000);
+    let ctx = build_context(&sample(dir.path(), 2000 * MS), &mut state).unwrap();
+    assert_eq!(d(&ctx, PsiSpan::Total), 500_000.0);
+    // Another cgroup at the same path (the old one moved away so that its id stays taken):
+    // every derivative starts again, the falling average too.
+    std::fs::rename(dir.path().join("system"), dir.path().join("system-old")).unwrap();
+    std::fs::create_dir(dir.path().join("system")).unwrap();
+    write(&file, 0.0, 600_000);
+    let ctx = build_context(&sample(dir.path(), 3000 * MS), &mut state).unwrap();
+    assert_eq!(d(&ctx, PsiSpan::Avg10), 0.0);
+    assert_eq!(d(&ctx, PsiSpan::Total), 0.0);
+    write(&file, 5.0, 700_000);
+    let ctx = build_context(&sample(dir.path(), 4000 * MS), &mut state).unwrap();
+    assert_eq!(d(&ctx, PsiSpan::Avg10), 5.0);
+    assert_eq!(d(&ctx, PsiSpan::Total), 100_000.0);
+}

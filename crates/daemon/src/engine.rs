@@ -20,8 +20,10 @@ use std::time::Duration;
 use oomwarden_actuate::{Actuator, HookCall, KillResult, kill_cgroup, subtree_pids};
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
-use oomwarden_model::{ActionRecord, CandidateSample, Outcome, QosClass, TriggerContext};
-use oomwarden_policy::{Exclusion, State, build_context, rank, select};
+use oomwarden_model::{
+    ActionRecord, CandidateSample, MetricsSample, Outcome, QosClass, TriggerContext,
+};
+use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
 
 use crate::history::History;
@@ -262,10 +264,47 @@ impl Engine {
         }
     }
 
+    /// One cycle: read, plan (pure, in `policy`), act, report.
     fn decide(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
+        let sample = match self.read_sample(now_ns) {
+            Ok(sample) => sample,
+            Err(error) => return CycleOutcome::Skipped(error),
+        };
+        let plan = self.plan(&sample, now_ns);
+        match &plan.decision {
+            Decision::Quiet => {
+                if self.recorder.is_some() {
+                    // For the recording only: a replay under another trigger needs them.
+                    let _ = self.collector.candidates();
+                }
+                return CycleOutcome::Quiet;
+            }
+            Decision::Skipped(skip) => {
+                match skip {
+                    Skip::Context(error) => {
+                        tracing::error!(%error, "cannot populate PSI context");
+                    }
+                    Skip::Trigger(error) => {
+                        tracing::error!(%error, "cannot evaluate OOM trigger expression");
+                    }
+                }
+                return CycleOutcome::Skipped(skip.to_string());
+            }
+            Decision::NoVictim | Decision::Victim { .. } => {}
+        }
+        self.log_ranking(&plan, now_ns);
+        if let Some(r) = &self.recorder {
+            r.triggered(now_ns);
+        }
+        let record = self.act(&plan, now_ns, wall);
+        self.report(record, plan, now_ns)
+    }
+
+    /// The cycle's sample; an error when the daemon is out of descriptors or memory (the files
+    /// are there and the numbers unknown: reading them as zeros would blind the trigger while
+    /// it should fire).
+    fn read_sample(&mut self, now_ns: u64) -> Result<MetricsSample, String> {
         let (sample, problems) = self.collector.metrics(now_ns);
-        // Out of descriptors (a flood of connections) or memory: the files are there and the
-        // numbers unknown. Reading them as zeros would blind the trigger while it should fire.
         let exhausted = problems
             .iter()
             .find(|p| p.is_resource_exhaustion())
@@ -276,39 +315,42 @@ impl Engine {
                 "cannot read the cgroup tree ({problem}); the cycle is skipped, not taken as zeros"
             );
             tracing::error!(%error, "cannot populate PSI context");
-            return CycleOutcome::Skipped(error);
+            return Err(error);
         }
-        let ctx = match build_context(&sample, &mut self.state) {
-            Ok(ctx) => ctx,
-            Err(error) => {
-                tracing::error!(%error, "cannot populate PSI context");
-                return CycleOutcome::Skipped(error);
-            }
+        Ok(sample)
+    }
+
+    /// The pure plan, with the candidates read (and Talos's "triggered" line written) only
+    /// when the trigger fires; the context goes to the metrics.
+    fn plan(&mut self, sample: &MetricsSample, now_ns: u64) -> Plan {
+        let rules = Rules {
+            trigger: &self.settings.oom.trigger,
+            ranking: &self.settings.oom.ranking,
+            strict_class_ordering: self.settings.oom.strict_class_ordering,
         };
-        self.metrics.observe_context(&ctx);
-        let fired = self.settings.oom.trigger.eval(&ctx);
-        self.last_context = Some(ctx.clone());
-        self.metrics.evaluated(fired.as_ref().ok().copied());
-        match fired {
-            Ok(false) => {
-                if self.recorder.is_some() {
-                    // For the recording only: a replay under another trigger needs them.
-                    let _ = self.collector.candidates();
-                }
-                return CycleOutcome::Quiet;
-            }
-            Ok(true) => {}
-            Err(e) => {
-                let error = format!("cannot evaluate expression: {e}");
-                tracing::error!(%error, "cannot evaluate OOM trigger expression");
-                return CycleOutcome::Skipped(error);
-            }
-        }
-        tracing::info!("OOM controller triggered");
-        let (candidates, problems) = self.collector.candidates();
+        let collector = &self.collector;
+        let mut problems = Vec::new();
+        let plan = oomwarden_policy::plan(rules, sample, &mut self.state, || {
+            tracing::info!("OOM controller triggered");
+            let (candidates, read) = collector.candidates();
+            problems = read;
+            candidates
+        });
         self.log_problems(problems, now_ns);
-        // Talos's lines, once a minute per cgroup and kind (they repeat every triggered cycle).
-        for c in &candidates {
+        if let Some(ctx) = &plan.context {
+            self.metrics.observe_context(ctx);
+            self.last_context = Some(ctx.clone());
+        }
+        if !matches!(plan.decision, Decision::Skipped(Skip::Context(_))) {
+            self.metrics.evaluated(plan.fired());
+        }
+        plan
+    }
+
+    /// Talos's lines about the candidates of a fired trigger, once a minute per cgroup and
+    /// kind (they repeat every triggered cycle), and the ranking's error count.
+    fn log_ranking(&mut self, plan: &Plan, now_ns: u64) {
+        for c in &plan.candidates {
             for (property, error) in &c.read_errors {
                 if let Some(left_out) = self
                     .limiter
@@ -318,7 +360,9 @@ impl Engine {
                 }
             }
         }
-        let ranking = rank(&self.settings.oom.ranking, &candidates);
+        let Some(ranking) = &plan.ranking else {
+            return;
+        };
         let failed = ranking
             .excluded
             .iter()
@@ -327,7 +371,7 @@ impl Engine {
         self.metrics
             .ranking_errors(u64::try_from(failed).unwrap_or(u64::MAX));
         for (index, why) in &ranking.excluded {
-            let Some(c) = candidates.get(*index) else {
+            let Some(c) = plan.candidates.get(*index) else {
                 continue;
             };
             match why {
@@ -349,15 +393,18 @@ impl Engine {
                 Exclusion::NotPositive(_) => {}
             }
         }
-        let victim = select(
-            &ranking,
-            &candidates,
-            self.settings.oom.strict_class_ordering,
-        );
-        self.state.triggered(now_ns);
-        if let Some(r) = &self.recorder {
-            r.triggered(now_ns);
+        if plan.victim().is_none() {
+            tracing::warn!(
+                ranked = ranking.eligible.len(),
+                excluded = ranking.excluded.len(),
+                "no eligible cgroup to kill"
+            );
         }
+    }
+
+    /// Acts on a fired plan: the record of what was done (the pre-kill hook, then the kill or
+    /// the dry run).
+    fn act(&mut self, plan: &Plan, now_ns: u64, wall: &str) -> ActionRecord {
         let mut record = ActionRecord {
             id: self.history.next_id(),
             time: wall.to_owned(),
@@ -373,43 +420,47 @@ impl Engine {
             memory_current_bytes: None,
             kill_duration_ms: None,
             error: None,
-            trigger_context: ctx.to_json(),
+            trigger_context: plan
+                .context
+                .as_ref()
+                .map(TriggerContext::to_json)
+                .unwrap_or_default(),
             wakeup: Some(self.wakeup.to_owned()),
             recording: None,
             processes_omitted: 0,
             pids_omitted: 0,
         };
-        match victim.and_then(|v| candidates.get(v.index).map(|c| (v.score, c))) {
-            None => tracing::warn!(
-                ranked = ranking.eligible.len(),
-                excluded = ranking.excluded.len(),
-                "no eligible cgroup to kill"
-            ),
-            Some((score, c)) => {
-                record.victim = Some(c.path.clone());
-                record.class = Some(c.class.name().to_owned());
-                record.pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
-                record.containers = self
-                    .collector
-                    .cgroups()
-                    .children(&c.dir)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|child| {
-                        oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
-                    })
-                    .take(oomwarden_model::MAX_CONTAINERS_LISTED)
-                    .collect();
-                record.score = score;
-                record.memory_current_bytes = c.memory.current;
-                self.pre_kill_hook(&record);
-                if self.settings.warden.dry_run {
-                    self.dry_run(c, &mut record);
-                } else {
-                    self.kill(c, &mut record);
-                }
-            }
+        let Some((c, score)) = plan.victim() else {
+            return record;
+        };
+        record.victim = Some(c.path.clone());
+        record.class = Some(c.class.name().to_owned());
+        record.pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
+        record.containers = self
+            .collector
+            .cgroups()
+            .children(&c.dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|child| {
+                oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
+            })
+            .take(oomwarden_model::MAX_CONTAINERS_LISTED)
+            .collect();
+        record.score = score;
+        record.memory_current_bytes = c.memory.current;
+        self.pre_kill_hook(&record);
+        if self.settings.warden.dry_run {
+            self.dry_run(c, &mut record);
+        } else {
+            self.kill(c, &mut record);
         }
+        record
+    }
+
+    /// Reports an action once: metrics, bounds, the flight window, the history, the post-kill
+    /// hook, and the ranking `status` shows.
+    fn report(&mut self, mut record: ActionRecord, plan: Plan, now_ns: u64) -> CycleOutcome {
         match (&record.class, record.outcome) {
             (_, Outcome::NoEligibleCgroup) | (None, _) => self.metrics.no_victim(),
             (Some(class), outcome) => self.metrics.killed(
@@ -433,7 +484,9 @@ impl Engine {
             );
         }
         self.post_kill_hook(&record);
-        self.last_ranking = Some((candidates, ranking));
+        if let Some(ranking) = plan.ranking {
+            self.last_ranking = Some((plan.candidates, ranking));
+        }
         CycleOutcome::Acted(Box::new(record))
     }
 

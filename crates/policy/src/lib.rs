@@ -6,12 +6,17 @@
 //!  [CandidateSample] ──rank──▶ Ranking ──select──▶ Option<victim index> ◀───┘
 //! ```
 //!
+//! [`plan`] is the whole of it for one cycle: a [`Plan`] with its [`Decision`] (`Quiet`,
+//! `Skipped`, `NoVictim`, `Victim`); the daemon acts on it.
+//!
 //! The daemon and the replay tool call the same functions with the same inputs, so a replay is
 //! the daemon minus I/O. Nothing here reads a clock or a file: time arrives as the sample's
 //! monotonic timestamp.
 
 mod context;
+mod plan;
 mod rank;
 
 pub use context::{State, build_context};
+pub use plan::{Decision, Plan, Rules, Skip, plan};
 pub use rank::{Exclusion, Ranking, Scored, Verdict, rank, select};

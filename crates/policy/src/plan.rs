@@ -1,0 +1,333 @@
+//! One cycle's decision, pure: the expressions, the sample, the state and a way to read the
+//! candidates in; the trigger context and a [`Decision`] out. The cooldown is updated here
+//! (`State::triggered` whenever the trigger fires, victim or not). Acting on the decision is
+//! the daemon's (`actuate` does the kill); reading is the collector's.
+
+use std::fmt;
+
+use oomwarden_expr::{RankingExpr, TriggerExpr};
+use oomwarden_model::{CandidateSample, MetricsSample, TriggerContext};
+
+use crate::{Ranking, State, build_context, rank, select};
+
+/// The expressions and rules a plan follows (the `OOMConfig` document's).
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    /// `triggerExpression`.
+    pub trigger: &'a TriggerExpr,
+    /// `cgroupRankingExpression`.
+    pub ranking: &'a RankingExpr,
+    /// `strictCgroupClassOrdering`.
+    pub strict_class_ordering: bool,
+}
+
+/// Why a cycle decided nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    /// The trigger context could not be built (Talos: `cannot populate PSI context`).
+    Context(String),
+    /// The trigger failed to evaluate (Talos: `cannot evaluate OOM trigger expression`).
+    Trigger(String),
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Skip::Context(e) | Skip::Trigger(e) => f.write_str(e),
+        }
+    }
+}
+
+/// What a cycle decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// The trigger did not fire.
+    Quiet,
+    /// Nothing could be decided.
+    Skipped(Skip),
+    /// The trigger fired and no candidate may be killed.
+    NoVictim,
+    /// The trigger fired; `Plan::candidates[index]` is the victim.
+    Victim {
+        /// Index into [`Plan::candidates`].
+        index: usize,
+        /// Its score (> 0).
+        score: f64,
+    },
+}
+
+/// A cycle's plan: the decision and what it was made from.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The trigger context, when it could be built.
+    pub context: Option<TriggerContext>,
+    /// The decision.
+    pub decision: Decision,
+    /// The candidates read (only when the trigger fired).
+    pub candidates: Vec<CandidateSample>,
+    /// Their ranking (only when the trigger fired).
+    pub ranking: Option<Ranking>,
+}
+
+impl Plan {
+    /// The victim, when there is one.
+    pub fn victim(&self) -> Option<(&CandidateSample, f64)> {
+        match self.decision {
+            Decision::Victim { index, score } => self.candidates.get(index).map(|c| (c, score)),
+            _ => None,
+        }
+    }
+
+    /// Whether the trigger fired (`None`: it was not evaluated, or failed).
+    pub fn fired(&self) -> Option<bool> {
+        match self.decision {
+            Decision::Quiet => Some(false),
+            Decision::NoVictim | Decision::Victim { .. } => Some(true),
+            Decision::Skipped(_) => None,
+        }
+    }
+}
+
+/// Plans one cycle at the sample's time: builds the context (updating the derivatives),
+/// evaluates the trigger and, when it fires, reads the candidates with `candidates`, ranks
+/// them and selects the victim.
+pub fn plan(
+    rules: Rules<'_>,
+    sample: &MetricsSample,
+    state: &mut State,
+    candidates: impl FnOnce() -> Vec<CandidateSample>,
+) -> Plan {
+    let skipped = |context, skip| Plan {
+        context,
+        decision: Decision::Skipped(skip),
+        candidates: Vec::new(),
+        ranking: None,
+    };
+    let context = match build_context(sample, state) {
+        Ok(ctx) => ctx,
+        Err(error) => return skipped(None, Skip::Context(error)),
+    };
+    match rules.trigger.eval(&context) {
+        Ok(false) => {
+            return Plan {
+                context: Some(context),
+                decision: Decision::Quiet,
+                candidates: Vec::new(),
+                ranking: None,
+            };
+        }
+        Ok(true) => {}
+        Err(e) => {
+            return skipped(
+                Some(context),
+                Skip::Trigger(format!("cannot evaluate expression: {e}")),
+            );
+        }
+    }
+    let candidates = candidates();
+    let ranking = rank(rules.ranking, &candidates);
+    let decision = match select(&ranking, &candidates, rules.strict_class_ordering) {
+        Some(v) => Decision::Victim {
+            index: v.index,
+            score: v.score,
+        },
+        None => Decision::NoVictim,
+    };
+    state.triggered(sample.at_ns);
+    Plan {
+        context: Some(context),
+        decision,
+        candidates,
+        ranking: Some(ranking),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oomwarden_model::{Limit, MemoryReading, PsiReading, QosClass, SubtreeSample};
+
+    /// A sample whose System subtree has `full avg10` at `stall` (all else 0).
+    fn sample(at_ns: u64, stall: f64) -> MetricsSample {
+        let psi = |full10: f64| PsiReading::Values([[0.0; 4], [full10, 0.0, 0.0, 0.0]]);
+        let subtree = |dir: &str, class, full10| SubtreeSample {
+            dir: dir.to_owned(),
+            class,
+            psi: psi(full10),
+            memory: MemoryReading::default(),
+            identity: None,
+        };
+        MetricsSample {
+            at_ns,
+            subtrees: vec![
+                subtree("", None, stall),
+                subtree("system", Some(QosClass::System), stall),
+                subtree("kubepods/besteffort", Some(QosClass::Besteffort), 0.0),
+            ],
+            node_memory: None,
+        }
+    }
+
+    fn candidate(dir: &str, class: QosClass, current: u64, populated: bool) -> CandidateSample {
+        CandidateSample {
+            path: format!("/sys/fs/cgroup/{dir}"),
+            dir: dir.to_owned(),
+            class,
+            memory: MemoryReading {
+                current: Some(current),
+                peak: Some(current),
+                max: Some(Limit::Max),
+            },
+            populated,
+            contains_self: false,
+            read_errors: Vec::new(),
+            identity: None,
+        }
+    }
+
+    fn expr<T>(r: Result<T, impl fmt::Debug>) -> T {
+        r.unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    /// Table of (trigger, stall, candidates, strict) → decision; no temporary directories.
+    #[test]
+    fn decisions() {
+        let ranking = expr(RankingExpr::compile(
+            "memory_max.hasValue() ? 0.0 : double(memory_current.orValue(0u))",
+        ));
+        let be = || candidate("kubepods/besteffort/pod-a", QosClass::Besteffort, 100, true);
+        let bu = || candidate("kubepods/burstable/pod-b", QosClass::Burstable, 900, true);
+        let empty = || {
+            candidate(
+                "kubepods/besteffort/pod-gone",
+                QosClass::Besteffort,
+                999,
+                false,
+            )
+        };
+        let victim = |index, score| Decision::Victim { index, score };
+        struct Case {
+            name: &'static str,
+            trigger: &'static str,
+            stall: f64,
+            candidates: Vec<CandidateSample>,
+            strict: bool,
+            want: Decision,
+        }
+        let case = |name, trigger, stall, candidates, strict, want| Case {
+            name,
+            trigger,
+            stall,
+            candidates,
+            strict,
+            want,
+        };
+        let cases = [
+            case(
+                "quiet",
+                "memory_full_avg10 > 12.0",
+                5.0,
+                vec![be()],
+                true,
+                Decision::Quiet,
+            ),
+            case(
+                "strict: the lowest class first",
+                "memory_full_avg10 > 12.0",
+                20.0,
+                vec![bu(), be()],
+                true,
+                victim(1, 100.0),
+            ),
+            case(
+                "not strict: the highest score",
+                "memory_full_avg10 > 12.0",
+                20.0,
+                vec![bu(), be()],
+                false,
+                victim(0, 900.0),
+            ),
+            case(
+                "an empty cgroup is never the victim",
+                "memory_full_avg10 > 12.0",
+                20.0,
+                vec![empty()],
+                true,
+                Decision::NoVictim,
+            ),
+            case(
+                "no candidates",
+                "true",
+                0.0,
+                vec![],
+                true,
+                Decision::NoVictim,
+            ),
+            case(
+                "a trigger that fails to evaluate",
+                "[1.0][int(memory_full_avg10)] > 0.0",
+                7.0,
+                vec![be()],
+                true,
+                Decision::Skipped(Skip::Trigger(
+                    "cannot evaluate expression: index 7 out of bounds for length 1".to_owned(),
+                )),
+            ),
+        ];
+        for Case {
+            name,
+            trigger,
+            stall,
+            candidates,
+            strict,
+            want,
+        } in cases
+        {
+            let trigger = expr(TriggerExpr::compile(trigger));
+            let rules = Rules {
+                trigger: &trigger,
+                ranking: &ranking,
+                strict_class_ordering: strict,
+            };
+            let mut state = State::new();
+            let read = std::cell::Cell::new(false);
+            let p = plan(rules, &sample(5_000, stall), &mut state, || {
+                read.set(true);
+                candidates
+            });
+            assert_eq!(p.decision, want, "{name}");
+            let fired = p.fired() == Some(true);
+            // Candidates are read, and the cooldown starts, only when the trigger fires.
+            assert_eq!(read.get(), fired, "{name}");
+            assert_eq!(state.last_trigger_ns(), fired.then_some(5_000), "{name}");
+            assert!(p.context.is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_incomplete_pressure_file_skips_the_cycle_and_leaves_the_state() {
+        let trigger = expr(TriggerExpr::compile("true"));
+        let ranking = expr(RankingExpr::compile("1.0"));
+        let rules = Rules {
+            trigger: &trigger,
+            ranking: &ranking,
+            strict_class_ordering: true,
+        };
+        let mut s = sample(5_000, 0.0);
+        if let Some(t) = s.subtrees.get_mut(1) {
+            t.psi = PsiReading::Incomplete("cannot find memory pressure type: type: full".into());
+        }
+        let mut state = State::new();
+        let p = plan(rules, &s, &mut state, Vec::new);
+        assert_eq!(
+            p.decision,
+            Decision::Skipped(Skip::Context(
+                "cannot find memory pressure type: type: full".into()
+            ))
+        );
+        assert_eq!(p.fired(), None);
+        assert!(p.context.is_none());
+        assert_eq!(state.last_trigger_ns(), None);
+        assert_eq!(state.remembered_keys(), 0);
+    }
+}

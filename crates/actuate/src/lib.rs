@@ -9,13 +9,13 @@
 //! ```
 //!
 //! The three system calls that act go through the [`Actuator`] trait: [`LinuxActuator`] makes
-//! them, [`RecordingActuator`] records them (tests, and proofs of the exact sequence).
+//! them; hook commands go through [`Hooks`]: [`CommandHooks`] runs them. A recording fake of
+//! both, for tests, is the `oomwarden-actuate-fake` crate (a dev-dependency only).
 //! Reading PIDs, command lines and `cgroup.events` uses the ordinary readers, so the same
 //! sequence runs against a fixture tree. [`protect_self`] sets this process's
 //! `oom_score_adj` to -1000 and locks its memory.
 
 mod linux;
-mod recording;
 
 use oomwarden_model::{MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES};
 use std::io;
@@ -28,10 +28,9 @@ use oomwarden_cgroupfs::{CgroupFs, join};
 use oomwarden_procfs::ProcFs;
 
 pub use linux::{
-    LinuxActuator, SelfProtection, WANTED_NOFILE, log_hook, protect_self, run_command,
-    run_command_until,
+    CommandHooks, LinuxActuator, SelfProtection, WANTED_NOFILE, log_hook, protect_self,
+    run_command, run_command_until,
 };
-pub use recording::{Call, KillEffect, RecordingActuator};
 
 /// The system calls that act on processes and cgroups.
 pub trait Actuator {
@@ -43,18 +42,25 @@ pub trait Actuator {
     fn release_memory(&mut self, pid: u32) -> io::Result<()>;
     /// Closes every pidfd.
     fn close_all(&mut self);
-    /// Runs a hook command and waits for it, at most `hook.timeout` (then kills it).
-    fn run_hook(&mut self, hook: &HookCall) -> HookResult;
-    /// Starts a hook command without waiting; its result is logged when it ends.
-    fn spawn_hook(&mut self, hook: HookCall);
-    /// Hands over the daemon's stop flag: once it is set, hooks running now or started later
-    /// are ended at once ([`HookResult::Stopped`]) and a kill's verification waits at most
+    /// Hands over the daemon's stop flag: once it is set, a kill's verification waits at most
     /// [`STOPPING_GRACE`] more.
     fn set_stop(&mut self, _stop: Arc<AtomicBool>) {}
     /// Whether the daemon is stopping (the flag given to [`Actuator::set_stop`]).
     fn stopping(&self) -> bool {
         false
     }
+}
+
+/// Running hook commands (a trait apart from the kill's system calls: a replay runs none,
+/// tests record them).
+pub trait Hooks {
+    /// Runs a hook command and waits for it, at most `hook.timeout` (then kills it).
+    fn run_hook(&mut self, hook: &HookCall) -> HookResult;
+    /// Starts a hook command without waiting; its result is logged when it ends.
+    fn spawn_hook(&mut self, hook: HookCall);
+    /// Hands over the daemon's stop flag: once it is set, hooks running now or started later
+    /// are ended at once ([`HookResult::Stopped`]).
+    fn set_stop(&mut self, _stop: Arc<AtomicBool>) {}
 }
 
 /// How much longer a kill's verification waits once the daemon is stopping (SIGTERM is

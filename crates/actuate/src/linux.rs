@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
-use crate::{Actuator, HookCall, HookResult};
+use crate::{Actuator, HookCall, HookResult, Hooks};
 
 /// Makes the real system calls.
 #[derive(Debug, Default)]
@@ -55,6 +55,32 @@ impl Actuator for LinuxActuator {
         self.pidfds.clear();
     }
 
+    fn set_stop(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = stop;
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Runs hook commands ([`run_command_until`]): the pre-kill hook waited for, the post-kill
+/// hook on a thread of its own, each ended with its process group at its timeout or when the
+/// daemon stops.
+#[derive(Debug, Default)]
+pub struct CommandHooks {
+    /// The daemon's stop flag (see [`Hooks::set_stop`]).
+    stop: Arc<AtomicBool>,
+}
+
+impl CommandHooks {
+    /// Hooks that run commands.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Hooks for CommandHooks {
     fn run_hook(&mut self, hook: &HookCall) -> HookResult {
         run_command_until(hook, &self.stop)
     }
@@ -71,10 +97,6 @@ impl Actuator for LinuxActuator {
 
     fn set_stop(&mut self, stop: Arc<AtomicBool>) {
         self.stop = stop;
-    }
-
-    fn stopping(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
     }
 }
 

@@ -8,9 +8,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oomwarden_actuate::{
-    Call, KillEffect, KillResult, LinuxActuator, RecordingActuator, kill_cgroup, subtree_pids,
-};
+use oomwarden_actuate::{KillResult, LinuxActuator, kill_cgroup, subtree_pids};
+use oomwarden_actuate_fake::{Call, KillEffect, RecordingActuator};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_procfs::ProcFs;
 use oomwarden_testkit::write;

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oomwarden_actuate::{Actuator, HookCall, KillResult, kill_cgroup, subtree_pids};
+use oomwarden_actuate::{Actuator, HookCall, Hooks, KillResult, kill_cgroup, subtree_pids};
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
 use oomwarden_model::{
@@ -72,6 +72,7 @@ pub struct Engine {
     state: State,
     history: History,
     actuator: Box<dyn Actuator + Send>,
+    hooks: Box<dyn Hooks + Send>,
     /// Lines that could repeat every cycle: once a minute per key (see `ratelimit`).
     limiter: LogLimiter,
     /// Bounds already said in the log (each is said once).
@@ -97,13 +98,15 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// An engine over a collector, the procfs used for command lines, a history and an actuator.
+    /// An engine over a collector, the procfs used for command lines, a history, an actuator
+    /// for the kill and the hooks' runner.
     pub fn new(
         settings: Settings,
         collector: Collector,
         proc: ProcFs,
         history: History,
         actuator: Box<dyn Actuator + Send>,
+        hooks: Box<dyn Hooks + Send>,
     ) -> Self {
         Engine {
             settings,
@@ -112,6 +115,7 @@ impl Engine {
             state: State::new(),
             history,
             actuator,
+            hooks,
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
             bounds_logged: HashSet::new(),
             metrics: Arc::new(Metrics::new()),
@@ -553,7 +557,7 @@ impl Engine {
             stdin: Vec::new(),
             timeout: hook.timeout,
         };
-        let result = self.actuator.run_hook(&call);
+        let result = self.hooks.run_hook(&call);
         oomwarden_actuate::log_hook(&call, &result);
     }
 
@@ -622,7 +626,7 @@ impl Engine {
             stdin,
             timeout: hook.timeout,
         };
-        self.actuator.spawn_hook(call);
+        self.hooks.spawn_hook(call);
     }
 
     fn dry_run(&self, c: &CandidateSample, record: &mut ActionRecord) {

@@ -16,7 +16,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use oomwarden_actuate::{Actuator, HookCall, HookResult};
+use oomwarden_actuate::{Actuator, HookCall, HookResult, Hooks};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::{LayoutSetting, Settings};
@@ -48,7 +48,13 @@ impl Actuator for ReplayActuator {
     }
 
     fn close_all(&mut self) {}
+}
 
+/// Runs no hook: a replay acts on nothing (a post-kill hook is said in the log as not run).
+#[derive(Debug)]
+struct ReplayHooks;
+
+impl Hooks for ReplayHooks {
     fn run_hook(&mut self, _hook: &HookCall) -> HookResult {
         HookResult::NotRun
     }
@@ -171,7 +177,14 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
     let actuator = Box::new(ReplayActuator {
         playback: playback.clone(),
     });
-    let mut engine = Engine::new(settings, collector, proc, History::in_memory(), actuator);
+    let mut engine = Engine::new(
+        settings,
+        collector,
+        proc,
+        History::in_memory(),
+        actuator,
+        Box::new(ReplayHooks),
+    );
     if let Some(t) = meta.last_trigger_ns {
         engine.set_last_trigger(t);
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use oomwarden_actuate::{Actuator, protect_self};
+use oomwarden_actuate::{Actuator, Hooks, protect_self};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::{Collector, detect_layout};
 use oomwarden_config::{ConfigErrors, LayoutSetting, Overrides, Settings};
@@ -276,8 +276,13 @@ pub fn next_tick(previous: Instant, interval: Duration, now: Instant) -> (Instan
     (next + interval.saturating_mul(skipped), skipped)
 }
 
-/// Runs the OOM handler until a signal or `cycles`.
-pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(), RunError> {
+/// Runs the OOM handler until a signal or `cycles`, killing with `actuator` and running
+/// hooks with `hooks`.
+pub fn run(
+    options: &RunOptions,
+    actuator: Box<dyn Actuator + Send>,
+    hooks: Box<dyn Hooks + Send>,
+) -> Result<(), RunError> {
     // Handlers first: until they are installed, a SIGHUP (a reload right after start) would
     // take its default action and end the process. Signals received during start-up are
     // queued and handled by the loop.
@@ -385,9 +390,10 @@ pub fn run(options: &RunOptions, actuator: Box<dyn Actuator + Send>) -> Result<(
     // loop stops within a second whatever the cycle was doing (a watchdog ends the process
     // if a cycle is blocked where no flag can reach, such as a read that never returns).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut actuator = actuator;
+    let (mut actuator, mut hooks) = (actuator, hooks);
     actuator.set_stop(Arc::clone(&stop));
-    let mut engine = Engine::new(settings, collector, proc, history, actuator);
+    hooks.set_stop(Arc::clone(&stop));
+    let mut engine = Engine::new(settings, collector, proc, history, actuator, hooks);
     if let Some((at, id)) = restored {
         engine.set_last_trigger(at);
         tracing::info!(

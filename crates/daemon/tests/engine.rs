@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use oomwarden_actuate::{Call, KillEffect, RecordingActuator};
+use oomwarden_actuate_fake::{Call, KillEffect, RecordingActuator, SharedRecorder};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
@@ -88,11 +88,24 @@ fn settings(extra_oom: &str, extra_warden: &str, state: &Path) -> Settings {
     Settings::from_yaml(&text, "test.yaml").unwrap()
 }
 
-fn engine(
+/// The engine on a fixture node, with a recording fake as its actuator and hooks.
+fn engine(cg: &Path, proc: &Path, settings: Settings, fake: impl Into<SharedRecorder>) -> Engine {
+    let shared = fake.into();
+    engine_with(
+        cg,
+        proc,
+        settings,
+        Box::new(shared.clone()),
+        Box::new(shared),
+    )
+}
+
+fn engine_with(
     cg: &Path,
     proc: &Path,
     settings: Settings,
-    actuator: impl oomwarden_actuate::Actuator + Send + 'static,
+    actuator: Box<dyn oomwarden_actuate::Actuator + Send>,
+    hooks: Box<dyn oomwarden_actuate::Hooks + Send>,
 ) -> Engine {
     // As the daemon makes it (tempfile makes 0755, which the history would tighten and say).
     fs::set_permissions(
@@ -108,7 +121,8 @@ fn engine(
         collector,
         ProcFs::new(proc),
         history,
-        Box::new(actuator),
+        actuator,
+        hooks,
     )
 }
 
@@ -199,12 +213,10 @@ fn the_exact_kill_sequence_reaches_the_actuator() {
     let state = tempfile::tempdir().unwrap();
     let s = settings("triggerExpression: \"true\"\n", "", state.path());
     // Keep a handle on the calls: run the same sequence through a shared recorder.
-    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
-        KillEffect::Empty,
-    )));
+    let recorder = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
     let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     acted(e.cycle(1, "t"));
-    let calls = recorder.lock().unwrap().calls.clone();
+    let calls = recorder.lock().calls.clone();
     assert_eq!(
         calls,
         [
@@ -543,7 +555,7 @@ fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
     let s = settings("triggerExpression: \"true\"\n", warden, state.path());
     let mut fake = RecordingActuator::new(KillEffect::Empty);
     fake.hook_result = HookResult::TimedOut;
-    let recorder = std::sync::Arc::new(std::sync::Mutex::new(fake));
+    let recorder = SharedRecorder::new(fake);
     let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
     assert_eq!(
@@ -551,7 +563,7 @@ fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
         Outcome::Killed,
         "a timed-out pre-kill hook does not stop the kill"
     );
-    let calls = recorder.lock().unwrap().calls.clone();
+    let calls = recorder.lock().calls.clone();
     let pre = calls
         .iter()
         .position(|c| matches!(c, Call::RunHook(_)))
@@ -605,12 +617,10 @@ fn a_dry_run_runs_the_pre_kill_hook_and_says_so() {
     let state = tempfile::tempdir().unwrap();
     let warden = "dryRun: true\nhooks:\n  preKill:\n    command: [/usr/local/bin/pre]\n";
     let s = settings("triggerExpression: \"true\"\n", warden, state.path());
-    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
-        KillEffect::Empty,
-    )));
+    let recorder = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
     let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     assert_eq!(acted(e.cycle(1, "t")).outcome, Outcome::DryRun);
-    let calls = recorder.lock().unwrap().calls.clone();
+    let calls = recorder.lock().calls.clone();
     assert!(
         !calls.iter().any(|c| matches!(c, Call::WriteCgroupKill(_))),
         "{calls:?}"
@@ -842,6 +852,7 @@ fn out_of_descriptors_is_a_skipped_cycle_not_zeros() {
         ProcFs::new(proc.path()),
         history,
         Box::new(RecordingActuator::new(KillEffect::Empty)),
+        Box::new(RecordingActuator::new(KillEffect::Empty)),
     );
     match e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z") {
         CycleOutcome::Skipped(error) => {
@@ -872,16 +883,14 @@ fn a_post_kill_hook_starts_whatever_the_number_of_pids() {
     let state = tempfile::tempdir().unwrap();
     let warden = "hooks:\n  postKill:\n    command: [/usr/local/bin/post]\n";
     let s = settings("triggerExpression: \"true\"\n", warden, state.path());
-    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
-        KillEffect::Empty,
-    )));
+    let recorder = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
     let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
     assert_eq!(r.pids.len(), oomwarden_model::MAX_PIDS_LISTED);
     assert_eq!(r.pids_omitted, 17_000 - 16_384);
     assert_eq!(r.pids.last(), Some(&(1000 + 16_384 - 1)));
     assert_eq!(r.processes_omitted, 16_900);
-    let calls = recorder.lock().unwrap().calls.clone();
+    let calls = recorder.lock().calls.clone();
     let post: &HookCall = calls
         .iter()
         .find_map(|c| match c {
@@ -927,9 +936,7 @@ fn a_cgroup_named_with_bytes_that_are_not_utf8_is_a_candidate() {
     fs::write(dir.join("c1/cgroup.procs"), "100\n").unwrap();
     let state = tempfile::tempdir().unwrap();
     let s = settings("triggerExpression: \"true\"\n", "", state.path());
-    let recorder = std::sync::Arc::new(std::sync::Mutex::new(RecordingActuator::new(
-        KillEffect::Empty,
-    )));
+    let recorder = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
     let mut e = engine(cg.path(), proc.path(), s, recorder.clone());
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
     assert_eq!(r.outcome, Outcome::Killed);
@@ -938,7 +945,7 @@ fn a_cgroup_named_with_bytes_that_are_not_utf8_is_a_candidate() {
         Some("/sys/fs/cgroup/kubepods/besteffort/pod-\\xff\\xfe")
     );
     assert_eq!(r.pids, [100]);
-    let calls = recorder.lock().unwrap().calls.clone();
+    let calls = recorder.lock().calls.clone();
     assert!(
         calls.contains(&Call::WriteCgroupKill(dir.clone())),
         "cgroup.kill is written under the name's own bytes: {calls:?}"
@@ -973,6 +980,7 @@ fn the_history_bound_is_counted() {
         ProcFs::new(proc.path()),
         history.with_bounds(3, 2),
         Box::new(RecordingActuator::new(KillEffect::Empty)),
+        Box::new(RecordingActuator::new(KillEffect::Empty)),
     );
     for i in 0..4u64 {
         acted(e.cycle((5 + i) * 1_000_000_000, "2026-11-29T12:00:00.000Z"));
@@ -986,25 +994,13 @@ fn the_history_bound_is_counted() {
 /// not killed: the record says `gone`, and nothing is written to `cgroup.kill`.
 #[test]
 fn a_cgroup_replaced_during_the_pre_kill_hook_is_gone() {
-    /// A fake whose pre-kill hook replaces the victim's cgroup by another at the same path.
+    /// Hooks whose pre-kill hook replaces the victim's cgroup by another at the same path.
     #[derive(Debug)]
     struct Replacing {
         inner: RecordingActuator,
         victim: std::path::PathBuf,
     }
-    impl oomwarden_actuate::Actuator for Replacing {
-        fn open_pidfd(&mut self, pid: u32) -> std::io::Result<()> {
-            self.inner.open_pidfd(pid)
-        }
-        fn write_cgroup_kill(&mut self, dir: &Path) -> std::io::Result<()> {
-            self.inner.write_cgroup_kill(dir)
-        }
-        fn release_memory(&mut self, pid: u32) -> std::io::Result<()> {
-            self.inner.release_memory(pid)
-        }
-        fn close_all(&mut self) {
-            self.inner.close_all();
-        }
+    impl oomwarden_actuate::Hooks for Replacing {
         fn run_hook(
             &mut self,
             hook: &oomwarden_actuate::HookCall,
@@ -1025,14 +1021,15 @@ fn a_cgroup_replaced_during_the_pre_kill_hook_is_gone() {
     let warden = "hooks:\n  preKill:\n    command: [/usr/local/bin/pre]\n";
     let s = settings("triggerExpression: \"true\"\n", warden, state.path());
     let victim = cg.path().join("kubepods/besteffort/pod-live");
-    let mut e = engine(
+    let mut e = engine_with(
         cg.path(),
         proc.path(),
         s,
-        Replacing {
+        Box::new(RecordingActuator::new(KillEffect::Empty)),
+        Box::new(Replacing {
             inner: RecordingActuator::new(KillEffect::Empty),
             victim: victim.clone(),
-        },
+        }),
     );
     let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
     assert_eq!(r.outcome, Outcome::Gone, "{r:?}");

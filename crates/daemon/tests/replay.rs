@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use oomwarden_actuate::{KillEffect, RecordingActuator};
+use oomwarden_actuate_fake::{KillEffect, RecordingActuator};
 use oomwarden_cgroupfs::{CgroupFs, Disk};
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
@@ -123,6 +123,7 @@ impl Live {
             collector,
             procfs,
             history,
+            Box::new(RecordingActuator::new(KillEffect::Empty)),
             Box::new(RecordingActuator::new(KillEffect::Empty)),
         );
         let mut recorder = CycleRecorder::new(tap, meta(cg.path(), proc.path()), window)

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use oomwarden_actuate::LinuxActuator;
+use oomwarden_actuate::{CommandHooks, LinuxActuator};
 use oomwarden_daemon::{RunError, RunOptions};
 
 use crate::commands::{NodeArgs, OverrideArgs};
@@ -77,7 +77,11 @@ pub(crate) fn run(
         cycles: args.cycles,
         record: args.record.clone(),
     };
-    match oomwarden_daemon::run(&options, Box::new(LinuxActuator::new())) {
+    match oomwarden_daemon::run(
+        &options,
+        Box::new(LinuxActuator::new()),
+        Box::new(CommandHooks::new()),
+    ) {
         Ok(()) => Ok(Exit::Ok),
         Err(e @ RunError::Host(_)) => {
             writeln!(err, "oomwarden: this host cannot run the OOM handler: {e}")?;

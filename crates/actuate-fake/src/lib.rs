@@ -1,9 +1,11 @@
-//! A recording actuator: no system call is made; every call is recorded in order.
+//! A recording fake of [`Actuator`] and [`Hooks`] for tests: no system call is made and no
+//! command run; every call is recorded in order, and `cgroup.kill` changes a fixture tree as
+//! the kernel would ([`KillEffect`]). A dev-dependency only: the product never links it.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::{Actuator, HookCall, HookResult};
+use oomwarden_actuate::{Actuator, HookCall, HookResult, Hooks};
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,15 +121,6 @@ impl Actuator for RecordingActuator {
         self.calls.push(Call::CloseAll);
     }
 
-    fn run_hook(&mut self, hook: &HookCall) -> HookResult {
-        self.calls.push(Call::RunHook(hook.clone()));
-        self.hook_result.clone()
-    }
-
-    fn spawn_hook(&mut self, hook: HookCall) {
-        self.calls.push(Call::SpawnHook(hook));
-    }
-
     fn set_stop(&mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
         self.stop = Some(stop);
     }
@@ -139,45 +132,74 @@ impl Actuator for RecordingActuator {
     }
 }
 
-/// A recorder the test keeps a handle on while the engine owns the actuator.
-impl Actuator for std::sync::Arc<std::sync::Mutex<RecordingActuator>> {
-    fn open_pidfd(&mut self, pid: u32) -> io::Result<()> {
-        lock(self).open_pidfd(pid)
-    }
-
-    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()> {
-        lock(self).write_cgroup_kill(cgroup_dir)
-    }
-
-    fn release_memory(&mut self, pid: u32) -> io::Result<()> {
-        lock(self).release_memory(pid)
-    }
-
-    fn close_all(&mut self) {
-        lock(self).close_all();
-    }
-
+impl Hooks for RecordingActuator {
     fn run_hook(&mut self, hook: &HookCall) -> HookResult {
-        lock(self).run_hook(hook)
+        self.calls.push(Call::RunHook(hook.clone()));
+        self.hook_result.clone()
     }
 
     fn spawn_hook(&mut self, hook: HookCall) {
-        lock(self).spawn_hook(hook);
-    }
-
-    fn set_stop(&mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-        lock(self).set_stop(stop);
-    }
-
-    fn stopping(&self) -> bool {
-        lock(self).stopping()
+        self.calls.push(Call::SpawnHook(hook));
     }
 }
 
-fn lock(
-    shared: &std::sync::Mutex<RecordingActuator>,
-) -> std::sync::MutexGuard<'_, RecordingActuator> {
-    shared
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// A recorder the test keeps a handle on while the engine owns it (as its actuator and its
+/// hooks: one sequence of calls, kill and hooks in order).
+#[derive(Debug, Clone)]
+pub struct SharedRecorder(std::sync::Arc<std::sync::Mutex<RecordingActuator>>);
+
+impl SharedRecorder {
+    /// Shares `fake`.
+    pub fn new(fake: RecordingActuator) -> Self {
+        SharedRecorder(std::sync::Arc::new(std::sync::Mutex::new(fake)))
+    }
+
+    /// The fake, to read its calls.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, RecordingActuator> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl From<RecordingActuator> for SharedRecorder {
+    fn from(fake: RecordingActuator) -> Self {
+        SharedRecorder::new(fake)
+    }
+}
+
+impl Actuator for SharedRecorder {
+    fn open_pidfd(&mut self, pid: u32) -> io::Result<()> {
+        self.lock().open_pidfd(pid)
+    }
+
+    fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        self.lock().write_cgroup_kill(cgroup_dir)
+    }
+
+    fn release_memory(&mut self, pid: u32) -> io::Result<()> {
+        self.lock().release_memory(pid)
+    }
+
+    fn close_all(&mut self) {
+        self.lock().close_all();
+    }
+
+    fn set_stop(&mut self, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        Actuator::set_stop(&mut *self.lock(), stop);
+    }
+
+    fn stopping(&self) -> bool {
+        self.lock().stopping()
+    }
+}
+
+impl Hooks for SharedRecorder {
+    fn run_hook(&mut self, hook: &HookCall) -> HookResult {
+        self.lock().run_hook(hook)
+    }
+
+    fn spawn_hook(&mut self, hook: HookCall) {
+        self.lock().spawn_hook(hook);
+    }
 }

@@ -67,11 +67,30 @@ pub trait Hooks {
 /// honoured within a second).
 pub const STOPPING_GRACE: Duration = Duration::from_millis(300);
 
+/// The two hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// Before the kill (waited for, at most its timeout).
+    PreKill,
+    /// After the kill (not waited for), with the record on its standard input.
+    PostKill,
+}
+
+impl HookEvent {
+    /// `pre-kill` or `post-kill`, as logs and `OOMWARDEN_EVENT` say.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::PreKill => "pre-kill",
+            HookEvent::PostKill => "post-kill",
+        }
+    }
+}
+
 /// A hook command to run: argv, environment, standard input, time limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookCall {
-    /// `pre-kill` or `post-kill` (for logs).
-    pub event: &'static str,
+    /// Which hook (logs, `OOMWARDEN_EVENT`).
+    pub event: HookEvent,
     /// The command and its arguments (no shell).
     pub argv: Vec<String>,
     /// Variables added to oomwarden's environment.

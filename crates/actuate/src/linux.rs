@@ -104,25 +104,29 @@ impl Hooks for CommandHooks {
 pub fn log_hook(hook: &HookCall, result: &HookResult) {
     let command = hook.argv.first().map_or("", String::as_str);
     match result {
-        HookResult::Exited(0) => tracing::info!(hook = hook.event, command, "hook succeeded"),
+        HookResult::Exited(0) => {
+            tracing::info!(hook = hook.event.name(), command, "hook succeeded")
+        }
         HookResult::Exited(code) => {
-            tracing::warn!(hook = hook.event, command, code, "hook failed")
+            tracing::warn!(hook = hook.event.name(), command, code, "hook failed")
         }
         HookResult::Signaled => {
-            tracing::warn!(hook = hook.event, command, "hook ended by a signal")
+            tracing::warn!(hook = hook.event.name(), command, "hook ended by a signal")
         }
         HookResult::TimedOut => tracing::warn!(
-            hook = hook.event,
+            hook = hook.event.name(),
             command,
             timeout_ms = hook.timeout.as_millis(),
             "hook timed out and was killed"
         ),
         HookResult::SpawnFailed(error) => {
-            tracing::error!(hook = hook.event, command, %error, "cannot run hook")
+            tracing::error!(hook = hook.event.name(), command, %error, "cannot run hook")
         }
-        HookResult::NotRun => tracing::info!(hook = hook.event, command, "hook not run (replay)"),
+        HookResult::NotRun => {
+            tracing::info!(hook = hook.event.name(), command, "hook not run (replay)")
+        }
         HookResult::Stopped => tracing::warn!(
-            hook = hook.event,
+            hook = hook.event.name(),
             command,
             "hook ended: oomwarden is stopping"
         ),

@@ -402,7 +402,7 @@ mod hooks {
 
     fn call(argv: &[&str], timeout_ms: u64) -> HookCall {
         HookCall {
-            event: "pre-kill",
+            event: oomwarden_actuate::HookEvent::PreKill,
             argv: argv.iter().map(|s| (*s).to_owned()).collect(),
             env: vec![("OOMWARDEN_CLASS".into(), "Besteffort".into())],
             stdin: b"{\"id\":7}".to_vec(),

@@ -17,11 +17,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oomwarden_actuate::{Actuator, HookCall, Hooks, KillResult, kill_cgroup, subtree_pids};
+use oomwarden_actuate::{
+    Actuator, HookCall, HookEvent, Hooks, KillResult, kill_cgroup, subtree_pids,
+};
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, MetricsSample, Outcome, QosClass, TriggerContext,
+    ActionRecord, CandidateSample, MetricsSample, Outcome, QosClass, TriggerContext, Wakeup,
 };
 use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
@@ -79,7 +81,7 @@ pub struct Engine {
     bounds_logged: HashSet<&'static str>,
     metrics: Arc<Metrics>,
     /// What woke the current cycle (`tick` or `pressure`), for its record.
-    wakeup: &'static str,
+    wakeup: Wakeup,
     /// Records what the cycles read (`run --record`, the flight recorder).
     recorder: Option<CycleRecorder>,
     /// The last cycle's trigger context.
@@ -119,7 +121,7 @@ impl Engine {
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
             bounds_logged: HashSet::new(),
             metrics: Arc::new(Metrics::new()),
-            wakeup: "tick",
+            wakeup: Wakeup::Tick,
             recorder: None,
             last_context: None,
             last_ranking: None,
@@ -238,9 +240,9 @@ impl Engine {
     /// Runs one cycle woken by a kernel PSI trigger rather than the tick (recorded as
     /// `wakeup: pressure`).
     pub fn cycle_on_pressure(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
-        self.wakeup = "pressure";
+        self.wakeup = Wakeup::Pressure;
         let outcome = self.cycle(now_ns, wall);
-        self.wakeup = "tick";
+        self.wakeup = Wakeup::Tick;
         outcome
     }
 
@@ -258,13 +260,8 @@ impl Engine {
     }
 
     fn end_recorded_cycle(&mut self, now_ns: u64) {
-        let wakeup = if self.wakeup == "pressure" {
-            oomwarden_recording::Wakeup::Pressure
-        } else {
-            oomwarden_recording::Wakeup::Tick
-        };
         if let Some(r) = &mut self.recorder {
-            r.end_cycle(now_ns, wakeup);
+            r.end_cycle(now_ns, self.wakeup);
         }
     }
 
@@ -429,7 +426,7 @@ impl Engine {
                 .as_ref()
                 .map(TriggerContext::to_json)
                 .unwrap_or_default(),
-            wakeup: Some(self.wakeup.to_owned()),
+            wakeup: Some(self.wakeup),
             recording: None,
             processes_omitted: 0,
             pids_omitted: 0,
@@ -438,7 +435,7 @@ impl Engine {
             return record;
         };
         record.victim = Some(c.path.clone());
-        record.class = Some(c.class.name().to_owned());
+        record.class = Some(c.class);
         record.pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
         record.containers = self
             .collector
@@ -468,7 +465,7 @@ impl Engine {
         match (&record.class, record.outcome) {
             (_, Outcome::NoEligibleCgroup) | (None, _) => self.metrics.no_victim(),
             (Some(class), outcome) => self.metrics.killed(
-                class,
+                class.name(),
                 outcome.name(),
                 record.kill_duration_ms.map(|ms| ms / 1000.0),
             ),
@@ -496,9 +493,9 @@ impl Engine {
 
     /// Variables describing the action to a hook (no command lines: they may hold secrets;
     /// the post-kill hook gets the whole record on stdin).
-    fn hook_env(&self, event: &str, record: &ActionRecord) -> Vec<(String, String)> {
+    fn hook_env(&self, event: HookEvent, record: &ActionRecord) -> Vec<(String, String)> {
         let mut env = vec![
-            ("OOMWARDEN_EVENT".to_owned(), event.to_owned()),
+            ("OOMWARDEN_EVENT".to_owned(), event.name().to_owned()),
             ("OOMWARDEN_ACTION_ID".to_owned(), record.id.to_string()),
             (
                 "OOMWARDEN_DRY_RUN".to_owned(),
@@ -515,13 +512,13 @@ impl Engine {
             }
         };
         add("OOMWARDEN_VICTIM", record.victim.clone());
-        add("OOMWARDEN_CLASS", record.class.clone());
+        add("OOMWARDEN_CLASS", record.class.map(|c| c.name().to_owned()));
         add("OOMWARDEN_POD_UID", record.pod_uid.clone());
         add(
             "OOMWARDEN_MEMORY_CURRENT_BYTES",
             record.memory_current_bytes.map(|m| m.to_string()),
         );
-        if event == "post-kill" {
+        if event == HookEvent::PostKill {
             add("OOMWARDEN_OUTCOME", Some(record.outcome.name().to_owned()));
             // One environment string may not exceed 128 KiB (MAX_ARG_STRLEN): 17,000 PIDs
             // made the hook fail to start (E2BIG). The first ones only; all are in the record
@@ -551,9 +548,9 @@ impl Engine {
             return;
         };
         let call = HookCall {
-            event: "pre-kill",
+            event: HookEvent::PreKill,
             argv: hook.command,
-            env: self.hook_env("pre-kill", record),
+            env: self.hook_env(HookEvent::PreKill, record),
             stdin: Vec::new(),
             timeout: hook.timeout,
         };
@@ -620,9 +617,9 @@ impl Engine {
         }
         let stdin = serde_json::to_vec(record).unwrap_or_default();
         let call = HookCall {
-            event: "post-kill",
+            event: HookEvent::PostKill,
             argv: hook.command,
-            env: self.hook_env("post-kill", record),
+            env: self.hook_env(HookEvent::PostKill, record),
             stdin,
             timeout: hook.timeout,
         };

@@ -16,7 +16,7 @@ fn record(id: u64) -> ActionRecord {
         monotonic_ns: id,
         outcome: Outcome::Killed,
         victim: Some("/sys/fs/cgroup/kubepods/besteffort/podx".into()),
-        class: Some("Besteffort".into()),
+        class: Some(oomwarden_model::QosClass::Besteffort),
         pod_uid: None,
         containers: Vec::new(),
         score: 1.0,

@@ -12,7 +12,7 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
 use oomwarden_daemon::{CycleOutcome, Engine, History};
-use oomwarden_model::{ActionRecord, Layout, Outcome};
+use oomwarden_model::{ActionRecord, Layout, Outcome, QosClass, Wakeup};
 use oomwarden_procfs::ProcFs;
 use oomwarden_testkit::write;
 
@@ -180,7 +180,7 @@ fn a_triggered_cycle_kills_the_live_pod_and_records_why() {
         Some(victim),
         "not the larger, empty leftover cgroup"
     );
-    assert_eq!(r.class.as_deref(), Some("Besteffort"));
+    assert_eq!(r.class, Some(QosClass::Besteffort));
     assert_eq!(r.score, 222593024.0);
     assert_eq!(r.pids, [100, 101]);
     assert_eq!(r.processes, ["stress-ng --vm 1", "/pause"]);
@@ -606,9 +606,9 @@ fn hooks_run_around_the_kill_and_a_failing_one_does_not_stop_it() {
 fn records_say_what_woke_their_cycle() {
     let (_dirs, mut e) = always_triggered();
     let r = acted(e.cycle_on_pressure(1, "t"));
-    assert_eq!(r.wakeup.as_deref(), Some("pressure"));
+    assert_eq!(r.wakeup, Some(Wakeup::Pressure));
     let r = acted(e.cycle(2, "t"));
-    assert_eq!(r.wakeup.as_deref(), Some("tick"));
+    assert_eq!(r.wakeup, Some(Wakeup::Tick));
 }
 
 #[test]

@@ -17,7 +17,7 @@ use oomwarden_config::Settings;
 use oomwarden_daemon::recorder::CycleRecorder;
 use oomwarden_daemon::replay::{self, Result as Replayed};
 use oomwarden_daemon::{CycleOutcome, Engine, History};
-use oomwarden_model::{ActionRecord, Layout, Outcome};
+use oomwarden_model::{ActionRecord, Layout, Outcome, QosClass, Wakeup};
 use oomwarden_procfs::ProcFs;
 use oomwarden_recording::{Meta, Tap, parse};
 use oomwarden_testkit::write;
@@ -192,7 +192,7 @@ fn decision(
     u64,
     Outcome,
     Option<String>,
-    Option<String>,
+    Option<QosClass>,
     String,
     Vec<u32>,
 ) {
@@ -200,7 +200,7 @@ fn decision(
         r.monotonic_ns,
         r.outcome,
         r.victim.clone(),
-        r.class.clone(),
+        r.class,
         format!(
             "{} {:?} {}",
             r.score, r.memory_current_bytes, r.trigger_context
@@ -422,7 +422,7 @@ fn pressure_woken_cycles_replay_only_with_psi_triggers() {
     // Every third cycle woken by the kernel.
     let live: Vec<ActionRecord> = (0..30).filter_map(|i| l.step(i, i % 3 == 1)).collect();
     assert!(
-        live.iter().any(|r| r.wakeup.as_deref() == Some("pressure")),
+        live.iter().any(|r| r.wakeup == Some(Wakeup::Pressure)),
         "{live:?}"
     );
     let text = l.finished_text();
@@ -431,7 +431,7 @@ fn pressure_woken_cycles_replay_only_with_psi_triggers() {
         settings(TRIGGER, "psiTriggers: {enabled: true}\n", state.path()),
     );
     assert_eq!(with.cycles.len(), 30);
-    let key = |r: &ActionRecord| (r.monotonic_ns, r.wakeup.clone(), r.victim.clone());
+    let key = |r: &ActionRecord| (r.monotonic_ns, r.wakeup, r.victim.clone());
     assert_eq!(
         with.decisions
             .iter()
@@ -445,7 +445,7 @@ fn pressure_woken_cycles_replay_only_with_psi_triggers() {
         without
             .decisions
             .iter()
-            .all(|d| d.record.wakeup.as_deref() == Some("tick"))
+            .all(|d| d.record.wakeup == Some(Wakeup::Tick))
     );
 }
 

@@ -4,7 +4,10 @@ use std::fmt;
 
 /// The class of a cgroup. Lower values are less important and are killed first under strict
 /// class ordering. The integer values are the CEL constants `Besteffort` (0) … `System` (4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// In JSON (action records) a class is its name: `"Besteffort"` … `"System"`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum QosClass {
     /// Kubernetes BestEffort pods.
     Besteffort = 0,

@@ -31,7 +31,7 @@ pub use layout::{CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNIT
 pub use limit::Limit;
 pub use record::{
     ActionRecord, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
-    MAX_RECORD_CMDLINE_BYTES, Outcome,
+    MAX_RECORD_CMDLINE_BYTES, Outcome, Wakeup,
 };
 pub use sample::{
     CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, SubtreeSample,

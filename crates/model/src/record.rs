@@ -2,6 +2,28 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::QosClass;
+
+/// Why a cycle ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wakeup {
+    /// The sample interval's tick.
+    Tick,
+    /// A kernel PSI trigger (`psiTriggers`).
+    Pressure,
+}
+
+impl Wakeup {
+    /// `tick` or `pressure`, as in action records and recordings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wakeup::Tick => "tick",
+            Wakeup::Pressure => "pressure",
+        }
+    }
+}
+
 /// What a triggered cycle did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -52,7 +74,7 @@ pub struct ActionRecord {
     pub victim: Option<String>,
     /// Class of the victim (`Besteffort` …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub class: Option<String>,
+    pub class: Option<QosClass>,
     /// The victim pod's UID, decoded from its cgroup path (absent for non-pod cgroups).
     #[serde(rename = "podUID", default, skip_serializing_if = "Option::is_none")]
     pub pod_uid: Option<String>,
@@ -94,7 +116,7 @@ pub struct ActionRecord {
     /// What woke the cycle: `tick` (the sampling interval) or `pressure` (a kernel PSI
     /// trigger). Absent in records of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wakeup: Option<String>,
+    pub wakeup: Option<Wakeup>,
     /// The flight recorder's window saved with this action (`oomwarden replay` reads it);
     /// absent when the flight recorder is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -90,24 +90,8 @@ pub struct Meta {
     pub description: Option<String>,
 }
 
-/// Why a cycle ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wakeup {
-    /// The sample interval's tick.
-    Tick,
-    /// A kernel PSI trigger (`psiTriggers`).
-    Pressure,
-}
-
-impl Wakeup {
-    /// `tick` or `pressure`, as in action records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Wakeup::Tick => "tick",
-            Wakeup::Pressure => "pressure",
-        }
-    }
-}
+/// Why a cycle ran (the model's type, as action records name it).
+pub use oomwarden_model::Wakeup;
 
 /// The three kinds of read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use oomwarden_daemon::api::{self, Status};
 use oomwarden_daemon::{history, load_settings};
-use oomwarden_model::ActionRecord;
+use oomwarden_model::{ActionRecord, QosClass};
 use serde::Serialize;
 
 use crate::exit::Exit;
@@ -166,7 +166,7 @@ fn print(
                     r.id,
                     r.time,
                     r.outcome.name(),
-                    r.class.as_deref().unwrap_or("-"),
+                    r.class.map_or("-", QosClass::name),
                     oomwarden_model::format_number(r.score),
                     r.pod_uid.as_deref().unwrap_or("-"),
                     r.victim.as_deref().unwrap_or("-"),
@@ -241,7 +241,7 @@ fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
             processes: &r.processes,
             outcome: r.outcome.name(),
             victim: r.victim.as_deref(),
-            class: r.class.as_deref(),
+            class: r.class.map(QosClass::name),
             pod_uid: r.pod_uid.as_deref(),
             pids: &r.pids,
             memory_current_bytes: r.memory_current_bytes,

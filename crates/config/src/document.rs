@@ -632,6 +632,10 @@ pub(crate) fn kill_timeout_from_text(text: &str) -> Result<Duration, String> {
     timeout_from_text(text, "kill timeout")
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one block per OOMWardenConfig field; to be replaced by serde structs (issue 15, item 4)"
+)]
 fn warden_document(
     map: &Map<String, Value>,
     n: Option<usize>,

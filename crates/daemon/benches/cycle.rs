@@ -220,6 +220,10 @@ fn us(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark: one block per measured case"
+)]
 fn main() {
     let base_dir = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")

@@ -287,7 +287,7 @@ pub fn run(
     // take its default action and end the process. Signals received during start-up are
     // queued and handled by the loop.
     let (tx, rx) = mpsc::channel();
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+    let signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
         .map_err(RunError::Signals)?;
     // The file's identity is taken before it is read, so a change made while it loads is
     // noticed at the first cycle rather than lost.
@@ -307,31 +307,8 @@ pub fn run(
         ),
         None => (cgroups, proc),
     };
-    let protection = protect_self();
-    if let Err(e) = protection.oom_score_adj {
-        tracing::warn!(error = %e, "cannot set own oom_score_adj to -1000; the kernel OOM killer may choose oomwarden");
-    }
-    if let Err(e) = protection.mlockall {
-        tracing::warn!(error = %e, "cannot lock memory (mlockall); oomwarden may stall when the node thrashes");
-    }
-    match protection.nofile {
-        Ok((soft, _)) if soft >= oomwarden_actuate::WANTED_NOFILE => {}
-        Ok((soft, hard)) => tracing::warn!(
-            soft,
-            hard,
-            wanted = oomwarden_actuate::WANTED_NOFILE,
-            "the open-file limit is low; a kill of a pod with more processes than that cannot open a pidfd for each"
-        ),
-        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
-    }
-    // Our own cgroup, from the real /proc: --proc-root describes the node, not this process.
-    let self_cgroup = ProcFs::new("/proc")
-        .cgroup_of("self")
-        .ok()
-        .filter(|c| !c.is_empty())
-        // In a private cgroup namespace (a container) /proc/self/cgroup says `/`: find our
-        // own PID in the node's tree instead (a DaemonSet shares the host's PIDs).
-        .or_else(|| oomwarden_collect::find_process_cgroup(&cgroups, std::process::id(), 10));
+    log_protection(protect_self());
+    let self_cgroup = own_cgroup(&cgroups);
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
     // Before anything in the state directory (the history's repairs, a recording) is touched:
     // a second daemon is refused without changing what the first one writes.
@@ -363,23 +340,7 @@ pub fn run(
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
     let state_dir = settings.warden.state_dir.clone();
-    let shared: crate::api::SharedState = Default::default();
-    {
-        let mut s = shared
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        s.status = crate::api::Status {
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            pid: std::process::id(),
-            started_at: wall_clock(),
-            config_file: config_name(options),
-            configuration: settings.to_yaml(),
-            layout: collector.layout().name.clone(),
-            layout_reason: why.clone(),
-            ..Default::default()
-        };
-        s.records = history.recent().cloned().collect();
-    }
+    let shared = starting_state(options, &settings, &collector, &why, &history);
     // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
     // record of this boot, so restarting the daemon (or its pod) never bypasses it.
     let restored = history.recent().last().and_then(|last| {
@@ -403,29 +364,7 @@ pub fn run(
         );
     }
     if let (Some(tap), Some(meta)) = (tap, meta) {
-        let window = flight
-            .enabled
-            .then(|| u64::try_from(flight.window.as_nanos()).unwrap_or(u64::MAX));
-        let mut recorder = CycleRecorder::new(tap, meta, window);
-        if let Some(path) = &options.record {
-            recorder = recorder
-                .writing_to(path)
-                .map_err(|source| RunError::Record {
-                    path: path.clone(),
-                    source,
-                })?;
-            tracing::info!(file = %path.display(), "recording every cycle");
-        }
-        if flight.enabled {
-            let dir = state_dir.join(crate::recorder::RECORDINGS_DIR);
-            tracing::info!(window = ?flight.window, dir = %dir.display(), "flight recorder on");
-            recorder = recorder.saving_to(dir, flight.keep);
-            shared
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .flight_recorder = Some(recorder.shared());
-        }
-        engine.set_recorder(recorder);
+        attach_recorder(&mut engine, tap, meta, options, &state_dir, &shared)?;
     }
     let socket = crate::api::serve_counted(&state_dir, shared.clone(), Some(engine.metrics()))?;
     tracing::info!(socket = %socket.display(), "serving the action API");
@@ -435,8 +374,126 @@ pub fn run(
     }
 
     let handle = signals.handle();
-    let signal_tx = tx.clone();
     // Dropped when `run` returns: the watchdog then knows the stop completed.
+    let running_tx = spawn_signal_thread(signals, tx.clone(), stop)?;
+    if engine.settings().warden.psi_triggers.enabled {
+        watch_pressure(&engine, tx)?;
+    }
+    engine.discard_reads();
+
+    cycle_until_stopped(&mut engine, &rx, options, &shared, &mut config_watch);
+    handle.close();
+    engine.finish_recording();
+    drop(running_tx);
+    // Best effort: a stale socket is replaced at the next start anyway.
+    let _ = std::fs::remove_file(&socket);
+    Ok(())
+}
+
+/// What the action API serves before the first cycle.
+fn starting_state(
+    options: &RunOptions,
+    settings: &Settings,
+    collector: &Collector,
+    why: &str,
+    history: &History,
+) -> crate::api::SharedState {
+    let shared: crate::api::SharedState = Default::default();
+    {
+        let mut s = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.status = crate::api::Status {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            started_at: wall_clock(),
+            config_file: config_name(options),
+            configuration: settings.to_yaml(),
+            layout: collector.layout().name.clone(),
+            layout_reason: why.to_owned(),
+            ..Default::default()
+        };
+        s.records = history.recent().cloned().collect();
+    }
+    shared
+}
+
+/// Says what self-protection could not do.
+fn log_protection(protection: oomwarden_actuate::SelfProtection) {
+    if let Err(e) = protection.oom_score_adj {
+        tracing::warn!(error = %e, "cannot set own oom_score_adj to -1000; the kernel OOM killer may choose oomwarden");
+    }
+    if let Err(e) = protection.mlockall {
+        tracing::warn!(error = %e, "cannot lock memory (mlockall); oomwarden may stall when the node thrashes");
+    }
+    match protection.nofile {
+        Ok((soft, _)) if soft >= oomwarden_actuate::WANTED_NOFILE => {}
+        Ok((soft, hard)) => tracing::warn!(
+            soft,
+            hard,
+            wanted = oomwarden_actuate::WANTED_NOFILE,
+            "the open-file limit is low; a kill of a pod with more processes than that cannot open a pidfd for each"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
+}
+
+/// Our own cgroup, from the real /proc (`--proc-root` describes the node, not this process).
+fn own_cgroup(cgroups: &CgroupFs) -> Option<String> {
+    ProcFs::new("/proc")
+        .cgroup_of("self")
+        .ok()
+        .filter(|c| !c.is_empty())
+        // In a private cgroup namespace (a container) /proc/self/cgroup says `/`: find our
+        // own PID in the node's tree instead (a DaemonSet shares the host's PIDs).
+        .or_else(|| oomwarden_collect::find_process_cgroup(cgroups, std::process::id(), 10))
+}
+
+/// Gives the engine its recorder: every cycle to `options.record`, the flight recorder's
+/// window in memory (served on the API, saved with each action).
+fn attach_recorder(
+    engine: &mut Engine,
+    tap: Arc<oomwarden_recording::Tap>,
+    meta: oomwarden_recording::Meta,
+    options: &RunOptions,
+    state_dir: &Path,
+    shared: &crate::api::SharedState,
+) -> Result<(), RunError> {
+    let flight = engine.settings().warden.flight_recorder;
+    let window = flight
+        .enabled
+        .then(|| u64::try_from(flight.window.as_nanos()).unwrap_or(u64::MAX));
+    let mut recorder = CycleRecorder::new(tap, meta, window);
+    if let Some(path) = &options.record {
+        recorder = recorder
+            .writing_to(path)
+            .map_err(|source| RunError::Record {
+                path: path.clone(),
+                source,
+            })?;
+        tracing::info!(file = %path.display(), "recording every cycle");
+    }
+    if flight.enabled {
+        let dir = state_dir.join(crate::recorder::RECORDINGS_DIR);
+        tracing::info!(window = ?flight.window, dir = %dir.display(), "flight recorder on");
+        recorder = recorder.saving_to(dir, flight.keep);
+        shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .flight_recorder = Some(recorder.shared());
+    }
+    engine.set_recorder(recorder);
+    Ok(())
+}
+
+/// Forwards signals to the loop from a thread of their own. SIGTERM and SIGINT also set the
+/// stop flag and start the stop's watchdog, which the returned sender, dropped when `run`
+/// ends, calls off.
+fn spawn_signal_thread(
+    mut signals: signal_hook::iterator::Signals,
+    tx: mpsc::Sender<Wake>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<mpsc::Sender<()>, RunError> {
     let (running_tx, running_rx) = mpsc::channel::<()>();
     let mut running_rx = Some(running_rx);
     std::thread::Builder::new()
@@ -449,17 +506,25 @@ pub fn run(
                         watchdog(rx);
                     }
                 }
-                if signal_tx.send(Wake::Signal(signal)).is_err() {
+                if tx.send(Wake::Signal(signal)).is_err() {
                     break;
                 }
             }
         })
         .map_err(RunError::Signals)?;
-    if engine.settings().warden.psi_triggers.enabled {
-        watch_pressure(&engine, tx)?;
-    }
-    engine.discard_reads();
+    Ok(running_tx)
+}
 
+/// The loop: a cycle every tick (and on each PSI wake-up, at most one per
+/// [`MIN_EVENT_GAP`]), reloads on SIGHUP or a changed file, until a stop signal or
+/// `options.cycles`.
+fn cycle_until_stopped(
+    engine: &mut Engine,
+    rx: &mpsc::Receiver<Wake>,
+    options: &RunOptions,
+    shared: &crate::api::SharedState,
+    config_watch: &mut ConfigWatch,
+) {
     let metrics = engine.metrics();
     let mut done = 0u64;
     let mut tick = Instant::now();
@@ -471,7 +536,7 @@ pub fn run(
             Ok(Wake::Signal(SIGHUP)) => {
                 // Taken before the read, as at start.
                 config_watch.refresh();
-                reload(&mut engine, options, Some(&shared));
+                reload(engine, options, Some(shared));
                 // As Talos: a cycle at once, then ticks on the (new) interval from there.
                 tick = Instant::now();
                 continue;
@@ -495,7 +560,7 @@ pub fn run(
         // A ConfigMap update arrives as a symlink swap, without a signal.
         if config_watch.changed() {
             tracing::info!("the configuration file changed on disk; reloading");
-            reload(&mut engine, options, Some(&shared));
+            reload(engine, options, Some(shared));
             tick = Instant::now();
         }
         let started = Instant::now();
@@ -508,7 +573,7 @@ pub fn run(
         };
         let took = started.elapsed();
         metrics.cycle(took.as_secs_f64());
-        publish(&shared, &engine, &outcome, &wall, took);
+        publish(shared, engine, &outcome, &wall, took);
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
             break;
@@ -528,12 +593,6 @@ pub fn run(
         }
         tick = next;
     }
-    handle.close();
-    engine.finish_recording();
-    drop(running_tx);
-    // Best effort: a stale socket is replaced at the next start anyway.
-    let _ = std::fs::remove_file(&socket);
-    Ok(())
 }
 
 /// Notices a configuration file that changed on disk: what the path resolves to now (device,

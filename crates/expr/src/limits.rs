@@ -51,6 +51,10 @@ pub(crate) fn shorten_unary_runs(src: &str) -> std::borrow::Cow<'_, str> {
 
 /// Checks the limits; returns the positions of unary operators beyond the last two or three
 /// of each long run (see [`shorten_unary_runs`]). A run counts at most 3 towards the depth.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the source, one arm per token kind"
+)]
 fn scan(src: &str) -> Result<Vec<usize>, LimitExceeded> {
     let mut blank = Vec::new();
     let mut run: Vec<usize> = Vec::new();

@@ -192,6 +192,10 @@ fn special_name(i: usize, what: &str) -> String {
 }
 
 /// Registers the functions [`prepare`] calls.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of the functions the rewrites call"
+)]
 pub(crate) fn register(env: &mut Env) {
     for (i, special) in SPECIALS.iter().enumerate() {
         let matches = special.matches;
@@ -691,6 +695,10 @@ impl Rewriter<'_> {
         format!("@oomwarden.v{}", self.fresh)
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per cel-go evaluation difference, each documented where it is"
+    )]
     fn visit(&mut self, e: &mut SpannedExpr) {
         // Decided on the source tree, before the children are rewritten.
         let chained = matches!(&e.node, Expr::Index { expr, optional: false, .. }

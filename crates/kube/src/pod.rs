@@ -373,6 +373,10 @@ pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, 
 }
 
 /// [`score`], plus the MemoryQoS values the kubelet would write under `qos`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the kubelet's steps in its order (QoS, aggregation, oom_score_adj, memory.max, requests), each commented against its source"
+)]
 pub fn score_with_qos(
     pod: &Pod,
     capacity: i64,

@@ -191,6 +191,7 @@ mod tests {
 
     /// Table of (trigger, stall, candidates, strict) → decision; no temporary directories.
     #[test]
+    #[allow(clippy::too_many_lines, reason = "a table of cases")]
     fn decisions() {
         let ranking = expr(RankingExpr::compile(
             "memory_max.hasValue() ? 0.0 : double(memory_current.orValue(0u))",

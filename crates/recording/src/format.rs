@@ -392,6 +392,10 @@ fn line(id: u32, obs: &Observation, out: &mut String) {
 /// Parses a recording. Every malformed line is an error naming its number: a recording is
 /// evidence, and a replay of a silently truncated one would mislead. A recording cut short
 /// (see the module's documentation) parses, marked [`Recording::truncated`].
+#[allow(
+    clippy::too_many_lines,
+    reason = "one arm per record tag of the format"
+)]
 pub fn parse(text: &str) -> Result<Recording, ParseError> {
     // A last line without its newline was cut while being written: it is not read (a cut
     // `f` line would read as a shorter file).

@@ -72,6 +72,10 @@ fn parse_gates(text: &str) -> Result<FeatureGates, String> {
     FeatureGates::parse(text).map_err(|e| e.to_string())
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one report per pod printed as text or JSON from the same locals; to be split with the one CLI grammar of issue 18"
+)]
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
     let (capacity, source) = match args.node_memory {
         Some(m) => (m, "--node-memory"),

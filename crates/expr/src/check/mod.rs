@@ -166,6 +166,10 @@ impl Checker<'_> {
         t
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per expression kind, as cel-go's checker.go check()"
+    )]
     fn check_node(&mut self, e: &SpannedExpr) -> Type {
         match &e.node {
             Expr::Null => Type::Null,

@@ -181,6 +181,10 @@ impl<'a> Gen<'a> {
         }
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per type the generator produces"
+    )]
     fn leaf(&mut self, ty: Ty) -> String {
         match ty {
             Ty::Bool => self.pick(&["true", "false"]).to_string(),

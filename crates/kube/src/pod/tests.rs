@@ -436,6 +436,7 @@ fn memory_qos_values() {
 /// The explicit cases of the kubelet's QoS table (`kube-semantics.md` §2), each built as its
 /// name describes.
 #[test]
+#[allow(clippy::too_many_lines, reason = "a table of cases")]
 fn kubelet_qos_table() {
     use PodQos::*;
     let gi = |r: &str, l: &str| ctr("c", r, l);

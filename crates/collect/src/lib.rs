@@ -14,8 +14,8 @@ use std::fmt;
 
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::{
-    CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource, MetricsSample,
-    NodeMemory, PsiKind, PsiReading, PsiSpan, SubtreeSample, glob_match,
+    BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
+    MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, SubtreeSample, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -84,38 +84,39 @@ pub enum DetectError {
 pub fn detect_layout(cgroups: &CgroupFs) -> Result<(Layout, String), DetectError> {
     let top = cgroups.children("").unwrap_or_default();
     let has = |name: &str| top.iter().any(|t| t == name);
-    let mut matches: Vec<(&'static str, String)> = Vec::new();
+    let mut matches: Vec<(BuiltinLayout, String)> = Vec::new();
     if has("podruntime") && (has("init") || has("system")) {
         matches.push((
-            "talos",
+            BuiltinLayout::Talos,
             "podruntime/ and init/ or system/ at the root".to_owned(),
         ));
     }
     if has("kubepods.slice") {
         matches.push((
-            "systemd",
+            BuiltinLayout::Systemd,
             "kubepods.slice/ at the root (kubelet's systemd cgroup driver)".to_owned(),
         ));
     }
     if has("kubepods") && has("system.slice") {
         matches.push((
-            "cgroupfs",
+            BuiltinLayout::Cgroupfs,
             "kubepods/ beside system.slice/ (kubelet's cgroupfs driver on a systemd host)"
                 .to_owned(),
         ));
     }
     if has("system.slice") && !has("kubepods") && !has("kubepods.slice") && !has("podruntime") {
-        matches.push(("host", "system.slice/ and no Kubernetes cgroups".to_owned()));
+        matches.push((
+            BuiltinLayout::Host,
+            "system.slice/ and no Kubernetes cgroups".to_owned(),
+        ));
     }
     let root = cgroups.root().display().to_string();
     match matches.as_slice() {
         [] => Err(DetectError::Unknown { root }),
-        [(name, why)] => Layout::builtin(name)
-            .map(|l| (l, why.clone()))
-            .ok_or(DetectError::Unknown { root }),
+        [(layout, why)] => Ok((layout.layout(), why.clone())),
         many => Err(DetectError::Ambiguous {
             root,
-            candidates: many.iter().map(|(n, _)| *n).collect(),
+            candidates: many.iter().map(|(b, _)| b.name()).collect(),
         }),
     }
 }

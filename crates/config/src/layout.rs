@@ -16,7 +16,7 @@
 //!       include: ["pod*"]
 //! ```
 
-use oomwarden_model::{CandidateSource, Layout, MetricSource, NameFilter, QosClass};
+use oomwarden_model::{BuiltinLayout, CandidateSource, Layout, MetricSource, NameFilter, QosClass};
 use serde_json::{Map, Value};
 
 /// What `layout` asks for.
@@ -24,8 +24,8 @@ use serde_json::{Map, Value};
 pub enum LayoutSetting {
     /// Detect a built-in layout from the tree.
     Auto,
-    /// A built-in layout, by name (one of [`Layout::BUILTIN`]).
-    Builtin(String),
+    /// A built-in layout.
+    Builtin(BuiltinLayout),
     /// A layout written in the configuration.
     Custom(Layout),
 }
@@ -35,7 +35,7 @@ impl LayoutSetting {
     pub fn name(&self) -> &str {
         match self {
             LayoutSetting::Auto => "auto",
-            LayoutSetting::Builtin(name) => name,
+            LayoutSetting::Builtin(b) => b.name(),
             LayoutSetting::Custom(layout) => &layout.name,
         }
     }
@@ -44,10 +44,8 @@ impl LayoutSetting {
     pub fn from_name(name: &str) -> Option<LayoutSetting> {
         if name == "auto" {
             Some(LayoutSetting::Auto)
-        } else if Layout::BUILTIN.contains(&name) {
-            Some(LayoutSetting::Builtin(name.to_owned()))
         } else {
-            None
+            BuiltinLayout::from_name(name).map(LayoutSetting::Builtin)
         }
     }
 }
@@ -109,7 +107,7 @@ pub(crate) fn custom(map: &Map<String, Value>) -> Result<Layout, Vec<(String, St
 }
 
 fn check_name(name: &str) -> Result<(), String> {
-    if name == "auto" || Layout::BUILTIN.contains(&name) {
+    if name == "auto" || BuiltinLayout::from_name(name).is_some() {
         return Err(format!(
             "{name:?} is the name of a built-in layout; give a custom layout another name, or write `layout: {name}` to use the built-in one"
         ));

@@ -179,8 +179,19 @@ impl Default for MetricsSettings {
     }
 }
 
-/// The names `layout` accepts (it also takes a mapping: a custom layout).
+/// The names `layout` accepts: `auto` and [`oomwarden_model::BuiltinLayout::ALL`]'s names
+/// (a test holds them equal); it also takes a mapping: a custom layout.
 pub const LAYOUTS: [&str; 5] = ["auto", "talos", "systemd", "cgroupfs", "host"];
+
+#[cfg(test)]
+mod layout_names {
+    #[test]
+    fn the_accepted_names_are_auto_and_the_builtins() {
+        let mut want = vec!["auto"];
+        want.extend(oomwarden_model::BuiltinLayout::ALL.map(oomwarden_model::BuiltinLayout::name));
+        assert_eq!(super::LAYOUTS.to_vec(), want);
+    }
+}
 
 impl Default for WardenSettings {
     fn default() -> Self {

@@ -219,7 +219,7 @@ fn warden_document() {
             .unwrap()
             .warden
             .layout,
-        LayoutSetting::Builtin("host".into())
+        LayoutSetting::Builtin(oomwarden_model::BuiltinLayout::Host)
     );
     let m = messages("apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nlayout: kubeadm\n");
     assert_eq!(

@@ -132,8 +132,8 @@ pub fn layout_for(
     };
     match &settings.warden.layout {
         LayoutSetting::Auto => Ok((recorded()?, None)),
-        LayoutSetting::Builtin(name) => {
-            let layout = Layout::builtin(name).ok_or_else(|| format!("unknown layout {name:?}"))?;
+        LayoutSetting::Builtin(b) => {
+            let layout = b.layout();
             let warning = (layout.name != recording.meta.layout).then(|| {
                 format!(
                     "the configuration's layout {} differs from the recording's ({}); files the recording lacks read as missing",

@@ -239,9 +239,7 @@ pub fn resolve_layout(
 ) -> Result<(Layout, String), RunError> {
     match &settings.warden.layout {
         LayoutSetting::Auto => detect_layout(cgroups).map_err(|e| RunError::Config(e.to_string())),
-        LayoutSetting::Builtin(name) => Layout::builtin(name)
-            .map(|l| (l, "set in the configuration".to_owned()))
-            .ok_or_else(|| RunError::Config(format!("unknown layout {name:?}"))),
+        LayoutSetting::Builtin(b) => Ok((b.layout(), "set in the configuration".to_owned())),
         LayoutSetting::Custom(layout) => Ok((
             layout.clone(),
             "custom layout written in the configuration".to_owned(),

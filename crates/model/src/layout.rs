@@ -193,19 +193,61 @@ pub const RUNTIME_UNITS: &[&str] = &[
     "snap.microk8s.*.service",
 ];
 
-impl Layout {
-    /// The built-in layouts, by name.
-    pub fn builtin(name: &str) -> Option<Layout> {
-        match name {
-            "talos" => Some(Layout::talos()),
-            "systemd" => Some(Layout::systemd()),
-            "cgroupfs" => Some(Layout::cgroupfs()),
-            "host" => Some(Layout::host()),
-            _ => None,
+/// The built-in layouts: the one list that configuration, detection and the CLI use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuiltinLayout {
+    /// Talos Linux.
+    Talos,
+    /// The kubelet's systemd cgroup driver.
+    Systemd,
+    /// The kubelet's cgroupfs driver on a systemd host.
+    Cgroupfs,
+    /// A plain systemd host without Kubernetes.
+    Host,
+}
+
+impl BuiltinLayout {
+    /// Every built-in layout, in the order documentation and messages list them.
+    pub const ALL: [BuiltinLayout; 4] = [
+        BuiltinLayout::Talos,
+        BuiltinLayout::Systemd,
+        BuiltinLayout::Cgroupfs,
+        BuiltinLayout::Host,
+    ];
+
+    /// Its name in configurations, flags and recordings.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinLayout::Talos => "talos",
+            BuiltinLayout::Systemd => "systemd",
+            BuiltinLayout::Cgroupfs => "cgroupfs",
+            BuiltinLayout::Host => "host",
         }
     }
 
-    /// Names of the built-in layouts.
+    /// The built-in layout of this name.
+    pub fn from_name(name: &str) -> Option<BuiltinLayout> {
+        BuiltinLayout::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// The layout itself.
+    pub fn layout(self) -> Layout {
+        match self {
+            BuiltinLayout::Talos => Layout::talos(),
+            BuiltinLayout::Systemd => Layout::systemd(),
+            BuiltinLayout::Cgroupfs => Layout::cgroupfs(),
+            BuiltinLayout::Host => Layout::host(),
+        }
+    }
+}
+
+impl Layout {
+    /// The built-in layout of this name.
+    pub fn builtin(name: &str) -> Option<Layout> {
+        BuiltinLayout::from_name(name).map(BuiltinLayout::layout)
+    }
+
+    /// Names of the built-in layouts ([`BuiltinLayout::ALL`]'s names).
     pub const BUILTIN: [&'static str; 4] = ["talos", "systemd", "cgroupfs", "host"];
 
     /// Talos 1.14 (§2.3 of the spec): System = `init` + `system`; Guaranteed pods sit directly
@@ -347,6 +389,12 @@ mod tests {
             assert_eq!(Layout::builtin(name).map(|l| l.name), Some(name.to_owned()));
         }
         assert_eq!(Layout::builtin("other"), None);
+        // One list: the names are the enum's.
+        assert_eq!(BuiltinLayout::ALL.map(BuiltinLayout::name), Layout::BUILTIN);
+        for b in BuiltinLayout::ALL {
+            assert_eq!(BuiltinLayout::from_name(b.name()), Some(b));
+            assert_eq!(b.layout().name, b.name());
+        }
     }
 
     proptest::proptest! {

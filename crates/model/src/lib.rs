@@ -27,7 +27,9 @@ pub use context::{
 };
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::{format_go_float, format_number};
-pub use layout::{CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match};
+pub use layout::{
+    BuiltinLayout, CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match,
+};
 pub use limit::Limit;
 pub use record::{
     ActionRecord, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,

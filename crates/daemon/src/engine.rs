@@ -169,12 +169,12 @@ impl Engine {
         candidates
             .iter()
             .zip(ranking.verdicts(candidates.len()))
-            .map(|(c, (score, eligible, reason))| RankedCandidate {
+            .map(|(c, verdict)| RankedCandidate {
                 path: c.path.clone(),
                 class: c.class,
-                score,
-                eligible,
-                reason,
+                score: verdict.score(),
+                eligible: verdict.eligible(),
+                reason: verdict.reason(),
             })
             .collect()
     }

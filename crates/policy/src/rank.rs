@@ -36,47 +36,70 @@ pub struct Ranking {
     pub excluded: Vec<(usize, Exclusion)>,
 }
 
-/// A verdict: the score (when there is one), whether eligible, a short reason for people.
-pub type Verdict = (Option<f64>, bool, String);
+/// What became of one candidate in a ranking.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// It may be killed, with this score (> 0).
+    Eligible(f64),
+    /// It may not, for this reason.
+    Excluded(Exclusion),
+    /// It was not among the candidates ranked.
+    NotACandidate,
+}
 
-fn excluded_verdict(e: &Exclusion) -> Verdict {
-    match e {
-        Exclusion::NotPositive(score) => (Some(*score), false, "score is not above 0".to_owned()),
-        Exclusion::Empty => (None, false, "no live process".to_owned()),
-        Exclusion::OwnCgroup => (None, false, "oomwarden's own cgroup".to_owned()),
-        Exclusion::EvalError(e) => (None, false, format!("ranking failed: {e}")),
+impl Verdict {
+    /// Its score, when it has one.
+    pub fn score(&self) -> Option<f64> {
+        match self {
+            Verdict::Eligible(s) | Verdict::Excluded(Exclusion::NotPositive(s)) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// Whether it may be killed.
+    pub fn eligible(&self) -> bool {
+        matches!(self, Verdict::Eligible(_))
+    }
+
+    /// A short reason, for people.
+    pub fn reason(&self) -> String {
+        match self {
+            Verdict::Eligible(_) => "eligible".to_owned(),
+            Verdict::Excluded(Exclusion::NotPositive(_)) => "score is not above 0".to_owned(),
+            Verdict::Excluded(Exclusion::Empty) => "no live process".to_owned(),
+            Verdict::Excluded(Exclusion::OwnCgroup) => "oomwarden's own cgroup".to_owned(),
+            Verdict::Excluded(Exclusion::EvalError(e)) => format!("ranking failed: {e}"),
+            Verdict::NotACandidate => "not a candidate".to_owned(),
+        }
     }
 }
 
-fn not_a_candidate() -> Verdict {
-    (None, false, "not a candidate".to_owned())
-}
-
 impl Ranking {
-    /// What became of candidate `index`: its score (when it has one), whether it is eligible,
-    /// and a short reason for people.
+    /// What became of candidate `index`.
     pub fn verdict(&self, index: usize) -> Verdict {
         if let Some(s) = self.eligible.iter().find(|s| s.index == index) {
-            return (Some(s.score), true, "eligible".to_owned());
+            return Verdict::Eligible(s.score);
         }
         self.excluded
             .iter()
             .find(|(j, _)| *j == index)
-            .map_or_else(not_a_candidate, |(_, e)| excluded_verdict(e))
+            .map_or(Verdict::NotACandidate, |(_, e)| {
+                Verdict::Excluded(e.clone())
+            })
     }
 
     /// The verdicts of candidates `0..count`, in one pass (`verdict` for each would be
     /// quadratic: a thousand candidates means a million comparisons).
     pub fn verdicts(&self, count: usize) -> Vec<Verdict> {
-        let mut out = vec![not_a_candidate(); count];
+        let mut out = vec![Verdict::NotACandidate; count];
         for s in &self.eligible {
             if let Some(slot) = out.get_mut(s.index) {
-                *slot = (Some(s.score), true, "eligible".to_owned());
+                *slot = Verdict::Eligible(s.score);
             }
         }
         for (i, e) in &self.excluded {
             if let Some(slot) = out.get_mut(*i) {
-                *slot = excluded_verdict(e);
+                *slot = Verdict::Excluded(e.clone());
             }
         }
         out
@@ -177,8 +200,13 @@ mod verdict_tests {
         };
         let all = r.verdicts(7);
         assert_eq!(all, (0..7).map(|i| r.verdict(i)).collect::<Vec<_>>());
-        assert_eq!(all[6].2, "not a candidate");
-        assert_eq!(all[3], (Some(7.0), true, "eligible".to_owned()));
-        assert_eq!(all[4].2, "ranking failed: no such key");
+        assert_eq!(all[6].reason(), "not a candidate");
+        assert_eq!(all[3], Verdict::Eligible(7.0));
+        assert_eq!(
+            (all[3].score(), all[3].eligible(), all[3].reason().as_str()),
+            (Some(7.0), true, "eligible")
+        );
+        assert_eq!(all[4].reason(), "ranking failed: no such key");
+        assert_eq!(all[2].score(), Some(0.0));
     }
 }

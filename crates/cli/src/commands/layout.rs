@@ -79,7 +79,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let (score, eligible, reason) = verdict(i);
+                let v = verdict(i);
+                let (score, eligible, reason) = (v.score(), v.eligible(), v.reason());
                 json!({
                     "cgroup": c.dir, "path": oomwarden_cgroupfs::node_path(&c.dir),
                     "class": c.class.name(),
@@ -120,7 +121,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     order.sort_by_key(|i| candidates.get(*i).map(|c| (c.class, c.dir.clone())));
     for i in order {
         let Some(c) = candidates.get(i) else { continue };
-        let (score, eligible, reason) = verdict(i);
+        let v = verdict(i);
+        let (score, eligible, reason) = (v.score(), v.eligible(), v.reason());
         let uid = oomwarden_kube::cgroup_identity(&c.dir)
             .pod_uid
             .unwrap_or_else(|| "-".to_owned());

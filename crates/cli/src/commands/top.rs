@@ -88,6 +88,32 @@ struct PodRow {
     eviction_rank: Option<usize>,
 }
 
+/// What a row of `top` is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum RowKind {
+    /// The root: the whole node.
+    #[default]
+    Node,
+    /// A class's subtree of the layout.
+    Class,
+    /// A candidate of the OOM handler.
+    Candidate,
+    /// A container below a candidate (`--containers`).
+    Container,
+}
+
+impl RowKind {
+    fn name(self) -> &'static str {
+        match self {
+            RowKind::Node => "node",
+            RowKind::Class => "class",
+            RowKind::Candidate => "candidate",
+            RowKind::Container => "container",
+        }
+    }
+}
+
 /// One cgroup's numbers.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -96,7 +122,7 @@ struct Row {
     /// The cgroup's path on the node (`/sys/fs/cgroup/...`), whatever root it was read under.
     path: String,
     /// `node`, `class`, `candidate` or `container`.
-    kind: &'static str,
+    kind: RowKind,
     class: Option<&'static str>,
     #[serde(rename = "podUID")]
     pod_uid: Option<String>,
@@ -145,7 +171,7 @@ fn stat_row(stat: &BTreeMap<String, u64>, row: &mut Row) {
     row.inactive_file_bytes = get("inactive_file");
 }
 
-fn read_row(cgroups: &CgroupFs, dir: &str, kind: &'static str, class: Option<&'static str>) -> Row {
+fn read_row(cgroups: &CgroupFs, dir: &str, kind: RowKind, class: Option<&'static str>) -> Row {
     let id = oomwarden_kube::cgroup_identity(dir);
     let mut row = Row {
         cgroup: if dir.is_empty() {
@@ -225,7 +251,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let ranking = rank(&settings.oom.ranking, &candidates);
 
     // Rows: the node, the class subtrees, the candidates (once each), their containers.
-    let mut rows = vec![read_row(&cgroups, "", "node", None)];
+    let mut rows = vec![read_row(&cgroups, "", RowKind::Node, None)];
     for s in sample.subtrees.iter().filter(|s| !s.dir.is_empty()) {
         if candidates.iter().any(|c| c.dir == s.dir) {
             continue;
@@ -233,13 +259,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         rows.push(read_row(
             &cgroups,
             &s.dir,
-            "class",
+            RowKind::Class,
             s.class.map(|c| c.name()),
         ));
     }
-    for (c, (score, eligible, reason)) in candidates.iter().zip(ranking.verdicts(candidates.len()))
-    {
-        let mut row = read_row(&cgroups, &c.dir, "candidate", Some(c.class.name()));
+    for (c, verdict) in candidates.iter().zip(ranking.verdicts(candidates.len())) {
+        let (score, eligible, reason) = (verdict.score(), verdict.eligible(), verdict.reason());
+        let mut row = read_row(&cgroups, &c.dir, RowKind::Candidate, Some(c.class.name()));
         row.oom_handler_may_kill = Some(eligible);
         row.score = score;
         row.reason = Some(reason);
@@ -247,7 +273,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         if args.containers {
             for child in cgroups.children(&c.dir).unwrap_or_default() {
                 let dir = oomwarden_cgroupfs::join(&c.dir, &child);
-                rows.push(read_row(&cgroups, &dir, "container", Some(c.class.name())));
+                rows.push(read_row(
+                    &cgroups,
+                    &dir,
+                    RowKind::Container,
+                    Some(c.class.name()),
+                ));
             }
         }
     }
@@ -302,7 +333,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             };
             let row = s.pod_uid.as_ref().and_then(|uid| {
                 rows.iter()
-                    .find(|r| r.kind == "candidate" && r.pod_uid.as_ref() == Some(uid))
+                    .find(|r| r.kind == RowKind::Candidate && r.pod_uid.as_ref() == Some(uid))
             });
             match row {
                 Some(r) => joined.push((s, r.working_set_bytes)),
@@ -385,7 +416,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         writeln!(
             out,
             "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>4} {:<5} {}",
-            r.kind,
+            r.kind.name(),
             r.class.unwrap_or("-"),
             mib(r.usage_bytes),
             mib(r.working_set_bytes),

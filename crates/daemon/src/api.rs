@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use oomwarden_model::ActionRecord;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Bound, Metrics};
 use serde::{Deserialize, Serialize};
 
 /// The socket's file name in the state directory.
@@ -147,7 +147,7 @@ async fn accept_loop(listener: UnixListener, shared: SharedState, metrics: Optio
             return;
         }
     };
-    let count = |bound: &str| {
+    let count = |bound: Bound| {
         if let Some(m) = &metrics {
             m.bound_hit(bound);
         }
@@ -165,7 +165,7 @@ async fn accept_loop(listener: UnixListener, shared: SharedState, metrics: Optio
             }
         };
         if slots.make_room() {
-            count("api_connections");
+            count(Bound::ApiConnections);
             if !std::mem::replace(&mut logged_full, true) {
                 tracing::warn!(
                     limit = MAX_API_CONNECTIONS,
@@ -180,7 +180,7 @@ async fn accept_loop(listener: UnixListener, shared: SharedState, metrics: Optio
             let Ok(line) = tokio::time::timeout(CLIENT_TIME, read_request(&mut stream)).await
             else {
                 if let Some(m) = &metrics {
-                    m.bound_hit("api_client_time");
+                    m.bound_hit(Bound::ApiClientTime);
                 }
                 return;
             };

@@ -29,7 +29,7 @@ use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
 
 use crate::history::History;
-use crate::metrics::Metrics;
+use crate::metrics::{Bound, Metrics};
 use crate::ratelimit::LogLimiter;
 use crate::recorder::CycleRecorder;
 
@@ -78,7 +78,7 @@ pub struct Engine {
     /// Lines that could repeat every cycle: once a minute per key (see `ratelimit`).
     limiter: LogLimiter,
     /// Bounds already said in the log (each is said once).
-    bounds_logged: HashSet<&'static str>,
+    bounds_logged: HashSet<Bound>,
     metrics: Arc<Metrics>,
     /// What woke the current cycle (`tick` or `pressure`), for its record.
     wakeup: Wakeup,
@@ -465,8 +465,8 @@ impl Engine {
         match (&record.class, record.outcome) {
             (_, Outcome::NoEligibleCgroup) | (None, _) => self.metrics.no_victim(),
             (Some(class), outcome) => self.metrics.killed(
-                class.name(),
-                outcome.name(),
+                *class,
+                outcome,
                 record.kill_duration_ms.map(|ms| ms / 1000.0),
             ),
         }
@@ -479,7 +479,7 @@ impl Engine {
         }
         if self.history.compactions() > compactions {
             self.bound_hit(
-                "history",
+                Bound::History,
                 1,
                 "the action history reached its bound and was rewritten with its newest records (logged once)",
             );
@@ -563,14 +563,14 @@ impl Engine {
     fn count_record_bounds(&mut self, record: &ActionRecord) {
         if record.pids_omitted > 0 {
             self.bound_hit(
-                "record_pids",
+                Bound::RecordPids,
                 1,
                 "a record lists the first PIDs only (all were killed); the others are counted (logged once)",
             );
         }
         if record.processes_omitted > 0 {
             self.bound_hit(
-                "record_processes",
+                Bound::RecordProcesses,
                 1,
                 "a record lists the command lines of the first processes only; the others are counted (logged once)",
             );
@@ -581,13 +581,13 @@ impl Engine {
             .filter(|p| p.ends_with(oomwarden_procfs::CMDLINE_CUT_SUFFIX))
             .count();
         self.bound_hit(
-            "cmdline_bytes",
+            Bound::CmdlineBytes,
             cut,
             "a command line was cut in a record (logged once)",
         );
         if record.containers.len() == oomwarden_model::MAX_CONTAINERS_LISTED {
             self.bound_hit(
-                "record_containers",
+                Bound::RecordContainers,
                 1,
                 "a record lists the first container IDs only (logged once)",
             );
@@ -595,15 +595,15 @@ impl Engine {
     }
 
     /// Counts `times` hits of bound `name` and logs `message` the first time.
-    fn bound_hit(&mut self, name: &'static str, times: usize, message: &'static str) {
+    fn bound_hit(&mut self, bound: Bound, times: usize, message: &'static str) {
         if times == 0 {
             return;
         }
         for _ in 0..times {
-            self.metrics.bound_hit(name);
+            self.metrics.bound_hit(bound);
         }
-        if self.bounds_logged.insert(name) {
-            tracing::warn!(bound = name, "{message}");
+        if self.bounds_logged.insert(bound) {
+            tracing::warn!(bound = bound.name(), "{message}");
         }
     }
 

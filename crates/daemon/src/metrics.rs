@@ -9,37 +9,72 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use oomwarden_model::{PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind};
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use oomwarden_model::{Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-/// `class` label: the class names as in expressions.
+/// Writes a label value that is one of a fixed set of names.
+fn label(encoder: &mut LabelValueEncoder<'_>, name: &str) -> Result<(), std::fmt::Error> {
+    std::fmt::Write::write_str(encoder, name)
+}
+
+/// A class as a label value: its name as in expressions (`Besteffort` … `System`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Class(pub QosClass);
+
+impl EncodeLabelValue for Class {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        label(encoder, self.0.name())
+    }
+}
+
+/// A PSI kind as a label value (`some`, `full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Kind(pub PsiKind);
+
+impl EncodeLabelValue for Kind {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        label(encoder, self.0.name())
+    }
+}
+
+/// An action's outcome as a label value (`killed`, `kill-failed`, …, as in records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OutcomeLabel(pub Outcome);
+
+impl EncodeLabelValue for OutcomeLabel {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        label(encoder, self.0.name())
+    }
+}
+
+/// `class` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ClassLabel {
-    /// `Besteffort` … `System`.
-    pub class: String,
+    /// The class.
+    pub class: Class,
 }
 
 /// `class` and PSI `kind` (`some`, `full`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct PressureLabels {
     /// The class.
-    pub class: String,
+    pub class: Class,
     /// `some` or `full`.
-    pub kind: String,
+    pub kind: Kind,
 }
 
 /// A kill's class and outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct KillLabels {
     /// The victim's class.
-    pub class: String,
-    /// `killed`, `kill-failed`, `not-verified` or `dry-run`.
-    pub outcome: String,
+    pub class: Class,
+    /// Its outcome.
+    pub outcome: OutcomeLabel,
 }
 
 /// Which expression failed.
@@ -58,18 +93,106 @@ pub struct ExpressionLabel {
     pub expression: Expression,
 }
 
-/// `bound` label: which resource bound was hit (docs/operations.md, "Bounds").
+/// A resource bound (docs/operations.md, "Bounds").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// Connections to the metrics endpoint: the oldest closed for a new one.
+    MetricsConnections,
+    /// A metrics request's head over 16 KiB.
+    MetricsRequestHead,
+    /// A metrics request's head not sent within 5 s.
+    MetricsHeaderTimeout,
+    /// A metrics connection over 10 s.
+    MetricsConnectionTime,
+    /// Clients of the action API: the oldest closed for a new one.
+    ApiConnections,
+    /// An API client out of time.
+    ApiClientTime,
+    /// PIDs not listed in a record.
+    RecordPids,
+    /// Command lines not read for a record.
+    RecordProcesses,
+    /// Container IDs not listed in a record.
+    RecordContainers,
+    /// A command line cut in a record.
+    CmdlineBytes,
+    /// The action history rewritten with its newest records.
+    History,
+}
+
+impl Bound {
+    /// Every bound.
+    pub const ALL: [Bound; 11] = [
+        Bound::MetricsConnections,
+        Bound::MetricsRequestHead,
+        Bound::MetricsHeaderTimeout,
+        Bound::MetricsConnectionTime,
+        Bound::ApiConnections,
+        Bound::ApiClientTime,
+        Bound::RecordPids,
+        Bound::RecordProcesses,
+        Bound::RecordContainers,
+        Bound::CmdlineBytes,
+        Bound::History,
+    ];
+
+    /// Its label value and log name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::MetricsConnections => "metrics_connections",
+            Bound::MetricsRequestHead => "metrics_request_head",
+            Bound::MetricsHeaderTimeout => "metrics_header_timeout",
+            Bound::MetricsConnectionTime => "metrics_connection_time",
+            Bound::ApiConnections => "api_connections",
+            Bound::ApiClientTime => "api_client_time",
+            Bound::RecordPids => "record_pids",
+            Bound::RecordProcesses => "record_processes",
+            Bound::RecordContainers => "record_containers",
+            Bound::CmdlineBytes => "cmdline_bytes",
+            Bound::History => "history",
+        }
+    }
+}
+
+impl EncodeLabelValue for Bound {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        label(encoder, self.name())
+    }
+}
+
+/// `bound` label: which resource bound was hit.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct BoundLabel {
-    /// The bound's name.
-    pub bound: String,
+    /// The bound.
+    pub bound: Bound,
+}
+
+/// How a reload ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReloadResult {
+    /// Applied.
+    Success,
+    /// Rejected; the running configuration stays.
+    Failure,
+}
+
+impl EncodeLabelValue for ReloadResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        label(
+            encoder,
+            match self {
+                ReloadResult::Success => "success",
+                ReloadResult::Failure => "failure",
+            },
+        )
+    }
 }
 
 /// `result` label of reloads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ResultLabel {
     /// `success` or `failure`.
-    pub result: String,
+    pub result: ReloadResult,
 }
 
 /// `version` label of the build info.
@@ -246,25 +369,29 @@ impl Metrics {
         for expression in [Expression::Trigger, Expression::Ranking] {
             drop(eval_errors.get_or_create(&ExpressionLabel { expression }));
         }
-        for result in ["success", "failure"] {
-            drop(reloads.get_or_create(&ResultLabel {
-                result: result.to_owned(),
-            }));
+        for result in [ReloadResult::Success, ReloadResult::Failure] {
+            drop(reloads.get_or_create(&ResultLabel { result }));
         }
         for class in QosClass::ALL {
-            for outcome in ["killed", "kill-failed", "not-verified", "dry-run", "gone"] {
+            for outcome in [
+                Outcome::Killed,
+                Outcome::KillFailed,
+                Outcome::NotVerified,
+                Outcome::DryRun,
+                Outcome::Gone,
+            ] {
                 drop(kills.get_or_create(&KillLabels {
-                    class: class.name().to_owned(),
-                    outcome: outcome.to_owned(),
+                    class: Class(class),
+                    outcome: OutcomeLabel(outcome),
                 }));
             }
         }
         let per_kind = |family: &Family<PressureLabels, FloatGauge>, class: QosClass| {
-            ["some", "full"].map(|kind| {
+            PsiKind::ALL.map(|kind| {
                 family
                     .get_or_create(&PressureLabels {
-                        class: class.name().to_owned(),
-                        kind: kind.to_owned(),
+                        class: Class(class),
+                        kind: Kind(kind),
                     })
                     .clone()
             })
@@ -273,9 +400,7 @@ impl Metrics {
         let class_stalled = QosClass::ALL.map(|c| per_kind(&class_stalled, c));
         let class_memory = QosClass::ALL.map(|c| {
             class_memory
-                .get_or_create(&ClassLabel {
-                    class: c.name().to_owned(),
-                })
+                .get_or_create(&ClassLabel { class: Class(c) })
                 .clone()
         });
         Metrics {
@@ -301,21 +426,13 @@ impl Metrics {
     }
 
     /// Counts a bound that was hit; the caller logs the first time.
-    pub fn bound_hit(&self, bound: &str) {
-        self.bounds
-            .get_or_create(&BoundLabel {
-                bound: bound.to_owned(),
-            })
-            .inc();
+    pub fn bound_hit(&self, bound: Bound) {
+        self.bounds.get_or_create(&BoundLabel { bound }).inc();
     }
 
     /// How many times `bound` was hit.
-    pub fn bound_hits(&self, bound: &str) -> u64 {
-        self.bounds
-            .get_or_create(&BoundLabel {
-                bound: bound.to_owned(),
-            })
-            .get()
+    pub fn bound_hits(&self, bound: Bound) -> u64 {
+        self.bounds.get_or_create(&BoundLabel { bound }).get()
     }
 
     /// Connections to the metrics endpoint being served now.
@@ -388,11 +505,11 @@ impl Metrics {
     }
 
     /// A victim's outcome, and how long its kill took to verify (seconds).
-    pub fn killed(&self, class: &str, outcome: &str, verification_seconds: Option<f64>) {
+    pub fn killed(&self, class: QosClass, outcome: Outcome, verification_seconds: Option<f64>) {
         self.kills
             .get_or_create(&KillLabels {
-                class: class.to_owned(),
-                outcome: outcome.to_owned(),
+                class: Class(class),
+                outcome: OutcomeLabel(outcome),
             })
             .inc();
         if let Some(s) = verification_seconds {
@@ -419,7 +536,11 @@ impl Metrics {
     pub fn reloaded(&self, ok: bool) {
         self.reloads
             .get_or_create(&ResultLabel {
-                result: if ok { "success" } else { "failure" }.to_owned(),
+                result: if ok {
+                    ReloadResult::Success
+                } else {
+                    ReloadResult::Failure
+                },
             })
             .inc();
     }
@@ -494,7 +615,7 @@ async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
             }
         };
         if slots.make_room() {
-            metrics.bound_hit("metrics_connections");
+            metrics.bound_hit(Bound::MetricsConnections);
             if !std::mem::replace(&mut logged_full, true) {
                 tracing::warn!(
                     limit = MAX_METRICS_CONNECTIONS,
@@ -524,12 +645,12 @@ async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
                 // Oversized heads, timeouts, resets: the client's problem, counted.
                 Ok(Err(e)) => {
                     if e.is_parse_too_large() {
-                        metrics.bound_hit("metrics_request_head");
+                        metrics.bound_hit(Bound::MetricsRequestHead);
                     } else if e.is_timeout() {
-                        metrics.bound_hit("metrics_header_timeout");
+                        metrics.bound_hit(Bound::MetricsHeaderTimeout);
                     }
                 }
-                Err(_) => metrics.bound_hit("metrics_connection_time"),
+                Err(_) => metrics.bound_hit(Bound::MetricsConnectionTime),
             }
         });
         slots.push(task.abort_handle());
@@ -579,4 +700,22 @@ fn respond(
             .insert(hyper::header::CONTENT_TYPE, value);
     }
     response
+}
+
+#[cfg(test)]
+mod bound_names {
+    use super::Bound;
+
+    /// Every bound is documented where operators look: its metric label and its row.
+    #[test]
+    fn every_bound_is_documented() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_default();
+        let (metrics, operations) = (read("metrics.md"), read("operations.md"));
+        for b in Bound::ALL {
+            let quoted = format!("`{}`", b.name());
+            assert!(metrics.contains(&quoted), "docs/metrics.md lacks {quoted}");
+            assert!(operations.contains(&quoted), "docs/operations.md lacks {quoted}");
+        }
+    }
 }

@@ -738,14 +738,15 @@ fn idle_connections_to_the_metrics_port_are_bounded() {
         .map(|_| std::net::TcpStream::connect(addr).unwrap())
         .collect();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while metrics.bound_hits("metrics_connections") < 300 - MAX_METRICS_CONNECTIONS as u64
+    while metrics.bound_hits(oomwarden_daemon::metrics::Bound::MetricsConnections)
+        < 300 - MAX_METRICS_CONNECTIONS as u64
         && std::time::Instant::now() < deadline
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(metrics.metrics_connections() <= i64::try_from(MAX_METRICS_CONNECTIONS).unwrap());
     assert_eq!(
-        metrics.bound_hits("metrics_connections"),
+        metrics.bound_hits(oomwarden_daemon::metrics::Bound::MetricsConnections),
         300 - MAX_METRICS_CONNECTIONS as u64
     );
     // A scrape now closes the oldest idle connection and is served.
@@ -796,7 +797,7 @@ fn an_oversized_request_head_costs_nothing() {
         text.is_empty() || text.starts_with("HTTP/1.1 431"),
         "{text}"
     );
-    assert!(metrics.bound_hits("metrics_request_head") <= 1);
+    assert!(metrics.bound_hits(oomwarden_daemon::metrics::Bound::MetricsRequestHead) <= 1);
     let (status, _) = http_get(addr, "/metrics");
     assert!(status.contains("200"), "{status}");
 }
@@ -985,7 +986,11 @@ fn the_history_bound_is_counted() {
     for i in 0..4u64 {
         acted(e.cycle((5 + i) * 1_000_000_000, "2026-11-29T12:00:00.000Z"));
     }
-    assert_eq!(e.metrics().bound_hits("history"), 1);
+    assert_eq!(
+        e.metrics()
+            .bound_hits(oomwarden_daemon::metrics::Bound::History),
+        1
+    );
     assert_eq!(persisted(state.path()).len(), 2);
 }
 

@@ -25,7 +25,7 @@ impl Wakeup {
 }
 
 /// What a triggered cycle did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// The victim was killed and its cgroup emptied within the verification timeout.

@@ -715,7 +715,10 @@ mod bound_names {
         for b in Bound::ALL {
             let quoted = format!("`{}`", b.name());
             assert!(metrics.contains(&quoted), "docs/metrics.md lacks {quoted}");
-            assert!(operations.contains(&quoted), "docs/operations.md lacks {quoted}");
+            assert!(
+                operations.contains(&quoted),
+                "docs/operations.md lacks {quoted}"
+            );
         }
     }
 }

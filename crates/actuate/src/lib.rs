@@ -19,7 +19,7 @@ mod linux;
 
 use oomwarden_model::{MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -126,7 +126,14 @@ pub enum KillResult {
     /// `cgroup.kill` was written but processes remained at the timeout.
     NotVerified,
     /// Writing `cgroup.kill` failed.
-    Failed(String),
+    Failed {
+        /// The OS error number, when there is one (`EACCES`, `EROFS`, …).
+        errno: Option<i32>,
+        /// The `cgroup.kill` file written.
+        path: PathBuf,
+        /// The error as people read it (what the record's `error` says).
+        message: String,
+    },
     /// Nothing was killed: the cgroup ranked was gone, or another had taken its path (its id
     /// differs), when the kill was due. Says which.
     Gone(String),
@@ -286,7 +293,11 @@ pub fn kill_cgroup(
             pids,
             processes,
             processes_omitted,
-            result: KillResult::Failed(e.to_string()),
+            result: KillResult::Failed {
+                errno: e.raw_os_error(),
+                path: path.join("cgroup.kill"),
+                message: e.to_string(),
+            },
             duration: started.elapsed(),
         };
     }

@@ -195,7 +195,11 @@ fn a_failed_write_is_reported_and_nothing_is_released() {
         Duration::from_secs(1),
     );
     assert!(
-        matches!(report.result, KillResult::Failed(ref e) if e.contains("Permission denied")),
+        matches!(
+            report.result,
+            KillResult::Failed { errno: Some(13), ref path, ref message }
+                if message.contains("Permission denied") && path.ends_with("pod1/cgroup.kill")
+        ),
         "{:?}",
         report.result
     );

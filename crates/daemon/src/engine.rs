@@ -667,10 +667,20 @@ impl Engine {
                 tracing::error!(cgroup = %c.path, %error, "kill not verified");
                 record.error = Some(error);
             }
-            KillResult::Failed(error) => {
+            KillResult::Failed {
+                errno,
+                path,
+                message,
+            } => {
                 record.outcome = Outcome::KillFailed;
-                tracing::error!(cgroup = %c.path, %error, "cannot reap cgroup");
-                record.error = Some(error);
+                tracing::error!(
+                    cgroup = %c.path,
+                    error = %message,
+                    errno = errno.unwrap_or(0),
+                    file = %path.display(),
+                    "cannot reap cgroup"
+                );
+                record.error = Some(message);
             }
             KillResult::Gone(reason) => {
                 record.outcome = Outcome::Gone;

@@ -37,12 +37,10 @@ fn oomwarden() -> Command {
 fn dry_run_one_cycle_writes_the_expected_record() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = state.path().join("oom.yaml");
-    std::fs::write(
-        &config,
-        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\n",
-    )
-    .unwrap();
+    let config = oom_config(
+        state.path(),
+        "triggerExpression: memory_full_avg10 > 12.0\n",
+    );
     let out = oomwarden()
         .args(["run", "--dry-run", "--cycles", "1", "--log-format", "json"])
         .arg("--config")
@@ -194,6 +192,17 @@ impl Logs {
             self.seen.join("\n")
         );
     }
+}
+
+/// Writes `<dir>/oom.yaml`: an `OOMConfig` document with these fields.
+fn oom_config(dir: &std::path::Path, fields: &str) -> std::path::PathBuf {
+    let path = dir.join("oom.yaml");
+    std::fs::write(
+        &path,
+        format!("apiVersion: v1alpha1\nkind: OOMConfig\n{fields}"),
+    )
+    .unwrap();
+    path
 }
 
 /// Replaces a file whole: written beside it, then renamed over it.
@@ -394,12 +403,10 @@ fn status_kb(pid: u32, field: &str) -> u64 {
 fn a_restarted_daemon_keeps_the_cooldown() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = state.path().join("oom.yaml");
-    std::fs::write(
-        &config,
-        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: time_since_trigger > duration(\"1h\")\n",
-    )
-    .unwrap();
+    let config = oom_config(
+        state.path(),
+        "triggerExpression: time_since_trigger > duration(\"1h\")\n",
+    );
     let history = state.path().join("actions.jsonl");
     for (round, want_records) in [(1, 1), (2, 1)] {
         let out = run_on(&cg, &proc, state.path(), &config, &["--cycles", "1"])
@@ -544,12 +551,10 @@ fn a_post_kill_hook_is_logged_and_its_thread_ends() {
 fn start_up_memory_does_not_grow_with_the_history() {
     let (cg, proc) = node();
     let config_dir = tempfile::tempdir().unwrap();
-    let config = config_dir.path().join("oom.yaml");
-    std::fs::write(
-        &config,
-        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    )
-    .unwrap();
+    let config = oom_config(
+        config_dir.path(),
+        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    );
     let line = |id: usize| {
         format!(
             "{{\"id\":{id},\"time\":\"2026-11-29T12:00:00.000Z\",\"monotonicNs\":1,\"outcome\":\"dry-run\",\"processes\":[\"{}\"],\"triggerContext\":\"{{}}\"}}\n",
@@ -597,12 +602,10 @@ fn a_refused_second_daemon_leaves_the_first_ones_recording_untouched() {
     let state = tempfile::tempdir().unwrap();
     let other_state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("oom.yaml");
-    std::fs::write(
-        &config,
-        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    )
-    .unwrap();
+    let config = oom_config(
+        dir.path(),
+        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    );
     let rec = dir.path().join("first.rec");
     let rec_arg = rec.to_str().unwrap();
     let (mut first, mut logs) = spawn(&cg, &proc, state.path(), &config, &["--record", rec_arg]);
@@ -713,12 +716,10 @@ fn sigterm_during_a_pre_kill_hook_stops_within_a_second() {
 fn sigterm_during_a_blocked_read_stops_within_a_second() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = state.path().join("oom.yaml");
-    std::fs::write(
-        &config,
-        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    )
-    .unwrap();
+    let config = oom_config(
+        state.path(),
+        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    );
     let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
     logs.wait_for("oomwarden started");
     let pressure = cg.path().join("memory.pressure");
@@ -750,13 +751,11 @@ fn sigterm_during_a_blocked_read_stops_within_a_second() {
 fn hundreds_of_idle_clients_do_not_delay_a_decision() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = state.path().join("oom.yaml");
     // Fires every cycle (no cooldown in this expression): each cycle is a dry-run decision.
-    std::fs::write(
-        &config,
-        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 50ms\n",
-    )
-    .unwrap();
+    let config = oom_config(
+        state.path(),
+        "triggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 50ms\n",
+    );
     let (mut child, mut logs) = spawn(
         &cg,
         &proc,

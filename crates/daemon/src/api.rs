@@ -164,7 +164,7 @@ async fn accept_loop(listener: UnixListener, shared: SharedState, metrics: Optio
                 continue;
             }
         };
-        if slots.make_room() {
+        if slots.make_room().await {
             count(Bound::ApiConnections);
             if !std::mem::replace(&mut logged_full, true) {
                 tracing::warn!(

@@ -614,7 +614,7 @@ async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
                 continue;
             }
         };
-        if slots.make_room() {
+        if slots.make_room().await {
             metrics.bound_hit(Bound::MetricsConnections);
             if !std::mem::replace(&mut logged_full, true) {
                 tracing::warn!(

@@ -25,13 +25,17 @@ impl Slots {
     }
 
     /// Makes room for one more connection; returns whether an open one had to be closed.
-    pub(crate) fn make_room(&mut self) -> bool {
+    /// The closed one's task runs its cancellation before this returns (a yield to the
+    /// runtime), so its descriptor is released before another connection is accepted: under
+    /// a flood of connections the server holds `max` and one, not whatever arrived first.
+    pub(crate) async fn make_room(&mut self) -> bool {
         self.open.retain(|h| !h.is_finished());
         if self.open.len() < self.max {
             return false;
         }
         if let Some(oldest) = self.open.pop_front() {
             oldest.abort();
+            tokio::task::yield_now().await;
         }
         true
     }
@@ -56,18 +60,29 @@ mod tests {
             let mut slots = Slots::new(2);
             let mut tasks = Vec::new();
             for _ in 0..3 {
-                let evicted = slots.make_room();
-                let task = tokio::spawn(std::future::pending::<()>());
+                let evicted = slots.make_room().await;
+                // Dropped when the task's future is dropped: when it is cancelled.
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                let task = tokio::spawn(async move {
+                    let _held = tx;
+                    std::future::pending::<()>().await;
+                });
                 slots.push(task.abort_handle());
-                tasks.push((evicted, task));
+                tasks.push((evicted, task, rx));
             }
             assert_eq!(
-                tasks.iter().map(|(e, _)| *e).collect::<Vec<_>>(),
+                tasks.iter().map(|(e, _, _)| *e).collect::<Vec<_>>(),
                 [false, false, true]
             );
-            tokio::task::yield_now().await;
-            let finished: Vec<bool> = tasks.iter().map(|(_, t)| t.is_finished()).collect();
-            assert_eq!(finished, [true, false, false], "the first one was closed");
+            // No further yield: the closed one's future is already dropped.
+            let dropped: Vec<bool> = tasks
+                .iter_mut()
+                .map(|(_, _, rx)| {
+                    rx.try_recv()
+                        .is_err_and(|e| e == tokio::sync::oneshot::error::TryRecvError::Closed)
+                })
+                .collect();
+            assert_eq!(dropped, [true, false, false], "the first one was closed");
         });
     }
 }

@@ -8,6 +8,7 @@ STATE=$OUT/state
 SCENARIO=${SCENARIO:-unknown}
 mkdir -p "$OUT" "$STATE"
 : > "$OUT/checks.jsonl"
+rm -f "$OUT/setup-failed"
 FAILED=0
 
 # The node layout to build: talos (default) or systemd (kubelet's systemd cgroup driver).
@@ -22,6 +23,24 @@ CONTAINER_ID=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 up() { cut -d' ' -f1 /proc/uptime; }
 log() { echo "[$SCENARIO $(up)] $*"; }
 
+# need CMD... -> a setup step. A failed one is marked (also from inside $(...), where no
+# exit can stop the scenario): `setup_ok` then stops the scenario at once (node_layout and
+# start_oomwarden call it), and `finish` turns the mark into a failed check. Nothing after a
+# failed setup step could pass for the right reason.
+need() {
+    "$@" && return 0
+    log "setup failed: $*" >&2
+    echo "$*" >> "$OUT/setup-failed"
+    return 1
+}
+setup_ok() {
+    [ -s "$OUT/setup-failed" ] || return 0
+    finish
+    exit 1
+}
+# put TEXT FILE -> writes TEXT (and a newline) to FILE.
+put() { printf '%s\n' "$1" > "$2"; }
+
 # node_layout: talos: init, system/, podruntime/{runtime,kubelet}, kubepods/{besteffort,burstable};
 # systemd: init.scope, system.slice/{oomwarden,containerd,kubelet}.service,
 # kubepods.slice/kubepods-{besteffort,burstable}.slice.
@@ -34,14 +53,15 @@ node_layout() {
         mkdir -p "$CG/init"
     fi
     for d in $parents; do
-        mkdir -p "$CG/$d"
-        echo "+memory +pids" > "$CG/$d/cgroup.subtree_control"
+        need mkdir -p "$CG/$d"
+        need put "+memory +pids" "$CG/$d/cgroup.subtree_control"
     done
     if [ "$LAYOUT" = systemd ]; then
-        mkdir -p "$CG/$OOMW_CG" "$CG/$RUNTIME_CG" "$CG/system.slice/kubelet.service"
+        need mkdir -p "$CG/$OOMW_CG" "$CG/$RUNTIME_CG" "$CG/system.slice/kubelet.service"
     else
-        mkdir -p "$CG/$OOMW_CG" "$CG/$RUNTIME_CG" "$CG/podruntime/kubelet"
+        need mkdir -p "$CG/$OOMW_CG" "$CG/$RUNTIME_CG" "$CG/podruntime/kubelet"
     fi
+    setup_ok
 }
 
 # svc_cg NAME -> the cgroup of a System service (relative).
@@ -57,10 +77,10 @@ pod() {
         systemd:guaranteed) p=$CG/kubepods.slice/kubepods-pod$2.slice ;;
         systemd:*) p=$CG/kubepods.slice/kubepods-$1.slice/kubepods-$1-pod$2.slice ;;
     esac
-    mkdir -p "$p"
-    echo "+memory +pids" > "$p/cgroup.subtree_control"
-    mkdir -p "$(ctr "$p")"
-    [ -n "${3:-}" ] && echo "$3" > "$p/memory.max"
+    need mkdir -p "$p"
+    need put "+memory +pids" "$p/cgroup.subtree_control"
+    need mkdir -p "$(ctr "$p")"
+    [ -z "${3:-}" ] || need put "$3" "$p/memory.max"
     echo "$p"
 }
 
@@ -76,6 +96,7 @@ start_in() {
 
 # start_oomwarden ARGS... -> runs oomwarden in system/oomwarden, logging to $OUT/oomwarden.log.
 start_oomwarden() {
+    setup_ok
     sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
         > /dev/null 2>> "$OUT/oomwarden.log" &
     OOMWARDEN=$!
@@ -120,6 +141,9 @@ check() {
 # finish -> stops oomwarden, writes result.json, exits 0 if every check passed.
 finish() {
     if [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN"; then kill -TERM "$OOMWARDEN"; wait "$OOMWARDEN" 2>/dev/null; fi
+    if [ -s "$OUT/setup-failed" ] && ! grep -q '"name":"setup"' "$OUT/checks.jsonl"; then
+        check "setup" "$(tr '\n' ';' < "$OUT/setup-failed")" false
+    fi
     dmesg > "$OUT/dmesg.txt" 2>/dev/null
     cp "$STATE/actions.jsonl" "$OUT/actions.jsonl" 2>/dev/null
     passed=true; [ "$FAILED" = 0 ] || passed=false

@@ -347,22 +347,29 @@ pub fn kill_cgroup(
 mod bounds {
     use super::*;
 
+    /// A proc tree of PIDs 1..=`count`, each with the command line `cmdline(pid)`.
+    fn proc_tree(count: u32, cmdline: impl Fn(u32) -> String) -> (tempfile::TempDir, Vec<u32>) {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let pids: Vec<u32> = (1..=count).collect();
+        for pid in &pids {
+            let dir = root.path().join(pid.to_string());
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(dir.join("cmdline"), cmdline(*pid)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        (root, pids)
+    }
+
     // Issue 14: a 2 MB command line took the daemon to 315 MB, and every PID's command line
     // was read and kept.
     #[test]
     fn command_lines_are_listed_for_the_first_processes_only_and_cut() {
-        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let pids: Vec<u32> = (1..=150).collect();
-        for pid in &pids {
-            let dir = root.path().join(pid.to_string());
-            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-            let cmdline = if *pid == 1 {
+        let (root, pids) = proc_tree(150, |pid| {
+            if pid == 1 {
                 format!("big\0{}\0", "x".repeat(2 << 20))
             } else {
                 format!("proc{pid}\0-v\0")
-            };
-            std::fs::write(dir.join("cmdline"), cmdline).unwrap_or_else(|e| panic!("{e}"));
-        }
+            }
+        });
         let (processes, omitted) = command_lines(&ProcFs::new(root.path()), &pids);
         assert_eq!(processes.len(), MAX_PROCESSES_LISTED);
         assert_eq!(omitted, 50);
@@ -388,14 +395,7 @@ mod bounds {
     // Issue 14: 100 command lines of 4 KiB each made a 400 KiB record.
     #[test]
     fn a_record_lists_at_most_its_budget_of_command_line_bytes() {
-        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let pids: Vec<u32> = (1..=100).collect();
-        for pid in &pids {
-            let dir = root.path().join(pid.to_string());
-            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(dir.join("cmdline"), format!("{}\0", "y".repeat(10_000)))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
+        let (root, pids) = proc_tree(100, |_| format!("{}\0", "y".repeat(10_000)));
         let (processes, omitted) = command_lines(&ProcFs::new(root.path()), &pids);
         let bytes: usize = processes.iter().map(String::len).sum();
         assert!(

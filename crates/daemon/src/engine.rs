@@ -599,9 +599,8 @@ impl Engine {
         if times == 0 {
             return;
         }
-        for _ in 0..times {
-            self.metrics.bound_hit(bound);
-        }
+        self.metrics
+            .bound_hits_by(bound, u64::try_from(times).unwrap_or(u64::MAX));
         if self.bounds_logged.insert(bound) {
             tracing::warn!(bound = bound.name(), "{message}");
         }

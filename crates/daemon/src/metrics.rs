@@ -427,7 +427,14 @@ impl Metrics {
 
     /// Counts a bound that was hit; the caller logs the first time.
     pub fn bound_hit(&self, bound: Bound) {
-        self.bounds.get_or_create(&BoundLabel { bound }).inc();
+        self.bound_hits_by(bound, 1);
+    }
+
+    /// Counts `times` hits of a bound at once.
+    pub fn bound_hits_by(&self, bound: Bound, times: u64) {
+        self.bounds
+            .get_or_create(&BoundLabel { bound })
+            .inc_by(times);
     }
 
     /// How many times `bound` was hit.

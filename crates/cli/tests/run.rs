@@ -895,3 +895,48 @@ fn a_reload_storm_keeps_the_loop_and_the_last_good_configuration() {
         "RSS {before} kB before the storm, {after} kB after"
     );
 }
+
+/// Issue 14: a pod spec cannot set the open-file limit and runtimes often give 1,024, while a
+/// kill opens a pidfd per process of the victim. The daemon raises its own soft limit.
+#[test]
+fn the_daemon_raises_its_open_file_soft_limit() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = oom_config(
+        state.path(),
+        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
+    );
+    // Started with a soft limit of 1,024, as under a container runtime.
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg("ulimit -Sn 1024 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_oomwarden"))
+        .args(["run", "--log-format", "json", "--dry-run", "--config"])
+        .arg(&config)
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (soft, hard) = (numbers[0], numbers[1]);
+    assert_eq!(soft, hard.min(65_536), "{line}");
+    assert!(soft > 1024 || hard <= 1024, "{line}");
+}

@@ -15,6 +15,7 @@
 //! sequence runs against a fixture tree. [`protect_self`] sets this process's
 //! `oom_score_adj` to -1000 and locks its memory.
 
+mod clock;
 mod linux;
 
 use oomwarden_model::{MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES};
@@ -22,11 +23,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oomwarden_cgroupfs::{CgroupFs, join};
 use oomwarden_procfs::ProcFs;
 
+pub use clock::{Clock, SystemClock, VirtualClock};
 pub use linux::{
     CommandHooks, LinuxActuator, SelfProtection, WANTED_NOFILE, log_hook, protect_self,
     run_command, run_command_until,
@@ -118,13 +120,17 @@ pub enum HookResult {
     Stopped,
 }
 
-/// How a kill ended.
+/// What acting on the victim came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KillResult {
-    /// The cgroup was empty (or gone) within the timeout.
-    Verified,
-    /// `cgroup.kill` was written but processes remained at the timeout.
-    NotVerified,
+pub enum ActOutcome {
+    /// `cgroup.kill` was written and the cgroup was empty (or gone) within the timeout.
+    Killed,
+    /// `cgroup.kill` was written but processes remained at the timeout (or, when `stopping`,
+    /// when the daemon's stop cut the wait short).
+    NotVerified {
+        /// The daemon was stopping: the wait ended after [`STOPPING_GRACE`].
+        stopping: bool,
+    },
     /// Writing `cgroup.kill` failed.
     Failed {
         /// The OS error number, when there is one (`EACCES`, `EROFS`, …).
@@ -137,11 +143,13 @@ pub enum KillResult {
     /// Nothing was killed: the cgroup ranked was gone, or another had taken its path (its id
     /// differs), when the kill was due. Says which.
     Gone(String),
+    /// A dry run: nothing was done; the processes are those a kill would have hit.
+    DryRun,
 }
 
-/// What a kill did.
+/// What acting on the victim did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct KillReport {
+pub struct ActReport {
     /// PIDs found in the subtree before the kill.
     pub pids: Vec<u32>,
     /// Their command lines (a process that exited before it was read is absent), for the
@@ -150,9 +158,116 @@ pub struct KillReport {
     /// PIDs whose command lines were not read (beyond the first [`MAX_PROCESSES_LISTED`]).
     pub processes_omitted: u64,
     /// The outcome.
-    pub result: KillResult,
-    /// From writing `cgroup.kill` to the verdict.
-    pub duration: Duration,
+    pub outcome: ActOutcome,
+    /// From writing `cgroup.kill` to the verdict; none when nothing was written (a dry run,
+    /// a cgroup gone).
+    pub duration: Option<Duration>,
+    /// The verification's time limit.
+    pub timeout: Duration,
+}
+
+impl ActReport {
+    /// The error a record states for this outcome (none for a kill or a dry run).
+    pub fn error(&self) -> Option<String> {
+        match &self.outcome {
+            ActOutcome::Killed | ActOutcome::DryRun => None,
+            ActOutcome::NotVerified { stopping: true } => Some(format!(
+                "oomwarden was stopping: processes still remained in the cgroup after {} ms",
+                self.duration.unwrap_or_default().as_millis()
+            )),
+            ActOutcome::NotVerified { stopping: false } => Some(format!(
+                "processes remain in the cgroup after {}ms",
+                self.timeout.as_millis()
+            )),
+            ActOutcome::Failed { message, .. } => Some(message.clone()),
+            ActOutcome::Gone(reason) => Some(reason.clone()),
+        }
+    }
+}
+
+/// What to do to the victim chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Order<'a> {
+    /// The cgroup, relative to the hierarchy's root.
+    pub dir: &'a str,
+    /// Its id when it was ranked (see [`kill_cgroup`]).
+    pub identity: Option<u64>,
+    /// List what a kill would hit, and do nothing.
+    pub dry_run: bool,
+    /// How long the verification of a kill waits.
+    pub timeout: Duration,
+    /// The pre-kill hook, run and waited for before anything else (also in a dry run).
+    pub pre_kill: Option<HookCall>,
+}
+
+/// Acts on the victim: runs the pre-kill hook (the kill goes ahead whatever it returns),
+/// then kills and verifies ([`kill_cgroup`]), or in a dry run lists what would be killed.
+/// Says the outcome in the log.
+pub fn act(
+    actuator: &mut dyn Actuator,
+    hooks: &mut dyn Hooks,
+    clock: &dyn Clock,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    order: &Order<'_>,
+) -> ActReport {
+    if let Some(call) = &order.pre_kill {
+        let result = hooks.run_hook(call);
+        log_hook(call, &result);
+    }
+    let node_path = oomwarden_cgroupfs::node_path(order.dir);
+    if order.dry_run {
+        let pids = subtree_pids(cgroups, order.dir);
+        let (processes, processes_omitted) = command_lines(proc, &pids);
+        return ActReport {
+            pids,
+            processes,
+            processes_omitted,
+            outcome: ActOutcome::DryRun,
+            duration: None,
+            timeout: order.timeout,
+        };
+    }
+    let report = kill_cgroup(
+        actuator,
+        clock,
+        cgroups,
+        proc,
+        order.dir,
+        order.identity,
+        order.timeout,
+    );
+    let duration_ms = report.duration.map(millis).unwrap_or_default();
+    match &report.outcome {
+        ActOutcome::Killed => {
+            tracing::info!(cgroup = %node_path, duration_ms, "cgroup killed and verified empty");
+        }
+        ActOutcome::NotVerified { .. } => {
+            let error = report.error().unwrap_or_default();
+            tracing::error!(cgroup = %node_path, %error, "kill not verified");
+        }
+        ActOutcome::Failed {
+            errno,
+            path,
+            message,
+        } => tracing::error!(
+            cgroup = %node_path,
+            error = %message,
+            errno = errno.unwrap_or(0),
+            file = %path.display(),
+            "cannot reap cgroup"
+        ),
+        ActOutcome::Gone(reason) => {
+            tracing::warn!(cgroup = %node_path, %reason, "the cgroup ranked is gone; nothing was killed");
+        }
+        ActOutcome::DryRun => {}
+    }
+    report
+}
+
+/// Milliseconds with microsecond precision, as records state durations.
+pub fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
 /// How often the verification polls `cgroup.events`.
@@ -217,48 +332,20 @@ fn same_cgroup(cgroups: &CgroupFs, dir: &str, identity: Option<u64>) -> Result<(
 }
 
 /// A kill that did nothing because the cgroup is not the one ranked.
-fn gone(reason: String) -> KillReport {
-    KillReport {
+fn gone(reason: String, timeout: Duration) -> ActReport {
+    ActReport {
         pids: Vec::new(),
         processes: Vec::new(),
         processes_omitted: 0,
-        result: KillResult::Gone(reason),
-        duration: Duration::ZERO,
+        outcome: ActOutcome::Gone(reason),
+        duration: None,
+        timeout,
     }
 }
 
-/// Kills the whole cgroup `dir` (relative to `cgroups`) and verifies it, waiting at most
-/// `timeout`. Logs with Talos's messages.
-///
-/// `identity` is the cgroup's id when it was ranked: the kill is refused (`KillResult::Gone`)
-/// when the cgroup at `dir` has another, or none, before its processes are listed and again
-/// just before `cgroup.kill` is written (a pre-kill hook may run for a minute in between,
-/// and a restarted unit or a new pod sandbox takes the same path).
-pub fn kill_cgroup(
-    actuator: &mut dyn Actuator,
-    cgroups: &CgroupFs,
-    proc: &ProcFs,
-    dir: &str,
-    identity: Option<u64>,
-    timeout: Duration,
-) -> KillReport {
-    let path = cgroups.dir(dir);
-    let node_path = oomwarden_cgroupfs::node_path(dir);
-    if let Err(reason) = same_cgroup(cgroups, dir, identity) {
-        return gone(reason);
-    }
-    tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
-    let pids = subtree_pids(cgroups, dir);
-    // The log line lists what the record lists (a cgroup may hold millions of PIDs).
-    let listed = pids
-        .get(..MAX_PIDS_LISTED.min(pids.len()))
-        .unwrap_or_default();
-    if listed.len() == pids.len() {
-        tracing::info!(processes = ?listed, "victim processes:");
-    } else {
-        tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
-    }
-    let (processes, processes_omitted) = command_lines(proc, &pids);
+/// Opens a pidfd for each PID (for `process_mrelease` after the kill), stopping at the first
+/// EMFILE or ENFILE.
+fn open_pidfds(actuator: &mut dyn Actuator, pids: &[u32]) {
     for (opened, &pid) in pids.iter().enumerate() {
         // Logged on every failure, a process already gone (ESRCH) included, as Talos does.
         if let Err(e) = actuator.open_pidfd(pid) {
@@ -275,30 +362,99 @@ pub fn kill_cgroup(
             tracing::error!(pid, error = %e, "failed to open pidfd");
         }
     }
+}
+
+/// Waits until the cgroup is empty or gone, or `deadline` (earlier once the daemon stops).
+fn verify(
+    actuator: &dyn Actuator,
+    clock: &dyn Clock,
+    cgroups: &CgroupFs,
+    dir: &str,
+    mut deadline: std::time::Instant,
+) -> ActOutcome {
+    let mut stop_seen = false;
+    loop {
+        match cgroups.is_populated(dir) {
+            Ok(false) => break ActOutcome::Killed,
+            Ok(true) => {}
+            Err(e) => {
+                let cgroup = oomwarden_cgroupfs::node_path(dir);
+                tracing::warn!(%cgroup, error = %e, "cannot read cgroup.events while verifying");
+            }
+        }
+        if !stop_seen && actuator.stopping() {
+            stop_seen = true;
+            deadline = deadline.min(clock.now() + STOPPING_GRACE);
+        }
+        if clock.now() >= deadline {
+            break ActOutcome::NotVerified {
+                stopping: stop_seen,
+            };
+        }
+        clock.sleep(VERIFY_POLL);
+    }
+}
+
+/// Kills the whole cgroup `dir` (relative to `cgroups`) and verifies it, waiting at most
+/// `timeout` as `clock` tells it. Logs with Talos's messages.
+///
+/// `identity` is the cgroup's id when it was ranked: the kill is refused ([`ActOutcome::Gone`])
+/// when the cgroup at `dir` has another, or none, before its processes are listed and again
+/// just before `cgroup.kill` is written (a pre-kill hook may run for a minute in between,
+/// and a restarted unit or a new pod sandbox takes the same path).
+pub fn kill_cgroup(
+    actuator: &mut dyn Actuator,
+    clock: &dyn Clock,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    dir: &str,
+    identity: Option<u64>,
+    timeout: Duration,
+) -> ActReport {
+    let path = cgroups.dir(dir);
+    let node_path = oomwarden_cgroupfs::node_path(dir);
+    if let Err(reason) = same_cgroup(cgroups, dir, identity) {
+        return gone(reason, timeout);
+    }
+    tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
+    let pids = subtree_pids(cgroups, dir);
+    // The log line lists what the record lists (a cgroup may hold millions of PIDs).
+    let listed = pids
+        .get(..MAX_PIDS_LISTED.min(pids.len()))
+        .unwrap_or_default();
+    if listed.len() == pids.len() {
+        tracing::info!(processes = ?listed, "victim processes:");
+    } else {
+        tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
+    }
+    let (processes, processes_omitted) = command_lines(proc, &pids);
+    open_pidfds(actuator, &pids);
     if let Err(reason) = same_cgroup(cgroups, dir, identity) {
         actuator.close_all();
-        return gone(reason);
+        return gone(reason, timeout);
     }
-    let started = Instant::now();
+    let started = clock.now();
     if let Err(e) = actuator.write_cgroup_kill(&path) {
         if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) {
             actuator.close_all();
-            return gone(format!(
-                "the cgroup vanished as cgroup.kill was written: {e}"
-            ));
+            return gone(
+                format!("the cgroup vanished as cgroup.kill was written: {e}"),
+                timeout,
+            );
         }
         tracing::error!(cgroup = %node_path, error = %e, "failed to send SIGKILL");
         actuator.close_all();
-        return KillReport {
+        return ActReport {
             pids,
             processes,
             processes_omitted,
-            result: KillResult::Failed {
+            outcome: ActOutcome::Failed {
                 errno: e.raw_os_error(),
                 path: path.join("cgroup.kill"),
                 message: e.to_string(),
             },
-            duration: started.elapsed(),
+            duration: Some(clock.now().saturating_duration_since(started)),
+            timeout,
         };
     }
     for &pid in &pids {
@@ -315,31 +471,14 @@ pub fn kill_cgroup(
         }
     }
     actuator.close_all();
-    let mut deadline = started + timeout;
-    let mut stop_seen = false;
-    let result = loop {
-        match cgroups.is_populated(dir) {
-            Ok(false) => break KillResult::Verified,
-            Ok(true) => {}
-            Err(e) => {
-                tracing::warn!(cgroup = %node_path, error = %e, "cannot read cgroup.events while verifying")
-            }
-        }
-        if !stop_seen && actuator.stopping() {
-            stop_seen = true;
-            deadline = deadline.min(Instant::now() + STOPPING_GRACE);
-        }
-        if Instant::now() >= deadline {
-            break KillResult::NotVerified;
-        }
-        std::thread::sleep(VERIFY_POLL);
-    };
-    KillReport {
+    let outcome = verify(actuator, clock, cgroups, dir, started + timeout);
+    ActReport {
         pids,
         processes,
         processes_omitted,
-        result,
-        duration: started.elapsed(),
+        outcome,
+        duration: Some(clock.now().saturating_duration_since(started)),
+        timeout,
     }
 }
 

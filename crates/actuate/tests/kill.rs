@@ -8,7 +8,9 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oomwarden_actuate::{KillResult, LinuxActuator, kill_cgroup, subtree_pids};
+use oomwarden_actuate::{
+    ActOutcome, LinuxActuator, SystemClock, VirtualClock, kill_cgroup, subtree_pids,
+};
 use oomwarden_actuate_fake::{Call, KillEffect, RecordingActuator};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_procfs::ProcFs;
@@ -65,6 +67,7 @@ fn kill_sequence_is_exact() {
     let logs = oomwarden_testkit::capture_logs(|| {
         report = Some(kill_cgroup(
             &mut fake,
+            &SystemClock,
             &cgroups,
             &procfs,
             "kubepods/besteffort/pod1",
@@ -100,14 +103,14 @@ fn kill_sequence_is_exact() {
             Call::CloseAll,
         ]
     );
-    assert_eq!(report.result, KillResult::Verified);
+    assert_eq!(report.outcome, ActOutcome::Killed);
     assert_eq!(report.pids, [10, 20, 30, 31]);
     assert_eq!(
         report.processes,
         ["/pause", "", "stress-ng --vm 1"],
         "Talos D23: an exited process is absent"
     );
-    assert!(report.duration < Duration::from_secs(1));
+    assert!(report.duration.unwrap() < Duration::from_secs(1));
 }
 
 #[test]
@@ -117,21 +120,59 @@ fn a_kill_that_leaves_processes_is_not_verified() {
     let timeout = Duration::from_millis(60);
     let report = kill_cgroup(
         &mut fake,
+        &SystemClock,
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
         None,
         timeout,
     );
-    assert_eq!(report.result, KillResult::NotVerified);
-    assert!(report.duration >= timeout);
+    assert_eq!(report.outcome, ActOutcome::NotVerified { stopping: false });
+    assert!(report.duration.unwrap() >= timeout);
 }
 
-/// Kills the fixture's `pod1` through `fake`.
-fn kill_pod1(fake: &mut RecordingActuator, timeout: Duration) -> oomwarden_actuate::KillReport {
+/// Issue 15: the verification is timed by the clock it is given; a minute passes on a
+/// virtual clock without waiting, polled every 5 ms.
+#[test]
+fn verification_waits_on_the_injected_clock() {
+    let (cg, proc) = pod();
+    let mut fake = RecordingActuator::new(KillEffect::Nothing);
+    let clock = VirtualClock::new();
+    let timeout = Duration::from_secs(60);
+    let started = std::time::Instant::now();
+    let report = kill_cgroup(
+        &mut fake,
+        &clock,
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        None,
+        timeout,
+    );
+    assert_eq!(report.outcome, ActOutcome::NotVerified { stopping: false });
+    assert_eq!(
+        report.duration,
+        Some(timeout),
+        "ends on the first poll at the deadline"
+    );
+    assert_eq!(clock.elapsed(), timeout);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        report.error().as_deref(),
+        Some("processes remain in the cgroup after 60000ms")
+    );
+}
+
+/// Kills the fixture's `pod1` through `fake`, timed by a virtual clock.
+fn kill_pod1(fake: &mut RecordingActuator, timeout: Duration) -> oomwarden_actuate::ActReport {
     let (cg, proc) = pod();
     kill_cgroup(
         fake,
+        &VirtualClock::new(),
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
@@ -147,7 +188,7 @@ fn running_out_of_descriptors_for_pidfds_still_kills() {
     let mut fake = RecordingActuator::new(KillEffect::Empty);
     fake.pidfd_limit = Some(1);
     let report = kill_pod1(&mut fake, Duration::from_secs(1));
-    assert_eq!(report.result, KillResult::Verified);
+    assert_eq!(report.outcome, ActOutcome::Killed);
     let opens = fake
         .calls
         .iter()
@@ -173,12 +214,16 @@ fn a_stopping_daemon_ends_the_verification_after_the_grace() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     fake.set_stop(stop);
     let report = kill_pod1(&mut fake, Duration::from_secs(30));
-    assert_eq!(report.result, KillResult::NotVerified);
-    assert!(report.duration >= STOPPING_GRACE, "{:?}", report.duration);
-    assert!(
-        report.duration < Duration::from_secs(2),
+    assert_eq!(report.outcome, ActOutcome::NotVerified { stopping: true });
+    assert_eq!(
+        report.duration,
+        Some(STOPPING_GRACE),
         "{:?}",
         report.duration
+    );
+    assert_eq!(
+        report.error().as_deref(),
+        Some("oomwarden was stopping: processes still remained in the cgroup after 300 ms")
     );
 }
 
@@ -188,6 +233,7 @@ fn a_failed_write_is_reported_and_nothing_is_released() {
     let mut fake = RecordingActuator::new(KillEffect::Fail(libc_eacces()));
     let report = kill_cgroup(
         &mut fake,
+        &SystemClock,
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
@@ -196,12 +242,12 @@ fn a_failed_write_is_reported_and_nothing_is_released() {
     );
     assert!(
         matches!(
-            report.result,
-            KillResult::Failed { errno: Some(13), ref path, ref message }
+            report.outcome,
+            ActOutcome::Failed { errno: Some(13), ref path, ref message }
                 if message.contains("Permission denied") && path.ends_with("pod1/cgroup.kill")
         ),
         "{:?}",
-        report.result
+        report.outcome
     );
     assert!(
         !fake
@@ -227,6 +273,7 @@ fn race_cgroup_vanishes_between_choosing_and_killing() {
     fs::remove_dir_all(cg.path().join("kubepods/besteffort/pod1")).unwrap();
     let report = kill_cgroup(
         &mut LinuxActuator::new(),
+        &SystemClock,
         &CgroupFs::new(cg.path()),
         &ProcFs::new(proc.path()),
         "kubepods/besteffort/pod1",
@@ -236,9 +283,9 @@ fn race_cgroup_vanishes_between_choosing_and_killing() {
     assert!(report.pids.is_empty());
     // Issue 15: a vanished cgroup is `Gone`, not a failed kill.
     assert!(
-        matches!(report.result, KillResult::Gone(ref e) if e.contains("gone since it was ranked")),
+        matches!(report.outcome, ActOutcome::Gone(ref e) if e.contains("gone since it was ranked")),
         "{:?}",
-        report.result
+        report.outcome
     );
 }
 
@@ -257,6 +304,7 @@ fn race_cgroup_replaced_between_choosing_and_killing() {
     let mut fake = RecordingActuator::new(KillEffect::Empty);
     let report = kill_cgroup(
         &mut fake,
+        &SystemClock,
         &cgroups,
         &ProcFs::new(proc.path()),
         dir,
@@ -264,9 +312,9 @@ fn race_cgroup_replaced_between_choosing_and_killing() {
         Duration::from_secs(1),
     );
     assert!(
-        matches!(report.result, KillResult::Gone(ref e) if e.contains("another cgroup has taken its path")),
+        matches!(report.outcome, ActOutcome::Gone(ref e) if e.contains("another cgroup has taken its path")),
         "{:?}",
-        report.result
+        report.outcome
     );
     assert!(
         report.pids.is_empty(),
@@ -281,13 +329,14 @@ fn race_cgroup_replaced_between_choosing_and_killing() {
     let same = cgroups.identity(dir).unwrap();
     let report = kill_cgroup(
         &mut fake,
+        &SystemClock,
         &cgroups,
         &ProcFs::new(proc.path()),
         dir,
         Some(same),
         Duration::from_secs(1),
     );
-    assert_eq!(report.result, KillResult::Verified);
+    assert_eq!(report.outcome, ActOutcome::Killed);
     assert_eq!(report.pids, [77]);
 }
 
@@ -355,6 +404,7 @@ fn real_kill_of_real_processes_in_a_host_cgroup() {
     assert!(identity.is_some());
     let report = kill_cgroup(
         &mut LinuxActuator::new(),
+        &SystemClock,
         &cgroups,
         &ProcFs::new("/proc"),
         &name,
@@ -365,7 +415,7 @@ fn real_kill_of_real_processes_in_a_host_cgroup() {
     // Clean up before asserting, so a failure leaves nothing behind.
     let _ = fs::remove_dir(dir.join("inner"));
     let removed = fs::remove_dir(&dir);
-    assert_eq!(report.result, KillResult::Verified, "{report:?}");
+    assert_eq!(report.outcome, ActOutcome::Killed, "{report:?}");
     let mut expected: Vec<u32> = children.iter().map(std::process::Child::id).collect();
     let mut got = report.pids.clone();
     expected.sort_unstable();
@@ -549,4 +599,122 @@ mod hooks {
             started.elapsed()
         );
     }
+}
+
+/// `act` on `pod1` of a fresh fixture, with `hooks` and a pre-kill hook.
+fn act_on_pod1(
+    actuator: &mut dyn oomwarden_actuate::Actuator,
+    hooks: &mut dyn oomwarden_actuate::Hooks,
+    cg: &std::path::Path,
+    proc: &std::path::Path,
+    dry_run: bool,
+) -> oomwarden_actuate::ActReport {
+    let cgroups = CgroupFs::new(cg);
+    let dir = "kubepods/besteffort/pod1";
+    let order = oomwarden_actuate::Order {
+        dir,
+        identity: cgroups.identity(dir).ok(),
+        dry_run,
+        timeout: Duration::from_secs(1),
+        pre_kill: Some(pre_kill_call()),
+    };
+    oomwarden_actuate::act(
+        actuator,
+        hooks,
+        &VirtualClock::new(),
+        &cgroups,
+        &ProcFs::new(proc),
+        &order,
+    )
+}
+
+fn pre_kill_call() -> oomwarden_actuate::HookCall {
+    oomwarden_actuate::HookCall {
+        event: oomwarden_actuate::HookEvent::PreKill,
+        argv: vec!["/bin/true".to_owned()],
+        env: Vec::new(),
+        stdin: Vec::new(),
+        timeout: Duration::from_secs(60),
+    }
+}
+
+#[test]
+fn act_runs_the_pre_kill_hook_then_kills() {
+    let (cg, proc) = pod();
+    let shared =
+        oomwarden_actuate_fake::SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let report = act_on_pod1(
+        &mut shared.clone(),
+        &mut shared.clone(),
+        cg.path(),
+        proc.path(),
+        false,
+    );
+    assert_eq!(report.outcome, ActOutcome::Killed);
+    let calls = shared.lock().calls.clone();
+    assert_eq!(calls.first(), Some(&Call::RunHook(pre_kill_call())));
+    assert!(
+        matches!(calls.get(1), Some(Call::OpenPidfd(10))),
+        "{calls:?}"
+    );
+    assert!(calls.iter().any(|c| matches!(c, Call::WriteCgroupKill(_))));
+}
+
+#[test]
+fn a_dry_run_lists_the_processes_and_makes_no_system_call() {
+    let (cg, proc) = pod();
+    let shared =
+        oomwarden_actuate_fake::SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let report = act_on_pod1(
+        &mut shared.clone(),
+        &mut shared.clone(),
+        cg.path(),
+        proc.path(),
+        true,
+    );
+    assert_eq!(report.outcome, ActOutcome::DryRun);
+    assert_eq!(report.pids, [10, 20, 30, 31]);
+    assert_eq!(report.processes, ["/pause", "", "stress-ng --vm 1"]);
+    assert_eq!((report.duration, report.error()), (None, None));
+    assert_eq!(
+        shared.lock().calls,
+        [Call::RunHook(pre_kill_call())],
+        "the pre-kill hook runs in a dry run too, and nothing else"
+    );
+}
+
+/// A pre-kill hook that takes its time, during which the pod's cgroup is replaced under the
+/// same path (a new sandbox of a pod with the same UID, a restarted unit).
+struct ReplacingHook {
+    cg: PathBuf,
+}
+
+impl oomwarden_actuate::Hooks for ReplacingHook {
+    fn run_hook(&mut self, _hook: &oomwarden_actuate::HookCall) -> oomwarden_actuate::HookResult {
+        let dir = self.cg.join("kubepods/besteffort/pod1");
+        fs::rename(&dir, self.cg.join("kubepods/besteffort/pod1-old")).unwrap();
+        fs::create_dir_all(dir.join("newcomer")).unwrap();
+        fs::write(dir.join("newcomer/cgroup.procs"), "99\n").unwrap();
+        oomwarden_actuate::HookResult::Exited(0)
+    }
+
+    fn spawn_hook(&mut self, _hook: oomwarden_actuate::HookCall) {}
+}
+
+/// Issue 15's done-when: the ranked cgroup is replaced between choice and kill (here while
+/// the pre-kill hook runs): the kill is refused as `Gone`, nothing is opened or written.
+#[test]
+fn a_cgroup_replaced_while_the_pre_kill_hook_runs_is_gone_and_untouched() {
+    let (cg, proc) = pod();
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    let mut hooks = ReplacingHook {
+        cg: cg.path().to_owned(),
+    };
+    let report = act_on_pod1(&mut fake, &mut hooks, cg.path(), proc.path(), false);
+    assert!(
+        matches!(&report.outcome, ActOutcome::Gone(why) if why.contains("another cgroup has taken its path")),
+        "{report:?}"
+    );
+    assert!(fake.calls.is_empty(), "{:?}", fake.calls);
+    assert!(report.pids.is_empty() && report.duration.is_none());
 }

@@ -15,10 +15,9 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use oomwarden_actuate::{
-    Actuator, HookCall, HookEvent, Hooks, KillResult, kill_cgroup, subtree_pids,
+    ActOutcome, ActReport, Actuator, Clock, HookCall, HookEvent, Hooks, Order, SystemClock,
 };
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
@@ -32,6 +31,7 @@ use crate::history::History;
 use crate::metrics::{Bound, Metrics};
 use crate::ratelimit::LogLimiter;
 use crate::recorder::CycleRecorder;
+use crate::report::{self, Target};
 
 /// How often the same read problem may be logged.
 const PROBLEM_LOG_EVERY_NS: u64 = 60_000_000_000;
@@ -46,10 +46,6 @@ pub enum CycleOutcome {
     /// The trigger fired; this record was written.
     Acted(Box<ActionRecord>),
 }
-
-/// At most this many PIDs in a post-kill hook's `OOMWARDEN_PIDS` (the record on its standard
-/// input has them all): well under the kernel's 128 KiB limit on one environment string.
-pub(crate) const HOOK_PIDS_LISTED: usize = 1000;
 
 /// One candidate of a triggered cycle, as ranked.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +71,8 @@ pub struct Engine {
     history: History,
     actuator: Box<dyn Actuator + Send>,
     hooks: Box<dyn Hooks + Send>,
+    /// Times a kill's verification (the real clock but in replays and tests).
+    clock: Box<dyn Clock + Send>,
     /// Lines that could repeat every cycle: once a minute per key (see `ratelimit`).
     limiter: LogLimiter,
     /// Bounds already said in the log (each is said once).
@@ -118,6 +116,7 @@ impl Engine {
             history,
             actuator,
             hooks,
+            clock: Box::new(SystemClock),
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
             bounds_logged: HashSet::new(),
             metrics: Arc::new(Metrics::new()),
@@ -133,6 +132,11 @@ impl Engine {
     /// trigger finds them.
     pub fn set_recorder(&mut self, recorder: CycleRecorder) {
         self.recorder = Some(recorder);
+    }
+
+    /// Times kills' verification with `clock` instead of the real one (a replay, tests).
+    pub fn set_clock(&mut self, clock: Box<dyn Clock + Send>) {
+        self.clock = clock;
     }
 
     /// Ends the recording file, if any (at a clean stop).
@@ -297,8 +301,24 @@ impl Engine {
         if let Some(r) = &self.recorder {
             r.triggered(now_ns);
         }
-        let record = self.act(&plan, now_ns, wall);
-        self.report(record, plan, now_ns)
+        let id = self.history.next_id();
+        let target = plan
+            .victim()
+            .map(|(c, score)| Target::read(c, score, self.collector.cgroups()));
+        let acted = target.as_ref().map(|t| self.act(id, t));
+        // The flight window ends with this cycle and is saved under the record's id.
+        self.end_recorded_cycle(now_ns);
+        let recording = self.recorder.as_ref().and_then(|r| r.save(id));
+        let cycle = report::Cycle {
+            id,
+            time: wall,
+            monotonic_ns: now_ns,
+            context: plan.context.as_ref(),
+            wakeup: self.wakeup,
+            recording: recording.as_deref(),
+        };
+        let record = report::record(&cycle, target.as_ref().zip(acted));
+        self.report(record, target.as_ref(), plan)
     }
 
     /// The cycle's sample; an error when the daemon is out of descriptors or memory (the files
@@ -403,65 +423,51 @@ impl Engine {
         }
     }
 
-    /// Acts on a fired plan: the record of what was done (the pre-kill hook, then the kill or
-    /// the dry run).
-    fn act(&mut self, plan: &Plan, now_ns: u64, wall: &str) -> ActionRecord {
-        let mut record = ActionRecord {
-            id: self.history.next_id(),
-            time: wall.to_owned(),
-            monotonic_ns: now_ns,
-            outcome: Outcome::NoEligibleCgroup,
-            victim: None,
-            class: None,
-            pod_uid: None,
-            containers: Vec::new(),
-            score: 0.0,
-            pids: Vec::new(),
-            processes: Vec::new(),
-            memory_current_bytes: None,
-            kill_duration_ms: None,
-            error: None,
-            trigger_context: plan
-                .context
-                .as_ref()
-                .map(TriggerContext::to_json)
-                .unwrap_or_default(),
-            wakeup: Some(self.wakeup),
-            recording: None,
-            processes_omitted: 0,
-            pids_omitted: 0,
+    /// Acts on the victim: the pre-kill hook, then the kill or the dry run.
+    fn act(&mut self, id: u64, target: &Target) -> ActReport {
+        let dry_run = self.settings.warden.dry_run;
+        let pre_kill = self
+            .settings
+            .warden
+            .hooks
+            .pre_kill
+            .as_ref()
+            .map(|hook| HookCall {
+                event: HookEvent::PreKill,
+                argv: hook.command.clone(),
+                env: report::hook_env(HookEvent::PreKill, dry_run, id, target, None),
+                stdin: Vec::new(),
+                timeout: hook.timeout,
+            });
+        let order = Order {
+            dir: &target.dir,
+            identity: target.identity,
+            dry_run,
+            timeout: self.settings.warden.kill_timeout,
+            pre_kill,
         };
-        let Some((c, score)) = plan.victim() else {
-            return record;
-        };
-        record.victim = Some(c.path.clone());
-        record.class = Some(c.class);
-        record.pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
-        record.containers = self
-            .collector
-            .cgroups()
-            .children(&c.dir)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|child| {
-                oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
-            })
-            .take(oomwarden_model::MAX_CONTAINERS_LISTED)
-            .collect();
-        record.score = score;
-        record.memory_current_bytes = c.memory.current;
-        self.pre_kill_hook(&record);
-        if self.settings.warden.dry_run {
-            self.dry_run(c, &mut record);
-        } else {
-            self.kill(c, &mut record);
+        let acted = oomwarden_actuate::act(
+            self.actuator.as_mut(),
+            self.hooks.as_mut(),
+            self.clock.as_ref(),
+            self.collector.cgroups(),
+            &self.proc,
+            &order,
+        );
+        if acted.outcome == ActOutcome::DryRun {
+            tracing::warn!(cgroup = %target.path, score = target.score, "dry run: would send SIGKILL to cgroup");
         }
-        record
+        acted
     }
 
-    /// Reports an action once: metrics, bounds, the flight window, the history, the post-kill
-    /// hook, and the ranking `status` shows.
-    fn report(&mut self, mut record: ActionRecord, plan: Plan, now_ns: u64) -> CycleOutcome {
+    /// Reports an action once: metrics, bounds, the history, the post-kill hook, and the
+    /// ranking `status` shows.
+    fn report(
+        &mut self,
+        record: ActionRecord,
+        target: Option<&Target>,
+        plan: Plan,
+    ) -> CycleOutcome {
         match (&record.class, record.outcome) {
             (_, Outcome::NoEligibleCgroup) | (None, _) => self.metrics.no_victim(),
             (Some(class), outcome) => self.metrics.killed(
@@ -471,8 +477,6 @@ impl Engine {
             ),
         }
         self.count_record_bounds(&record);
-        self.end_recorded_cycle(now_ns);
-        record.recording = self.recorder.as_ref().and_then(|r| r.save(record.id));
         let compactions = self.history.compactions();
         if let Err(e) = self.history.push(record.clone()) {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
@@ -484,78 +488,13 @@ impl Engine {
                 "the action history reached its bound and was rewritten with its newest records (logged once)",
             );
         }
-        self.post_kill_hook(&record);
+        if let Some(target) = target {
+            self.post_kill_hook(&record, target);
+        }
         if let Some(ranking) = plan.ranking {
             self.last_ranking = Some((plan.candidates, ranking));
         }
         CycleOutcome::Acted(Box::new(record))
-    }
-
-    /// Variables describing the action to a hook (no command lines: they may hold secrets;
-    /// the post-kill hook gets the whole record on stdin).
-    fn hook_env(&self, event: HookEvent, record: &ActionRecord) -> Vec<(String, String)> {
-        let mut env = vec![
-            ("OOMWARDEN_EVENT".to_owned(), event.name().to_owned()),
-            ("OOMWARDEN_ACTION_ID".to_owned(), record.id.to_string()),
-            (
-                "OOMWARDEN_DRY_RUN".to_owned(),
-                self.settings.warden.dry_run.to_string(),
-            ),
-            (
-                "OOMWARDEN_SCORE".to_owned(),
-                oomwarden_model::format_number(record.score),
-            ),
-        ];
-        let mut add = |k: &str, v: Option<String>| {
-            if let Some(v) = v {
-                env.push((k.to_owned(), v));
-            }
-        };
-        add("OOMWARDEN_VICTIM", record.victim.clone());
-        add("OOMWARDEN_CLASS", record.class.map(|c| c.name().to_owned()));
-        add("OOMWARDEN_POD_UID", record.pod_uid.clone());
-        add(
-            "OOMWARDEN_MEMORY_CURRENT_BYTES",
-            record.memory_current_bytes.map(|m| m.to_string()),
-        );
-        if event == HookEvent::PostKill {
-            add("OOMWARDEN_OUTCOME", Some(record.outcome.name().to_owned()));
-            // One environment string may not exceed 128 KiB (MAX_ARG_STRLEN): 17,000 PIDs
-            // made the hook fail to start (E2BIG). The first ones only; all are in the record
-            // on stdin, and the count says whether the list is whole.
-            let listed = record.pids.get(..HOOK_PIDS_LISTED.min(record.pids.len()));
-            add(
-                "OOMWARDEN_PIDS",
-                listed.map(|pids| {
-                    pids.iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                }),
-            );
-            add(
-                "OOMWARDEN_PIDS_TOTAL",
-                Some(record.pids_total().to_string()),
-            );
-        }
-        env
-    }
-
-    /// Runs the pre-kill hook and waits for it (at most its timeout). The kill goes ahead
-    /// whatever it returns.
-    fn pre_kill_hook(&mut self, record: &ActionRecord) {
-        let Some(hook) = self.settings.warden.hooks.pre_kill.clone() else {
-            return;
-        };
-        let call = HookCall {
-            event: HookEvent::PreKill,
-            argv: hook.command,
-            env: self.hook_env(HookEvent::PreKill, record),
-            stdin: Vec::new(),
-            timeout: hook.timeout,
-        };
-        let result = self.hooks.run_hook(&call);
-        oomwarden_actuate::log_hook(&call, &result);
     }
 
     /// Counts the record bounds hit (PIDs or processes not listed, command lines cut) and
@@ -607,87 +546,24 @@ impl Engine {
     }
 
     /// Starts the post-kill hook with the record on stdin, without waiting for it.
-    fn post_kill_hook(&mut self, record: &ActionRecord) {
-        let Some(hook) = self.settings.warden.hooks.post_kill.clone() else {
+    fn post_kill_hook(&mut self, record: &ActionRecord, target: &Target) {
+        let Some(hook) = &self.settings.warden.hooks.post_kill else {
             return;
         };
-        if record.victim.is_none() {
-            return;
-        }
-        let stdin = serde_json::to_vec(record).unwrap_or_default();
         let call = HookCall {
             event: HookEvent::PostKill,
-            argv: hook.command,
-            env: self.hook_env(HookEvent::PostKill, record),
-            stdin,
+            argv: hook.command.clone(),
+            env: report::hook_env(
+                HookEvent::PostKill,
+                self.settings.warden.dry_run,
+                record.id,
+                target,
+                Some(record),
+            ),
+            stdin: serde_json::to_vec(record).unwrap_or_default(),
             timeout: hook.timeout,
         };
         self.hooks.spawn_hook(call);
-    }
-
-    fn dry_run(&self, c: &CandidateSample, record: &mut ActionRecord) {
-        tracing::warn!(cgroup = %c.path, score = record.score, "dry run: would send SIGKILL to cgroup");
-        record.outcome = Outcome::DryRun;
-        let pids = subtree_pids(self.collector.cgroups(), &c.dir);
-        (record.processes, record.processes_omitted) =
-            oomwarden_actuate::command_lines(&self.proc, &pids);
-        record.set_pids(pids);
-    }
-
-    fn kill(&mut self, c: &CandidateSample, record: &mut ActionRecord) {
-        let timeout = self.settings.warden.kill_timeout;
-        let report = kill_cgroup(
-            self.actuator.as_mut(),
-            self.collector.cgroups(),
-            &self.proc,
-            &c.dir,
-            c.identity,
-            timeout,
-        );
-        record.set_pids(report.pids);
-        record.processes = report.processes;
-        record.processes_omitted = report.processes_omitted;
-        record.kill_duration_ms = Some(millis(report.duration));
-        match report.result {
-            KillResult::Verified => {
-                record.outcome = Outcome::Killed;
-                tracing::info!(cgroup = %c.path, duration_ms = millis(report.duration), "cgroup killed and verified empty");
-            }
-            KillResult::NotVerified => {
-                record.outcome = Outcome::NotVerified;
-                let error = if self.actuator.stopping() {
-                    format!(
-                        "oomwarden was stopping: processes still remained in the cgroup after {} ms",
-                        report.duration.as_millis()
-                    )
-                } else {
-                    format!("processes remain in the cgroup after {}", humanize(timeout))
-                };
-                tracing::error!(cgroup = %c.path, %error, "kill not verified");
-                record.error = Some(error);
-            }
-            KillResult::Failed {
-                errno,
-                path,
-                message,
-            } => {
-                record.outcome = Outcome::KillFailed;
-                tracing::error!(
-                    cgroup = %c.path,
-                    error = %message,
-                    errno = errno.unwrap_or(0),
-                    file = %path.display(),
-                    "cannot reap cgroup"
-                );
-                record.error = Some(message);
-            }
-            KillResult::Gone(reason) => {
-                record.outcome = Outcome::Gone;
-                record.kill_duration_ms = None;
-                tracing::warn!(cgroup = %c.path, %reason, "the cgroup ranked is gone; nothing was killed");
-                record.error = Some(reason);
-            }
-        }
     }
 
     /// Logs read problems, each distinct file at most once a minute (they can repeat every tick).
@@ -718,12 +594,4 @@ impl Engine {
             }
         }
     }
-}
-
-fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e6).round() / 1e3
-}
-
-fn humanize(d: Duration) -> String {
-    format!("{}ms", d.as_millis())
 }

@@ -9,6 +9,7 @@ pub mod metrics;
 mod ratelimit;
 pub mod recorder;
 pub mod replay;
+mod report;
 mod run;
 mod slots;
 

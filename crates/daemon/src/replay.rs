@@ -185,6 +185,8 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
         actuator,
         Box::new(ReplayHooks),
     );
+    // A replayed kill is verified against the recording: no real time needs to pass.
+    engine.set_clock(Box::new(oomwarden_actuate::VirtualClock::new()));
     if let Some(t) = meta.last_trigger_ns {
         engine.set_last_trigger(t);
     }

@@ -1061,3 +1061,40 @@ fn a_cgroup_replaced_during_the_pre_kill_hook_is_gone() {
         serde_json::json!("gone")
     );
 }
+
+/// Issue 15, item 5: a ranking error that repeats in every triggered cycle is logged once a
+/// minute per cgroup, and the line after the minute says how many were left out.
+#[test]
+fn a_ranking_error_repeated_every_cycle_is_logged_once_a_minute_with_the_count() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\ncgroupRankingExpression: 'memory_max.value() > 0u ? 1.0 : 2.0'\n",
+            "",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Nothing),
+    );
+    // Each unverified kill waits out killTimeout: on a virtual clock, without waiting.
+    e.set_clock(Box::new(oomwarden_actuate::VirtualClock::new()));
+    let second = 1_000_000_000;
+    let logs = oomwarden_testkit::capture_logs(|| {
+        for t in 1..=5 {
+            e.cycle(t * second, "2026-12-01T00:00:00.000Z");
+        }
+        e.cycle(70 * second, "2026-12-01T00:01:10.000Z");
+    });
+    let lines: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("cannot calculate score for cgroup") && l.contains("pod-live"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{logs}");
+    assert!(lines[0].contains("left_out=0"), "{}", lines[0]);
+    assert!(lines[1].contains("left_out=4"), "{}", lines[1]);
+    assert!(lines[0].contains("optional has no value"), "{}", lines[0]);
+    // Every cycle still ranked (and counted the error): only the log is limited.
+    assert_eq!(e.history().recent().count(), 6);
+}

@@ -33,7 +33,7 @@ pub use layout::{
 pub use limit::Limit;
 pub use record::{
     ActionRecord, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
-    MAX_RECORD_CMDLINE_BYTES, Outcome, Wakeup,
+    MAX_RECORD_CMDLINE_BYTES, Outcome, Wakeup, listed_pids,
 };
 pub use sample::{
     CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, SubtreeSample,

@@ -183,12 +183,8 @@ pub const MAX_CONTAINERS_LISTED: usize = 256;
 impl ActionRecord {
     /// Sets `pids` to the first [`MAX_PIDS_LISTED`] of `all` and counts the rest in
     /// `pids_omitted`.
-    pub fn set_pids(&mut self, mut all: Vec<u32>) {
-        let omitted = all.len().saturating_sub(MAX_PIDS_LISTED);
-        all.truncate(MAX_PIDS_LISTED);
-        all.shrink_to_fit();
-        self.pids = all;
-        self.pids_omitted = u64::try_from(omitted).unwrap_or(u64::MAX);
+    pub fn set_pids(&mut self, all: Vec<u32>) {
+        (self.pids, self.pids_omitted) = listed_pids(all);
     }
 
     /// How many PIDs were found, listed or not.
@@ -197,6 +193,14 @@ impl ActionRecord {
             .unwrap_or(u64::MAX)
             .saturating_add(self.pids_omitted)
     }
+}
+
+/// The first [`MAX_PIDS_LISTED`] of `all` (what a record lists), and how many are left out.
+pub fn listed_pids(mut all: Vec<u32>) -> (Vec<u32>, u64) {
+    let omitted = all.len().saturating_sub(MAX_PIDS_LISTED);
+    all.truncate(MAX_PIDS_LISTED);
+    all.shrink_to_fit();
+    (all, u64::try_from(omitted).unwrap_or(u64::MAX))
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if takes a reference

@@ -1,0 +1,302 @@
+//! The record of a triggered cycle, built once from what the cycle knew (its context, the
+//! victim chosen, what acting on it came to, what woke it), and the hooks' view of it.
+
+use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, millis};
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_model::{
+    ActionRecord, CandidateSample, MAX_CONTAINERS_LISTED, Outcome, QosClass, TriggerContext,
+    Wakeup, listed_pids,
+};
+
+/// At most this many PIDs in a post-kill hook's `OOMWARDEN_PIDS` (the record on its standard
+/// input has them all): well under the kernel's 128 KiB limit on one environment string.
+pub(crate) const HOOK_PIDS_LISTED: usize = 1000;
+
+/// The victim as records and hooks name it, read before anything is done to it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Target {
+    /// Its node path (`/sys/fs/cgroup/…`).
+    pub(crate) path: String,
+    /// Relative to the hierarchy read.
+    pub(crate) dir: String,
+    /// Its cgroup id when it was ranked.
+    pub(crate) identity: Option<u64>,
+    pub(crate) class: QosClass,
+    pub(crate) pod_uid: Option<String>,
+    /// Its containers' IDs (the first [`MAX_CONTAINERS_LISTED`]).
+    pub(crate) containers: Vec<String>,
+    pub(crate) score: f64,
+    pub(crate) memory_current: Option<u64>,
+}
+
+impl Target {
+    /// The candidate chosen, with its pod and its containers' IDs read now (after a kill
+    /// they are gone).
+    pub(crate) fn read(c: &CandidateSample, score: f64, cgroups: &CgroupFs) -> Self {
+        let containers = cgroups
+            .children(&c.dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|child| {
+                oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
+            })
+            .take(MAX_CONTAINERS_LISTED)
+            .collect();
+        Target {
+            path: c.path.clone(),
+            dir: c.dir.clone(),
+            identity: c.identity,
+            class: c.class,
+            pod_uid: oomwarden_kube::cgroup_identity(&c.dir).pod_uid,
+            containers,
+            score,
+            memory_current: c.memory.current,
+        }
+    }
+}
+
+/// What every record of a triggered cycle states, victim or not.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cycle<'a> {
+    pub(crate) id: u64,
+    /// RFC 3339 wall time.
+    pub(crate) time: &'a str,
+    pub(crate) monotonic_ns: u64,
+    pub(crate) context: Option<&'a TriggerContext>,
+    pub(crate) wakeup: Wakeup,
+    /// The flight window saved for this record.
+    pub(crate) recording: Option<&'a str>,
+}
+
+/// The record's outcome for what acting came to (none: there was no victim).
+fn outcome(acted: Option<&ActOutcome>) -> Outcome {
+    match acted {
+        None => Outcome::NoEligibleCgroup,
+        Some(ActOutcome::Killed) => Outcome::Killed,
+        Some(ActOutcome::NotVerified { .. }) => Outcome::NotVerified,
+        Some(ActOutcome::Failed { .. }) => Outcome::KillFailed,
+        Some(ActOutcome::Gone(_)) => Outcome::Gone,
+        Some(ActOutcome::DryRun) => Outcome::DryRun,
+    }
+}
+
+/// The record of a triggered cycle: with no victim (`no-eligible-cgroup`), or the victim and
+/// what acting on it did.
+pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) -> ActionRecord {
+    let (target, report) = victim.unzip();
+    let error = report.as_ref().and_then(ActReport::error);
+    let (pids, pids_omitted) =
+        listed_pids(report.as_ref().map(|r| r.pids.clone()).unwrap_or_default());
+    let outcome = outcome(report.as_ref().map(|r| &r.outcome));
+    let (processes, processes_omitted, duration) = match report {
+        Some(r) => (r.processes, r.processes_omitted, r.duration),
+        None => (Vec::new(), 0, None),
+    };
+    ActionRecord {
+        id: cycle.id,
+        time: cycle.time.to_owned(),
+        monotonic_ns: cycle.monotonic_ns,
+        outcome,
+        victim: target.map(|t| t.path.clone()),
+        class: target.map(|t| t.class),
+        pod_uid: target.and_then(|t| t.pod_uid.clone()),
+        containers: target.map(|t| t.containers.clone()).unwrap_or_default(),
+        score: target.map_or(0.0, |t| t.score),
+        pids,
+        pids_omitted,
+        processes,
+        processes_omitted,
+        memory_current_bytes: target.and_then(|t| t.memory_current),
+        kill_duration_ms: duration.map(millis),
+        error,
+        trigger_context: cycle
+            .context
+            .map(TriggerContext::to_json)
+            .unwrap_or_default(),
+        wakeup: Some(cycle.wakeup),
+        recording: cycle.recording.map(str::to_owned),
+    }
+}
+
+/// Variables describing the action to a hook (no command lines: they may hold secrets;
+/// the post-kill hook gets the whole record on stdin). `after` is the record, for the
+/// post-kill hook.
+pub(crate) fn hook_env(
+    event: HookEvent,
+    dry_run: bool,
+    id: u64,
+    target: &Target,
+    after: Option<&ActionRecord>,
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("OOMWARDEN_EVENT".to_owned(), event.name().to_owned()),
+        ("OOMWARDEN_ACTION_ID".to_owned(), id.to_string()),
+        ("OOMWARDEN_DRY_RUN".to_owned(), dry_run.to_string()),
+        (
+            "OOMWARDEN_SCORE".to_owned(),
+            oomwarden_model::format_number(target.score),
+        ),
+        ("OOMWARDEN_VICTIM".to_owned(), target.path.clone()),
+        ("OOMWARDEN_CLASS".to_owned(), target.class.name().to_owned()),
+    ];
+    let mut add = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            env.push((k.to_owned(), v));
+        }
+    };
+    add("OOMWARDEN_POD_UID", target.pod_uid.clone());
+    add(
+        "OOMWARDEN_MEMORY_CURRENT_BYTES",
+        target.memory_current.map(|m| m.to_string()),
+    );
+    if let Some(record) = after {
+        add("OOMWARDEN_OUTCOME", Some(record.outcome.name().to_owned()));
+        // One environment string may not exceed 128 KiB (MAX_ARG_STRLEN): 17,000 PIDs
+        // made the hook fail to start (E2BIG). The first ones only; all are in the record
+        // on stdin, and the count says whether the list is whole.
+        let listed = record.pids.get(..HOOK_PIDS_LISTED.min(record.pids.len()));
+        add(
+            "OOMWARDEN_PIDS",
+            listed.map(|pids| {
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }),
+        );
+        add(
+            "OOMWARDEN_PIDS_TOTAL",
+            Some(record.pids_total().to_string()),
+        );
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn target() -> Target {
+        Target {
+            path: "/sys/fs/cgroup/kubepods/besteffort/podx".to_owned(),
+            dir: "kubepods/besteffort/podx".to_owned(),
+            identity: Some(7),
+            class: QosClass::Besteffort,
+            pod_uid: Some("x".to_owned()),
+            containers: vec!["c1".to_owned()],
+            score: 2.5,
+            memory_current: Some(1 << 20),
+        }
+    }
+
+    fn cycle() -> Cycle<'static> {
+        Cycle {
+            id: 4,
+            time: "2026-12-01T00:00:00.000Z",
+            monotonic_ns: 99,
+            context: None,
+            wakeup: Wakeup::Pressure,
+            recording: Some("flight/4.owrec.gz"),
+        }
+    }
+
+    fn acted(outcome: ActOutcome, duration: Option<Duration>) -> ActReport {
+        ActReport {
+            pids: vec![1, 2],
+            processes: vec!["a".to_owned()],
+            processes_omitted: 1,
+            outcome,
+            duration,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// Every outcome of acting is stated in the record's outcome, error and duration.
+    #[test]
+    fn each_outcome_makes_its_record() {
+        let ms = |d: u64| Some(Duration::from_millis(d));
+        let cases = [
+            (ActOutcome::Killed, ms(3), Outcome::Killed, None, Some(3.0)),
+            (
+                ActOutcome::NotVerified { stopping: false },
+                ms(1000),
+                Outcome::NotVerified,
+                Some("processes remain in the cgroup after 1000ms"),
+                Some(1000.0),
+            ),
+            (
+                ActOutcome::NotVerified { stopping: true },
+                ms(300),
+                Outcome::NotVerified,
+                Some("oomwarden was stopping: processes still remained in the cgroup after 300 ms"),
+                Some(300.0),
+            ),
+            (
+                ActOutcome::Failed {
+                    errno: Some(13),
+                    path: PathBuf::from("/x/cgroup.kill"),
+                    message: "Permission denied (os error 13)".to_owned(),
+                },
+                ms(0),
+                Outcome::KillFailed,
+                Some("Permission denied (os error 13)"),
+                Some(0.0),
+            ),
+            (
+                ActOutcome::Gone("the cgroup is gone since it was ranked".to_owned()),
+                None,
+                Outcome::Gone,
+                Some("the cgroup is gone since it was ranked"),
+                None,
+            ),
+            (ActOutcome::DryRun, None, Outcome::DryRun, None, None),
+        ];
+        let t = target();
+        for (act, duration, want, error, ms) in cases {
+            let r = record(&cycle(), Some((&t, acted(act.clone(), duration))));
+            assert_eq!(r.outcome, want, "{act:?}");
+            assert_eq!(r.error.as_deref(), error, "{act:?}");
+            assert_eq!(r.kill_duration_ms, ms, "{act:?}");
+            assert_eq!(r.victim.as_deref(), Some(t.path.as_str()));
+            assert_eq!(r.class, Some(QosClass::Besteffort));
+            assert_eq!((r.pids.as_slice(), r.processes_omitted), (&[1, 2][..], 1));
+            assert_eq!(r.wakeup, Some(Wakeup::Pressure));
+            assert_eq!(r.recording.as_deref(), Some("flight/4.owrec.gz"));
+        }
+    }
+
+    #[test]
+    fn no_victim_is_a_bare_record() {
+        let r = record(&cycle(), None);
+        assert_eq!(r.outcome, Outcome::NoEligibleCgroup);
+        assert_eq!((r.victim, r.class, r.score), (None, None, 0.0));
+        assert!(r.pids.is_empty() && r.error.is_none() && r.kill_duration_ms.is_none());
+    }
+
+    #[test]
+    fn hooks_see_the_target_and_after_the_kill_the_outcome() {
+        let t = target();
+        let pre = hook_env(HookEvent::PreKill, true, 4, &t, None);
+        let names: Vec<&str> = pre.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "OOMWARDEN_EVENT",
+                "OOMWARDEN_ACTION_ID",
+                "OOMWARDEN_DRY_RUN",
+                "OOMWARDEN_SCORE",
+                "OOMWARDEN_VICTIM",
+                "OOMWARDEN_CLASS",
+                "OOMWARDEN_POD_UID",
+                "OOMWARDEN_MEMORY_CURRENT_BYTES"
+            ]
+        );
+        let r = record(&cycle(), Some((&t, acted(ActOutcome::Killed, None))));
+        let post = hook_env(HookEvent::PostKill, false, 4, &t, Some(&r));
+        assert!(post.contains(&("OOMWARDEN_OUTCOME".to_owned(), "killed".to_owned())));
+        assert!(post.contains(&("OOMWARDEN_PIDS".to_owned(), "1 2".to_owned())));
+        assert!(post.contains(&("OOMWARDEN_PIDS_TOTAL".to_owned(), "2".to_owned())));
+    }
+}

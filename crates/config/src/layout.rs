@@ -16,8 +16,14 @@
 //!       include: ["pod*"]
 //! ```
 
+use std::fmt;
+
 use oomwarden_model::{BuiltinLayout, CandidateSource, Layout, MetricSource, NameFilter, QosClass};
-use serde_json::{Map, Value};
+use serde::de::{self, MapAccess, Visitor, value::MapAccessDeserializer};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::fields::{Field, Item, KeyPath, Problem, expected, leaf, list, mapping};
 
 /// What `layout` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,56 +59,407 @@ impl LayoutSetting {
 /// The name a custom layout gets when it has none.
 pub const DEFAULT_CUSTOM_NAME: &str = "custom";
 
-const LAYOUT_FIELDS: &[&str] = &["name", "metrics", "candidates"];
-const METRIC_FIELDS: &[&str] = &["dir", "childrenOf", "class", "include", "exclude"];
-const CANDIDATE_FIELDS: &[&str] = &["childrenOf", "class", "include", "exclude"];
+/// `layout` as written: a name, or a mapping describing a custom layout.
+#[derive(Debug)]
+pub(crate) enum LayoutField {
+    Named(String),
+    Custom(CustomDoc),
+}
 
-/// Reads a custom layout mapping. On any problem returns every one as (key path, message).
-pub(crate) fn custom(map: &Map<String, Value>) -> Result<Layout, Vec<(String, String)>> {
-    let mut problems = Vec::new();
-    let mut report = |key: String, message: String| problems.push((key, message));
-    for key in map.keys().filter(|k| !LAYOUT_FIELDS.contains(&k.as_str())) {
-        report(
-            format!("layout.{key}"),
-            format!(
-                "unknown field; known fields are {}",
-                LAYOUT_FIELDS.join(", ")
-            ),
-        );
+impl<'de> Deserialize<'de> for LayoutField {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LayoutVisitor)
     }
-    let name = match map.get("name") {
-        None | Some(Value::Null) => DEFAULT_CUSTOM_NAME.to_owned(),
-        Some(Value::String(s)) => {
-            if let Err(m) = check_name(s) {
-                report("layout.name".into(), m);
+}
+
+/// A string names a layout, a mapping is read as a custom one.
+struct LayoutVisitor;
+
+impl LayoutVisitor {
+    fn refuse<E: de::Error>(found: &Value) -> E {
+        E::custom(expected("a string", found))
+    }
+}
+
+impl<'de> Visitor<'de> for LayoutVisitor {
+    type Value = LayoutField;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a layout name or a mapping")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<LayoutField, E> {
+        Ok(LayoutField::Named(v.to_owned()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LayoutField, A::Error> {
+        CustomDoc::deserialize(MapAccessDeserializer::new(map)).map(LayoutField::Custom)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<LayoutField, E> {
+        Err(Self::refuse(&Value::Bool(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<LayoutField, E> {
+        Err(Self::refuse(&Value::from(v)))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<LayoutField, E> {
+        Err(Self::refuse(&Value::from(v)))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<LayoutField, E> {
+        Err(Self::refuse(&Value::from(v)))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _seq: A) -> Result<LayoutField, A::Error> {
+        Err(Self::refuse(&Value::Array(Vec::new())))
+    }
+}
+
+impl LayoutField {
+    /// The setting (none for a blank name), or its problems under `at`.
+    pub(crate) fn setting(
+        self,
+        at: &KeyPath,
+        problems: &mut Vec<Problem>,
+    ) -> Option<LayoutSetting> {
+        match self {
+            LayoutField::Named(name) if name.trim().is_empty() => None,
+            LayoutField::Named(name) => {
+                let setting = LayoutSetting::from_name(&name);
+                if setting.is_none() {
+                    problems.push(Problem::new(
+                        at.clone(),
+                        format!(
+                            "unknown layout {name:?}; one of {}, or a mapping describing a custom layout",
+                            crate::LAYOUTS.join(", ")
+                        ),
+                    ));
+                }
+                setting
             }
-            s.clone()
+            LayoutField::Custom(doc) => custom(doc, at, problems).map(LayoutSetting::Custom),
         }
-        Some(other) => {
-            report("layout.name".into(), expected("a string", other));
+    }
+}
+
+/// A custom layout. The field order is the order "known fields are …" lists them in.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct CustomDoc {
+    name: Field<Name>,
+    metrics: Field<Entries<MetricDoc>>,
+    candidates: Field<Entries<CandidateDoc>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct MetricDoc {
+    dir: Field<CgroupPath>,
+    children_of: Field<CgroupPath>,
+    class: Field<ClassName>,
+    include: Field<Patterns>,
+    exclude: Field<Patterns>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct CandidateDoc {
+    children_of: Field<CgroupPath>,
+    class: Field<ClassName>,
+    include: Field<Patterns>,
+    exclude: Field<Patterns>,
+}
+
+/// A custom layout's name: not a built-in one's.
+#[derive(Debug)]
+struct Name(String);
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        leaf(d, |v| match v {
+            Value::String(s) => check_name(&s).map(|()| Name(s)),
+            other => Err(expected("a string", &other)),
+        })
+    }
+}
+
+/// A list of mapping entries.
+#[derive(Debug)]
+struct Entries<T>(Vec<Item<Entry<T>>>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        list(d, "a list of entries").map(Entries)
+    }
+}
+
+/// One entry: a mapping.
+#[derive(Debug)]
+struct Entry<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entry<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        mapping(d, "a mapping").map(Entry)
+    }
+}
+
+#[derive(Debug)]
+struct ClassName(QosClass);
+
+fn class_names() -> String {
+    QosClass::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl<'de> Deserialize<'de> for ClassName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        leaf(d, |v| match v {
+            Value::String(s) => QosClass::ALL
+                .into_iter()
+                .find(|c| c.name() == s)
+                .map(ClassName)
+                .ok_or_else(|| format!("unknown class {s:?}; one of {}", class_names())),
+            other => Err(expected("a class name", &other)),
+        })
+    }
+}
+
+/// Name patterns (`include`, `exclude`).
+#[derive(Debug)]
+struct Patterns(Vec<Item<Pattern>>);
+
+impl<'de> Deserialize<'de> for Patterns {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        list(d, "a list of name patterns").map(Patterns)
+    }
+}
+
+#[derive(Debug)]
+struct Pattern(String);
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        leaf(d, |v| match v {
+            Value::String(s) if !s.is_empty() && !s.contains('/') => Ok(Pattern(s)),
+            Value::String(s) => Err(format!(
+                "invalid pattern {s:?}: a pattern matches one directory name ('*' for any run of characters), so it is not empty and has no '/'"
+            )),
+            other => Err(expected("a string", &other)),
+        })
+    }
+}
+
+/// A directory path relative to the cgroup root: no leading '/', no empty, `.` or `..`
+/// components; `*` may stand for any run of characters within a component.
+#[derive(Debug)]
+struct CgroupPath(String);
+
+impl<'de> Deserialize<'de> for CgroupPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        leaf(d, |v| {
+            let Value::String(s) = v else {
+                return Err(expected("a directory path", &v));
+            };
+            let problem = if s.is_empty() {
+                Some("empty; the root is always read and is never a candidate directory of a class")
+            } else if s.starts_with('/') {
+                Some("must be relative to the cgroup root (no leading '/')")
+            } else if s.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+                Some("has an empty, '.' or '..' component")
+            } else {
+                None
+            };
+            match problem {
+                Some(why) => Err(format!("invalid path {s:?}: {why}")),
+                None => Ok(CgroupPath(s)),
+            }
+        })
+    }
+}
+
+/// Adds what a misplaced key means to its "unknown field" error: a candidate has no `dir`.
+pub(crate) fn explain_unknown_keys(problems: &mut [Problem]) {
+    for p in problems {
+        let text = p.at.to_string();
+        if text.starts_with("layout.candidates[")
+            && text.ends_with("].dir")
+            && p.message.starts_with("unknown field")
+        {
+            p.message
+                .push_str("; candidates are the children of a directory: use childrenOf");
+        }
+    }
+}
+
+/// A custom layout from its document; `None` when any part of it is in error (each problem
+/// is reported, under `at`).
+fn custom(doc: CustomDoc, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<Layout> {
+    let before = problems.len();
+    let mut failed = false;
+    let name = match doc.name {
+        Field::Set(Name(name)) => name,
+        Field::Absent => DEFAULT_CUSTOM_NAME.to_owned(),
+        Field::Reported => {
+            failed = true;
             String::new()
         }
     };
-    let metrics = entries(map, "metrics", &mut report)
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| metric(v, &format!("layout.metrics[{i}]"), &mut report))
-        .collect::<Vec<_>>();
-    let candidates = entries(map, "candidates", &mut report)
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| candidate(v, &format!("layout.candidates[{i}]"), &mut report))
-        .collect::<Vec<_>>();
-    overlaps(&metrics, &mut report);
-    if !problems.is_empty() {
-        return Err(problems);
+    let mut metrics = Vec::new();
+    for (i, entry) in entries(doc.metrics, &at.key("metrics"), problems, &mut failed) {
+        match metric(entry, &at.key("metrics").index(i), problems) {
+            Some(m) => metrics.push((i, m)),
+            None => failed = true,
+        }
+    }
+    let mut candidates = Vec::new();
+    for (i, entry) in entries(doc.candidates, &at.key("candidates"), problems, &mut failed) {
+        match candidate(entry, &at.key("candidates").index(i), problems) {
+            Some(c) => candidates.push(c),
+            None => failed = true,
+        }
+    }
+    overlaps(&metrics, at, problems);
+    if failed || problems.len() > before {
+        return None;
     }
     let mut all = vec![MetricSource::Root];
-    all.extend(metrics);
-    Ok(Layout {
+    all.extend(metrics.into_iter().map(|(_, m)| m));
+    Some(Layout {
         name,
         metrics: all,
         candidates,
+    })
+}
+
+/// The entries of a list that read, with their indices; a missing or empty list is a problem
+/// (a layout needs at least one entry in each).
+fn entries<T>(
+    field: Field<Entries<T>>,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+    failed: &mut bool,
+) -> Vec<(usize, T)> {
+    let list = match field {
+        Field::Reported => {
+            *failed = true;
+            return Vec::new();
+        }
+        Field::Absent => Vec::new(),
+        Field::Set(Entries(list)) => list,
+    };
+    if list.is_empty() {
+        let why = if at.to_string().ends_with("metrics") {
+            "a layout needs at least one entry here, or no class has pressure or memory to trigger on"
+        } else {
+            "a layout needs at least one entry here, or nothing could ever be killed (use dryRun to watch without killing)"
+        };
+        problems.push(Problem::new(at.clone(), why));
+    }
+    let mut read = Vec::new();
+    for (i, Item(entry)) in list.into_iter().enumerate() {
+        match entry.into_option() {
+            Some(Entry(e)) => read.push((i, e)),
+            None => *failed = true,
+        }
+    }
+    read
+}
+
+/// The class of an entry; a missing one is a problem.
+fn class(field: Field<ClassName>, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<QosClass> {
+    match field {
+        Field::Set(ClassName(class)) => Some(class),
+        Field::Reported => None,
+        Field::Absent => {
+            problems.push(Problem::new(
+                at.key("class"),
+                format!("missing; one of {}", class_names()),
+            ));
+            None
+        }
+    }
+}
+
+/// `include` and `exclude` (absent: everything / nothing).
+fn filter(include: Field<Patterns>, exclude: Field<Patterns>) -> Option<NameFilter> {
+    let patterns = |field: Field<Patterns>| match field {
+        Field::Absent => Some(Vec::new()),
+        Field::Reported => None,
+        Field::Set(Patterns(list)) => list
+            .into_iter()
+            .map(|Item(p)| p.into_option().map(|Pattern(s)| s))
+            .collect(),
+    };
+    Some(NameFilter {
+        include: patterns(include)?,
+        exclude: patterns(exclude)?,
+    })
+}
+
+fn path(field: Field<CgroupPath>) -> Option<String> {
+    field.into_option().map(|CgroupPath(p)| p)
+}
+
+fn metric(doc: MetricDoc, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<MetricSource> {
+    let class = class(doc.class, at, problems);
+    let filter = filter(doc.include, doc.exclude);
+    match (doc.dir, doc.children_of) {
+        (dir, Field::Absent) if !matches!(dir, Field::Absent) => {
+            if filter.as_ref().is_some_and(|f| *f != NameFilter::any()) {
+                problems.push(Problem::new(
+                    at.clone(),
+                    "include and exclude filter the children of a childrenOf entry; a dir entry has none",
+                ));
+                return None;
+            }
+            Some(MetricSource::Dir {
+                dir: path(dir)?,
+                class: class?,
+            })
+        }
+        (Field::Absent, children) if !matches!(children, Field::Absent) => {
+            Some(MetricSource::Children {
+                dir: path(children)?,
+                class: class?,
+                filter: filter?,
+            })
+        }
+        _ => {
+            problems.push(Problem::new(
+                at.clone(),
+                "give exactly one of dir (the directory itself) and childrenOf (each of its children)",
+            ));
+            None
+        }
+    }
+}
+
+fn candidate(
+    doc: CandidateDoc,
+    at: &KeyPath,
+    problems: &mut Vec<Problem>,
+) -> Option<CandidateSource> {
+    let class = class(doc.class, at, problems);
+    let filter = filter(doc.include, doc.exclude);
+    let dir = match doc.children_of {
+        Field::Absent => {
+            problems.push(Problem::new(
+                at.key("childrenOf"),
+                "missing: candidates are the children of a directory",
+            ));
+            None
+        }
+        other => path(other),
+    };
+    Some(CandidateSource {
+        dir: dir?,
+        class: class?,
+        filter: filter?,
     })
 }
 
@@ -126,258 +483,20 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-fn expected(what: &str, found: &Value) -> String {
-    format!(
-        "expected {what}, found {}",
-        crate::document::json_type(found)
-    )
-}
-
-/// The non-empty list at `key`.
-fn entries<'m>(
-    map: &'m Map<String, Value>,
-    key: &str,
-    report: &mut impl FnMut(String, String),
-) -> &'m [Value] {
-    match map.get(key) {
-        Some(Value::Array(list)) if !list.is_empty() => list,
-        None | Some(Value::Null) | Some(Value::Array(_)) => {
-            let why = if key == "metrics" {
-                "a layout needs at least one entry here, or no class has pressure or memory to trigger on"
-            } else {
-                "a layout needs at least one entry here, or nothing could ever be killed (use dryRun to watch without killing)"
-            };
-            report(format!("layout.{key}"), why.to_owned());
-            &[]
-        }
-        Some(other) => {
-            report(
-                format!("layout.{key}"),
-                expected("a list of entries", other),
-            );
-            &[]
-        }
-    }
-}
-
-fn metric(v: &Value, at: &str, report: &mut impl FnMut(String, String)) -> Option<MetricSource> {
-    let map = mapping(v, at, METRIC_FIELDS, report)?;
-    let class = class(map, at, report);
-    let filter = filter(map, at, report);
-    match (map.get("dir"), map.get("childrenOf")) {
-        (Some(d), None) => {
-            let dir = path(d, &format!("{at}.dir"), report);
-            if filter.as_ref().is_some_and(|f| *f != NameFilter::any()) {
-                report(
-                    at.to_owned(),
-                    "include and exclude filter the children of a childrenOf entry; a dir entry has none".to_owned(),
-                );
-                return None;
-            }
-            Some(MetricSource::Dir {
-                dir: dir?,
-                class: class?,
-            })
-        }
-        (None, Some(p)) => {
-            let dir = path(p, &format!("{at}.childrenOf"), report);
-            Some(MetricSource::Children {
-                dir: dir?,
-                class: class?,
-                filter: filter?,
-            })
-        }
-        _ => {
-            report(
-                at.to_owned(),
-                "give exactly one of dir (the directory itself) and childrenOf (each of its children)"
-                    .to_owned(),
-            );
-            None
-        }
-    }
-}
-
-fn candidate(
-    v: &Value,
-    at: &str,
-    report: &mut impl FnMut(String, String),
-) -> Option<CandidateSource> {
-    let map = mapping(v, at, CANDIDATE_FIELDS, report)?;
-    let class = class(map, at, report);
-    let filter = filter(map, at, report);
-    let dir = match map.get("childrenOf") {
-        Some(p) => path(p, &format!("{at}.childrenOf"), report),
-        None => {
-            report(
-                format!("{at}.childrenOf"),
-                "missing: candidates are the children of a directory".to_owned(),
-            );
-            None
-        }
-    };
-    Some(CandidateSource {
-        dir: dir?,
-        class: class?,
-        filter: filter?,
-    })
-}
-
-fn mapping<'v>(
-    v: &'v Value,
-    at: &str,
-    known: &[&str],
-    report: &mut impl FnMut(String, String),
-) -> Option<&'v Map<String, Value>> {
-    let Value::Object(map) = v else {
-        report(at.to_owned(), expected("a mapping", v));
-        return None;
-    };
-    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
-        let hint = if key == "dir" {
-            "; candidates are the children of a directory: use childrenOf"
-        } else {
-            ""
-        };
-        report(
-            format!("{at}.{key}"),
-            format!("unknown field; known fields are {}{hint}", known.join(", ")),
-        );
-    }
-    Some(map)
-}
-
-fn class(
-    map: &Map<String, Value>,
-    at: &str,
-    report: &mut impl FnMut(String, String),
-) -> Option<QosClass> {
-    let names = || {
-        QosClass::ALL
-            .iter()
-            .map(|c| c.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match map.get("class") {
-        Some(Value::String(s)) => {
-            let found = QosClass::ALL.into_iter().find(|c| c.name() == s);
-            if found.is_none() {
-                report(
-                    format!("{at}.class"),
-                    format!("unknown class {s:?}; one of {}", names()),
-                );
-            }
-            found
-        }
-        None | Some(Value::Null) => {
-            report(
-                format!("{at}.class"),
-                format!("missing; one of {}", names()),
-            );
-            None
-        }
-        Some(other) => {
-            report(format!("{at}.class"), expected("a class name", other));
-            None
-        }
-    }
-}
-
-fn filter(
-    map: &Map<String, Value>,
-    at: &str,
-    report: &mut impl FnMut(String, String),
-) -> Option<NameFilter> {
-    let include = patterns(map, "include", at, report);
-    let exclude = patterns(map, "exclude", at, report);
-    Some(NameFilter {
-        include: include?,
-        exclude: exclude?,
-    })
-}
-
-fn patterns(
-    map: &Map<String, Value>,
-    key: &str,
-    at: &str,
-    report: &mut impl FnMut(String, String),
-) -> Option<Vec<String>> {
-    let list = match map.get(key) {
-        None | Some(Value::Null) => return Some(Vec::new()),
-        Some(Value::Array(list)) => list,
-        Some(other) => {
-            report(
-                format!("{at}.{key}"),
-                expected("a list of name patterns", other),
-            );
-            return None;
-        }
-    };
-    let mut ok = true;
-    let mut out = Vec::with_capacity(list.len());
-    for (i, p) in list.iter().enumerate() {
-        match p {
-            Value::String(s) if !s.is_empty() && !s.contains('/') => out.push(s.clone()),
-            Value::String(s) => {
-                ok = false;
-                report(
-                    format!("{at}.{key}[{i}]"),
-                    format!(
-                        "invalid pattern {s:?}: a pattern matches one directory name ('*' for any run of characters), so it is not empty and has no '/'"
-                    ),
-                );
-            }
-            other => {
-                ok = false;
-                report(format!("{at}.{key}[{i}]"), expected("a string", other));
-            }
-        }
-    }
-    ok.then_some(out)
-}
-
-/// A directory path relative to the cgroup root: no leading '/', no empty, `.` or `..`
-/// components; `*` may stand for any run of characters within a component.
-fn path(v: &Value, at: &str, report: &mut impl FnMut(String, String)) -> Option<String> {
-    let Value::String(s) = v else {
-        report(at.to_owned(), expected("a directory path", v));
-        return None;
-    };
-    let problem = if s.is_empty() {
-        Some("empty; the root is always read and is never a candidate directory of a class")
-    } else if s.starts_with('/') {
-        Some("must be relative to the cgroup root (no leading '/')")
-    } else if s.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
-        Some("has an empty, '.' or '..' component")
-    } else if s.contains('\0') {
-        Some("contains a NUL byte")
-    } else {
-        None
-    };
-    match problem {
-        Some(why) => {
-            report(at.to_owned(), format!("invalid path {s:?}: {why}"));
-            None
-        }
-        None => Some(s.clone()),
-    }
-}
-
 /// Metrics entries whose directories would be counted twice: a `dir` entry equal to or above
 /// another entry's directory (its memory and stall already include theirs). Paths with `*` are
 /// compared as written.
-fn overlaps(metrics: &[MetricSource], report: &mut impl FnMut(String, String)) {
+fn overlaps(metrics: &[(usize, MetricSource)], at: &KeyPath, problems: &mut Vec<Problem>) {
     let summed = |m: &MetricSource| match m {
         MetricSource::Root => None,
         MetricSource::Dir { dir, .. } => Some((dir.clone(), false)),
         MetricSource::Children { dir, .. } => Some((dir.clone(), true)),
     };
-    for (i, a) in metrics.iter().enumerate() {
+    for (i, a) in metrics {
         let Some((a_dir, false)) = summed(a) else {
             continue;
         };
-        for (j, b) in metrics.iter().enumerate() {
+        for (j, b) in metrics {
             let Some((b_dir, b_children)) = summed(b) else {
                 continue;
             };
@@ -387,12 +506,13 @@ fn overlaps(metrics: &[MetricSource], report: &mut impl FnMut(String, String)) {
             // `dir: X` twice, `dir: X` with `dir: X/…`, or `dir: X` with `childrenOf: X[/…]`.
             if i != j && inside && (b_children || b_dir != a_dir || i < j) {
                 let key = if b_children { "childrenOf" } else { "dir" };
-                report(
-                    format!("layout.metrics[{j}]"),
+                let other = at.key("metrics").index(*i);
+                problems.push(Problem::new(
+                    at.key("metrics").index(*j),
                     format!(
-                        "{key} {b_dir:?} is inside layout.metrics[{i}] (dir {a_dir:?}), whose figures already include it; it would be counted twice"
+                        "{key} {b_dir:?} is inside {other} (dir {a_dir:?}), whose figures already include it; it would be counted twice"
                     ),
-                );
+                ));
             }
         }
     }
@@ -402,18 +522,25 @@ fn overlaps(metrics: &[MetricSource], report: &mut impl FnMut(String, String)) {
 mod tests {
     use super::*;
 
+    /// The layout of `layout:` holding `yaml`, or every problem as `key: message`, in the
+    /// order they are listed.
     fn load(yaml: &str) -> (Option<Layout>, Vec<String>) {
+        let document = format!(
+            "layout:\n{}",
+            yaml.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        );
         let value: Value = serde_saphyr::from_str(yaml).unwrap_or(Value::Null);
-        let Value::Object(map) = value else {
-            return (None, vec!["not a mapping".into()]);
-        };
-        match custom(&map) {
-            Ok(layout) => (Some(layout), Vec::new()),
-            Err(e) => (
-                None,
-                e.into_iter().map(|(k, m)| format!("{k}: {m}")).collect(),
-            ),
-        }
+        let order: Option<crate::fields::WrittenOrder> = serde_saphyr::from_str(&document).ok();
+        let at = KeyPath::default().key("layout");
+        let (doc, mut problems) = crate::fields::read::<CustomDoc>(value, &at);
+        let layout = doc.and_then(|doc| custom(doc, &at, &mut problems));
+        explain_unknown_keys(&mut problems);
+        crate::fields::sort(&mut problems, order.as_ref());
+        let errors = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.at, p.message))
+            .collect();
+        (layout.filter(|_| problems.is_empty()), errors)
     }
 
     #[test]
@@ -464,22 +591,23 @@ mod tests {
             .collect();
         assert_eq!(
             keys,
+            // In the order of the file.
             [
                 "layout.nmae",
-                "layout.metrics[0].class",
                 "layout.metrics[0].dir",
+                "layout.metrics[0].class",
                 "layout.metrics[1]",
-                "layout.metrics[2].class",
+                "layout.metrics[2].childrenOf",
                 "layout.metrics[2].include[1]",
                 "layout.metrics[2].include[2]",
-                "layout.metrics[2].childrenOf",
+                "layout.metrics[2].class",
                 "layout.metrics[3]",
                 "layout.candidates[0].dir",
                 "layout.candidates[0].childrenOf",
             ],
             "{errors:#?}"
         );
-        assert!(errors[1].contains("unknown class \"system\"; one of Besteffort"));
+        assert!(errors[2].contains("unknown class \"system\"; one of Besteffort"));
         assert!(errors[9].contains("use childrenOf"));
     }
 

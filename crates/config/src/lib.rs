@@ -19,8 +19,10 @@
 //! ```
 
 mod document;
+mod fields;
 mod layout;
 mod render;
+mod warden;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -351,12 +353,12 @@ pub fn layout_document(layout: &oomwarden_model::Layout) -> String {
 
 /// Parses a listen address (`host:port`, `[::1]:port`) as `metrics.listen` does.
 pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
-    document::listen_from_text(text)
+    warden::listen_from_text(text)
 }
 
 /// Parses a `--kill-timeout` value with the same rules as the file's `killTimeout`.
 pub fn parse_kill_timeout(text: &str) -> Result<Duration, String> {
-    document::kill_timeout_from_text(text)
+    warden::kill_timeout_from_text(text)
 }
 
 /// Parses a `--sample-interval` value with the same rules as the file's `sampleInterval`.

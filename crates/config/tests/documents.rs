@@ -172,7 +172,7 @@ fn every_error_is_reported_with_document_and_key() {
     assert_eq!(
         lines,
         [
-            "oom.yaml: document 1 (OOMConfig): triggerExpresion: unknown field; known fields are apiVersion, kind, triggerExpression, cgroupRankingExpression, sampleInterval, strictCgroupClassOrdering",
+            "oom.yaml: document 1 (OOMConfig): triggerExpresion: unknown field (did you mean triggerExpression?); known fields are apiVersion, kind, triggerExpression, cgroupRankingExpression, sampleInterval, strictCgroupClassOrdering",
             "oom.yaml: document 1 (OOMConfig): cgroupRankingExpression: OOM cgroup scoring expression is invalid: expression output type is int, expected double",
             "oom.yaml: document 1 (OOMConfig): sampleInterval: OOM sample interval must be longer than 0",
             "oom.yaml: document 1 (OOMConfig): strictCgroupClassOrdering: expected true or false (or yes, no, on, off), found string \"maybe\"",
@@ -239,7 +239,10 @@ fn warden_document() {
         "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: relative/dir\ndryrun: true\n",
     );
     assert_eq!(m.len(), 2, "{m:?}");
-    assert!(m.iter().any(|x| x.contains("unknown field")));
+    assert!(
+        m.iter()
+            .any(|x| x.contains("unknown field (did you mean dryRun?)"))
+    );
     assert!(m.iter().any(|x| x.contains("must be an absolute path")));
     assert_eq!(
         messages(
@@ -513,5 +516,49 @@ fn strict_ordering_takes_go_yaml_bools() {
     assert!(
         messages(&format!("{HEADER}strictCgroupClassOrdering: \"true\"\n"))[0]
             .contains("write it without quotes")
+    );
+}
+
+/// Issue 15, item 4: no string with a NUL is taken (the typed reader marks reported values
+/// with one), and each is an error at its key path.
+#[test]
+fn a_nul_in_a_value_is_an_error_at_its_key() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    let e: Vec<(Option<String>, String)> = load(&format!(
+        "{w}stateDir: \"/var/lib/x\\0y\"\nhooks: {{preKill: {{command: [\"/bin/true\", \"a\\0b\"]}}}}\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| (e.key, e.message))
+    .collect();
+    assert_eq!(
+        e,
+        [
+            (
+                Some("stateDir".to_owned()),
+                "contains a NUL character".to_owned()
+            ),
+            (
+                Some("hooks.preKill.command[1]".to_owned()),
+                "contains a NUL character".to_owned()
+            ),
+        ]
+    );
+}
+
+/// Every error is found by reading the document again: a document with very many is cut
+/// short, and says so.
+#[test]
+fn very_many_errors_are_listed_up_to_a_bound() {
+    let mut text = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n".to_owned();
+    for i in 0..500 {
+        text.push_str(&format!("unknown{i:03}: 1\n"));
+    }
+    let e = messages(&text);
+    assert_eq!(e.len(), 101, "{}", e.len());
+    assert_eq!(
+        e.last().map(String::as_str),
+        Some("more errors than the first 100 are not listed")
     );
 }

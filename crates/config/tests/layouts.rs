@@ -113,3 +113,25 @@ fn wrong_shapes_are_errors_not_fallbacks() {
         assert!(e.to_string().contains(want), "{layout}: {e}");
     }
 }
+
+/// A double count is reported at the entries' own indices, also when an entry before them is
+/// in error.
+#[test]
+fn double_counting_names_the_entries_as_written() {
+    let text = format!(
+        "{WARDEN}layout:\n  metrics:\n    - 7\n    - dir: a\n      class: System\n    - dir: a/b\n      class: System\n  candidates:\n    - childrenOf: b\n      class: Besteffort\n"
+    );
+    let errors: Vec<String> = Settings::from_yaml(&text, "node.yaml")
+        .unwrap_err()
+        .0
+        .iter()
+        .map(|e| format!("{}: {}", e.key.clone().unwrap_or_default(), e.message))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "layout.metrics[0]: expected a mapping, found number 7",
+            "layout.metrics[2]: dir \"a/b\" is inside layout.metrics[1] (dir \"a\"), whose figures already include it; it would be counted twice",
+        ]
+    );
+}

@@ -562,3 +562,22 @@ fn very_many_errors_are_listed_up_to_a_bound() {
         Some("more errors than the first 100 are not listed")
     );
 }
+
+/// An alias bomb (each line doubling the one before) is refused by the YAML reader's
+/// budget in every pass over the text, not expanded.
+#[test]
+fn an_alias_bomb_is_an_error_not_a_hang() {
+    let mut text =
+        "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nx0: &a0 [lol, lol]\n".to_owned();
+    for i in 1..40 {
+        text.push_str(&format!("x{i}: &a{i} [*a{p}, *a{p}]\n", p = i - 1));
+    }
+    let started = std::time::Instant::now();
+    let errors = load(&text).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(errors.0.len(), 1, "{errors}");
+    assert!(
+        errors.0[0].message.starts_with("invalid YAML: "),
+        "{errors}"
+    );
+}

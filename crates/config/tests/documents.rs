@@ -572,9 +572,7 @@ fn an_alias_bomb_is_an_error_not_a_hang() {
     for i in 1..40 {
         text.push_str(&format!("x{i}: &a{i} [*a{p}, *a{p}]\n", p = i - 1));
     }
-    let started = std::time::Instant::now();
     let errors = load(&text).unwrap_err();
-    assert!(started.elapsed() < std::time::Duration::from_secs(20));
     assert_eq!(errors.0.len(), 1, "{errors}");
     assert!(
         errors.0[0].message.starts_with("invalid YAML: "),

@@ -1,0 +1,421 @@
+//! The identity cache and its refresher thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use oomwarden_cri::{CONTAINERD_SOCKET, CRIO_SOCKET, Runtime};
+use oomwarden_model::{Identities, IdentitySource};
+
+/// Which container runtime to ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The first of these sockets that exists (containerd's, then CRI-O's).
+    Auto(Vec<PathBuf>),
+    /// This socket.
+    Unix(PathBuf),
+    /// None: the pod-log directories only.
+    Off,
+}
+
+impl Endpoint {
+    /// `auto` with the well-known sockets.
+    pub fn auto() -> Self {
+        Endpoint::Auto(vec![
+            PathBuf::from(CONTAINERD_SOCKET),
+            PathBuf::from(CRIO_SOCKET),
+        ])
+    }
+
+    /// The socket to dial now, if any.
+    fn socket(&self) -> Option<PathBuf> {
+        match self {
+            Endpoint::Auto(candidates) => candidates.iter().find(|p| p.exists()).cloned(),
+            Endpoint::Unix(path) => Some(path.clone()),
+            Endpoint::Off => None,
+        }
+    }
+}
+
+/// How the cache is refreshed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The runtime.
+    pub endpoint: Endpoint,
+    /// The kubelet's pod-log directory (the fallback).
+    pub pod_logs: PathBuf,
+    /// How often the identities are refreshed.
+    pub refresh_every: Duration,
+    /// The deadline of one refresh from the runtime (both calls).
+    pub timeout: Duration,
+}
+
+/// The shortest gap between two refreshes asked for by [`Cache::refresh_soon`].
+const MIN_REFRESH_GAP: Duration = Duration::from_secs(2);
+
+/// What the cache knows about its own state (for `status` and the metrics).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CacheStatus {
+    /// Where the identities in use came from.
+    pub source: IdentitySource,
+    /// The runtime socket asked, if any.
+    pub runtime: Option<PathBuf>,
+    /// Whether the last call to the runtime answered.
+    pub runtime_up: bool,
+    /// Why the last refresh could not use the runtime (or the pod-log directory).
+    pub last_error: Option<String>,
+    /// Refreshes done.
+    pub refreshes: u64,
+    /// Refreshes where the runtime could not be used.
+    pub runtime_failures: u64,
+    /// Pods known.
+    pub pods: usize,
+    /// Pods and containers left out beyond the bounds in the last refresh.
+    pub left_out: u64,
+    /// How long the last refresh from the runtime took.
+    pub last_refresh: Option<Duration>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    identities: Mutex<Arc<Identities>>,
+    status: Mutex<CacheStatus>,
+    /// Set to ask for a refresh soon; the condvar wakes the refresher.
+    asked: Mutex<bool>,
+    wake: Condvar,
+    stop: Arc<AtomicBool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The identities of the node's pods, refreshed by a thread of its own; reading them never
+/// waits on the runtime.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    shared: Arc<Shared>,
+}
+
+impl Cache {
+    /// A cache holding `identities` and never refreshed (a replay, tests).
+    pub fn fixed(identities: Identities, source: IdentitySource) -> Self {
+        let status = CacheStatus {
+            source,
+            pods: identities.pods.len(),
+            ..CacheStatus::default()
+        };
+        Cache {
+            shared: Arc::new(Shared {
+                identities: Mutex::new(Arc::new(identities)),
+                status: Mutex::new(status),
+                asked: Mutex::new(false),
+                wake: Condvar::new(),
+                stop: Arc::new(AtomicBool::new(true)),
+            }),
+        }
+    }
+
+    /// Starts the refresher thread (it refreshes at once, then every `refresh_every`, until
+    /// [`Cache::stop`]).
+    pub fn start(config: Config) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cache = Cache {
+            shared: Arc::new(Shared {
+                identities: Mutex::new(Arc::new(Identities::default())),
+                status: Mutex::new(CacheStatus::default()),
+                asked: Mutex::new(false),
+                wake: Condvar::new(),
+                stop,
+            }),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let shared = Arc::clone(&cache.shared);
+        // The thread logs where its starter logs (the global subscriber in the daemon).
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        std::thread::Builder::new()
+            .name("identity".to_owned())
+            .spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    refresher(&shared, &config, &runtime);
+                });
+            })?;
+        Ok(cache)
+    }
+
+    /// The identities now.
+    pub fn snapshot(&self) -> Arc<Identities> {
+        Arc::clone(&lock(&self.shared.identities))
+    }
+
+    /// The cache's state.
+    pub fn status(&self) -> CacheStatus {
+        lock(&self.shared.status).clone()
+    }
+
+    /// Asks for a refresh soon (a pod UID nobody knows was seen); at most one every
+    /// [`MIN_REFRESH_GAP`].
+    pub fn refresh_soon(&self) {
+        *lock(&self.shared.asked) = true;
+        self.shared.wake.notify_all();
+    }
+
+    /// Ends the refresher thread (within a second, or when a refresh under way ends); the
+    /// identities stay readable.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake.notify_all();
+    }
+}
+
+/// One refresh, now, on this thread (for commands that run once: `top`, `layout`): the
+/// identities and where they came from, with the runtime's error when it did not answer.
+pub fn read_once(config: &Config) -> (Identities, IdentitySource, Option<String>) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return match crate::pod_logs(&config.pod_logs) {
+            Ok(ids) => (ids, IdentitySource::PodLogs, None),
+            Err(e) => (
+                Identities::default(),
+                IdentitySource::Path,
+                Some(e.to_string()),
+            ),
+        };
+    };
+    match refresh_once(config, &rt, &mut None) {
+        Found::Runtime(ids, _, _) => (ids, IdentitySource::Cri, None),
+        Found::Fallback(ids, error) => (
+            ids,
+            IdentitySource::PodLogs,
+            (!error.is_empty()).then_some(error),
+        ),
+        Found::Nothing(error) => (Identities::default(), IdentitySource::Path, Some(error)),
+    }
+}
+
+/// What one refresh found.
+enum Found {
+    Runtime(Identities, u64, Duration),
+    Fallback(Identities, String),
+    Nothing(String),
+}
+
+fn refresher(shared: &Shared, config: &Config, rt: &tokio::runtime::Runtime) {
+    let mut client: Option<Runtime> = None;
+    let mut was_up: Option<bool> = None;
+    let mut last = Instant::now();
+    loop {
+        let found = refresh_once(config, rt, &mut client);
+        publish(
+            shared,
+            config,
+            found,
+            &mut was_up,
+            client.as_ref().map(Runtime::path),
+        );
+        last = Instant::now().max(last);
+        // Wait for the period, a request (no sooner than the gap), or the stop.
+        let mut asked = lock(&shared.asked);
+        loop {
+            if shared.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let since = last.elapsed();
+            if since >= config.refresh_every || (*asked && since >= MIN_REFRESH_GAP) {
+                *asked = false;
+                break;
+            }
+            let wait = if *asked {
+                MIN_REFRESH_GAP.saturating_sub(since)
+            } else {
+                config.refresh_every.saturating_sub(since)
+            };
+            asked = shared
+                .wake
+                .wait_timeout(asked, wait.min(Duration::from_secs(1)))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+fn refresh_once(
+    config: &Config,
+    rt: &tokio::runtime::Runtime,
+    client: &mut Option<Runtime>,
+) -> Found {
+    let runtime_error = match config.endpoint.socket() {
+        None if config.endpoint == Endpoint::Off => None,
+        None => {
+            Some("no container runtime socket found (tried containerd's and CRI-O's)".to_owned())
+        }
+        Some(socket) => {
+            let started = Instant::now();
+            let result = rt.block_on(async {
+                if client.as_ref().is_none_or(|c| c.path() != socket) {
+                    *client = Some(Runtime::new(&socket, config.timeout));
+                }
+                let Some(c) = client.as_mut() else {
+                    return Err("no client".to_owned());
+                };
+                let work = async {
+                    let pods = c.pod_sandboxes().await?;
+                    let containers = c.containers().await?;
+                    Ok::<_, oomwarden_cri::CriError>((pods, containers))
+                };
+                match tokio::time::timeout(config.timeout, work).await {
+                    Ok(Ok(lists)) => Ok(lists),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!(
+                        "{}: no answer within {} ms",
+                        socket.display(),
+                        config.timeout.as_millis()
+                    )),
+                }
+            });
+            match result {
+                Ok((pods, containers)) => {
+                    let (ids, left_out) = crate::from_cri(pods, containers);
+                    return Found::Runtime(ids, left_out, started.elapsed());
+                }
+                Err(e) => Some(e),
+            }
+        }
+    };
+    match (crate::pod_logs(&config.pod_logs), runtime_error) {
+        (Ok(ids), Some(e)) => Found::Fallback(ids, e),
+        (Ok(ids), None) => Found::Fallback(ids, String::new()),
+        (Err(logs), Some(e)) => Found::Nothing(format!("{e}; {logs}")),
+        (Err(logs), None) => Found::Nothing(logs.to_string()),
+    }
+}
+
+fn publish(
+    shared: &Shared,
+    config: &Config,
+    found: Found,
+    was_up: &mut Option<bool>,
+    socket: Option<&Path>,
+) {
+    let mut status = lock(&shared.status);
+    status.refreshes += 1;
+    status.runtime = socket.map(Path::to_owned);
+    let (ids, up) = match found {
+        Found::Runtime(ids, left_out, took) => {
+            status.source = IdentitySource::Cri;
+            status.last_error = None;
+            status.left_out = left_out;
+            status.last_refresh = Some(took);
+            (ids, true)
+        }
+        Found::Fallback(ids, error) => {
+            status.source = IdentitySource::PodLogs;
+            status.last_error = (!error.is_empty()).then_some(error);
+            (ids, false)
+        }
+        Found::Nothing(error) => {
+            status.source = IdentitySource::Path;
+            status.last_error = Some(error);
+            (Identities::default(), false)
+        }
+    };
+    let runtime_wanted = config.endpoint != Endpoint::Off;
+    if runtime_wanted && !up {
+        status.runtime_failures += 1;
+    }
+    status.runtime_up = up;
+    status.pods = ids.pods.len();
+    // Said once per change, not every refresh.
+    if runtime_wanted && *was_up != Some(up) {
+        if up {
+            tracing::info!(
+                runtime = %socket.map(|p| p.display().to_string()).unwrap_or_default(),
+                pods = ids.pods.len(),
+                "pod identity from the container runtime"
+            );
+        } else {
+            tracing::warn!(
+                error = status.last_error.as_deref().unwrap_or(""),
+                fallback = %config.pod_logs.display(),
+                source = status.source.name(),
+                "container runtime unreachable; pod identity from the fallback"
+            );
+        }
+        *was_up = Some(up);
+    }
+    drop(status);
+    *lock(&shared.identities) = Arc::new(ids);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With no runtime, the pod-log directories are used, and the failure is said once.
+    #[test]
+    fn without_a_runtime_the_pod_logs_are_used() {
+        let logs = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        oomwarden_testkit::write(
+            logs.path(),
+            "shop_web_d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a/nginx/0.log",
+            "",
+        );
+        let config = Config {
+            endpoint: Endpoint::Unix(logs.path().join("no-runtime.sock")),
+            pod_logs: logs.path().to_owned(),
+            refresh_every: Duration::from_millis(50),
+            timeout: Duration::from_millis(500),
+        };
+        let mut cache = None;
+        let log = oomwarden_testkit::capture_logs(|| {
+            let c = Cache::start(config).unwrap_or_else(|e| panic!("{e}"));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while c.status().refreshes < 3 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            c.stop();
+            cache = Some(c);
+        });
+        let cache = cache.unwrap_or_else(|| panic!("no cache"));
+        let status = cache.status();
+        assert!(status.refreshes >= 3, "{status:?}");
+        assert_eq!(status.source, IdentitySource::PodLogs);
+        assert!(!status.runtime_up);
+        assert!(status.runtime_failures >= 3);
+        assert!(
+            status
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("no-runtime.sock")),
+            "{status:?}"
+        );
+        assert_eq!(
+            cache
+                .snapshot()
+                .pod("d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a")
+                .map(|p| p.qualified_name()),
+            Some("shop/web".to_owned())
+        );
+        assert_eq!(
+            log.matches("container runtime unreachable").count(),
+            1,
+            "said once: {log}"
+        );
+    }
+
+    #[test]
+    fn auto_takes_the_first_socket_that_exists() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let a = dir.path().join("a.sock");
+        let b = dir.path().join("b.sock");
+        std::fs::write(&b, "").unwrap_or_else(|e| panic!("{e}"));
+        let auto = Endpoint::Auto(vec![a, b.clone()]);
+        assert_eq!(auto.socket(), Some(b));
+        assert_eq!(Endpoint::Off.socket(), None);
+    }
+}

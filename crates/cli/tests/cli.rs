@@ -83,6 +83,7 @@ fn check_talos_examples() {
         "custom-layout",
         "memory-level",
         "hooks",
+        "pod-identity",
     ] {
         let file = format!("examples/config/{name}.yaml");
         golden(&format!("check-{name}"), &["check", &file], None);
@@ -263,6 +264,61 @@ fn eval_trigger() {
         "eval-trigger-bad-context",
         &["eval", "trigger", "true", "--context", "-"],
         Some(r#"{"memory_ful_avg10": 1}"#),
+    );
+}
+
+#[test]
+fn eval_ranking_with_pod_identity() {
+    // Issue 16: the pod's identity as flags, against examples/config/pod-identity.yaml.
+    let pod = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "ranking",
+            "--config",
+            "examples/config/pod-identity.yaml",
+            "--memory-current",
+            "1000",
+        ];
+        args.extend_from_slice(extra);
+        golden(name, &args, None);
+    };
+    pod("eval-ranking-kube-system", &["--namespace", "kube-system"]);
+    pod(
+        "eval-ranking-protected-label",
+        &[
+            "--namespace",
+            "shop",
+            "--label",
+            "oomwarden.io/protect=true",
+            "--label",
+            "app=web",
+        ],
+    );
+    pod(
+        "eval-ranking-batch",
+        &["--namespace", "batch-nightly", "--pod-name", "etl-1"],
+    );
+    golden(
+        "eval-ranking-identity-any",
+        &[
+            "eval",
+            "ranking",
+            "--any",
+            "[pod_namespace, pod_name, string(oom_score_adj), container_names[1], annotations[\"a\"]]",
+            "--namespace",
+            "ns",
+            "--pod-name",
+            "p",
+            "--container-name",
+            "app",
+            "--container-name",
+            "sidecar",
+            "--annotation",
+            "a=b=c",
+            "--oom-score-adj",
+            "-997",
+        ],
+        None,
     );
 }
 

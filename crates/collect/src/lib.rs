@@ -419,6 +419,7 @@ impl Collector {
                         .is_some_and(|rest| rest.starts_with('/'))
             });
             let identity = self.cgroups.identity(&dir).ok();
+            let oom_score_adj = self.lowest_oom_score_adj(&dir);
             out.push(CandidateSample {
                 path: oomwarden_cgroupfs::node_path(&dir),
                 dir,
@@ -428,10 +429,47 @@ impl Collector {
                 contains_self,
                 read_errors,
                 identity,
+                oom_score_adj,
             });
         }
     }
+
+    /// The lowest `oom_score_adj` of the processes below `dir`, the pod sandbox's (−998) left
+    /// out. Processes inherit it, and a container's are all given the same, so the first few
+    /// PIDs of each cgroup of the subtree are read, not every process.
+    fn lowest_oom_score_adj(&self, dir: &str) -> Option<i64> {
+        const PIDS_PER_CGROUP: usize = 4;
+        const MAX_CGROUPS: usize = 256;
+        let mut lowest: Option<i64> = None;
+        let mut stack = vec![dir.to_owned()];
+        let mut walked = 0;
+        while let Some(current) = stack.pop() {
+            walked += 1;
+            if walked > MAX_CGROUPS {
+                break;
+            }
+            for pid in self
+                .cgroups
+                .cgroup_procs(&current)
+                .unwrap_or_default()
+                .into_iter()
+                .take(PIDS_PER_CGROUP)
+            {
+                match self.proc.oom_score_adj(pid) {
+                    Ok(POD_SANDBOX_OOM_SCORE_ADJ) | Err(_) => {}
+                    Ok(adj) => lowest = Some(lowest.map_or(adj, |l| l.min(adj))),
+                }
+            }
+            if let Ok(children) = self.cgroups.children(&current) {
+                stack.extend(children.iter().map(|c| join(&current, c)));
+            }
+        }
+        lowest
+    }
 }
+
+/// The kubelet's `oom_score_adj` for a pod's sandbox (pause) process (`qos.PodInfraOOMAdj`).
+const POD_SANDBOX_OOM_SCORE_ADJ: i64 = -998;
 
 #[cfg(test)]
 mod tests;

@@ -89,6 +89,8 @@ pub struct WardenSettings {
     pub psi_triggers: PsiTriggerSettings,
     /// The in-memory recording of the last minutes, saved with each action.
     pub flight_recorder: FlightRecorderSettings,
+    /// Where pod identity comes from.
+    pub container_runtime: ContainerRuntimeSettings,
 }
 
 /// The flight recorder: the daemon keeps what it read during the last `window` in memory and
@@ -137,6 +139,52 @@ pub struct Hooks {
 pub const DEFAULT_PRE_KILL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default timeout of the post-kill hook.
 pub const DEFAULT_POST_KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Which container runtime names the pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeEndpoint {
+    /// containerd's socket, else CRI-O's, whichever exists.
+    Auto,
+    /// This socket (`unix:///path`).
+    Unix(PathBuf),
+    /// None: the pod-log directories only.
+    None,
+}
+
+impl RuntimeEndpoint {
+    /// `auto`, `none` or `unix:///path`, as the file says it.
+    pub fn text(&self) -> String {
+        match self {
+            RuntimeEndpoint::Auto => "auto".to_owned(),
+            RuntimeEndpoint::None => "none".to_owned(),
+            RuntimeEndpoint::Unix(path) => format!("unix://{}", path.display()),
+        }
+    }
+}
+
+/// Where pod identity (namespace, name, labels, container names) comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerRuntimeSettings {
+    /// The runtime's CRI socket.
+    pub endpoint: RuntimeEndpoint,
+    /// The kubelet's pod-log directories, used when the runtime does not answer.
+    pub pod_logs: PathBuf,
+    /// How often the identities are refreshed (and soon after an unknown pod appears).
+    pub refresh_every: Duration,
+}
+
+/// The default `containerRuntime.refreshEvery`.
+pub const DEFAULT_IDENTITY_REFRESH: Duration = Duration::from_secs(30);
+
+impl Default for ContainerRuntimeSettings {
+    fn default() -> Self {
+        ContainerRuntimeSettings {
+            endpoint: RuntimeEndpoint::Auto,
+            pod_logs: PathBuf::from("/var/log/pods"),
+            refresh_every: DEFAULT_IDENTITY_REFRESH,
+        }
+    }
+}
 
 /// Kernel PSI triggers that wake a cycle at once (besides the sampling tick).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +254,7 @@ impl Default for WardenSettings {
             hooks: Hooks::default(),
             psi_triggers: PsiTriggerSettings::default(),
             flight_recorder: FlightRecorderSettings::default(),
+            container_runtime: ContainerRuntimeSettings::default(),
         }
     }
 }

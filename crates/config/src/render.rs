@@ -52,6 +52,15 @@ struct WardenDoc<'a> {
     hooks: HooksDoc,
     psi_triggers: PsiDoc,
     flight_recorder: FlightDoc,
+    container_runtime: RuntimeDoc,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RuntimeDoc {
+    endpoint: String,
+    pod_logs: String,
+    refresh_every: String,
 }
 
 #[derive(Serialize)]
@@ -255,6 +264,11 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
             enabled: s.warden.flight_recorder.enabled,
             window: go_duration(s.warden.flight_recorder.window),
             keep: s.warden.flight_recorder.keep,
+        },
+        container_runtime: RuntimeDoc {
+            endpoint: s.warden.container_runtime.endpoint.text(),
+            pod_logs: s.warden.container_runtime.pod_logs.display().to_string(),
+            refresh_every: go_duration(s.warden.container_runtime.refresh_every),
         },
         hooks: HooksDoc {
             pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),

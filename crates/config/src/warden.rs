@@ -12,8 +12,8 @@ use crate::document::go_duration;
 use crate::fields::{self, Field, KeyPath, Problem, expected, leaf, mapping, text};
 use crate::layout::LayoutField;
 use crate::{
-    FlightRecorderSettings, Hook, Hooks, LayoutSetting, MetricsSettings, PsiTriggerSettings,
-    WardenSettings,
+    ContainerRuntimeSettings, FlightRecorderSettings, Hook, Hooks, LayoutSetting, MetricsSettings,
+    PsiTriggerSettings, RuntimeEndpoint, WardenSettings,
 };
 
 /// The document. The field order is the order "known fields are …" lists them in.
@@ -23,13 +23,22 @@ struct WardenDoc {
     api_version: Field<IgnoredAny>,
     kind: Field<IgnoredAny>,
     dry_run: Field<Flag>,
-    state_dir: Field<StateDir>,
+    state_dir: Field<AbsolutePath>,
     kill_timeout: Field<KillTimeout>,
     layout: Field<LayoutField>,
     metrics: Field<Section<MetricsDoc>>,
     hooks: Field<Section<HooksDoc>>,
     psi_triggers: Field<Section<PsiDoc>>,
     flight_recorder: Field<Section<FlightDoc>>,
+    container_runtime: Field<Section<RuntimeDoc>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct RuntimeDoc {
+    endpoint: Field<EndpointText>,
+    pod_logs: Field<AbsolutePath>,
+    refresh_every: Field<RefreshEvery>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +100,9 @@ impl Described for PsiDoc {
 impl Described for FlightDoc {
     const WHAT: &'static str = "a mapping with enabled, window, keep";
 }
+impl Described for RuntimeDoc {
+    const WHAT: &'static str = "a mapping with endpoint, podLogs, refreshEvery";
+}
 
 /// A nested mapping; anything else is "expected a mapping with …".
 #[derive(Debug)]
@@ -135,9 +147,9 @@ fn unless_blank<T>(
 }
 
 #[derive(Debug)]
-struct StateDir(Option<PathBuf>);
+struct AbsolutePath(Option<PathBuf>);
 
-impl<'de> Deserialize<'de> for StateDir {
+impl<'de> Deserialize<'de> for AbsolutePath {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         text(d, "a string", |s| {
             unless_blank(s, |dir| {
@@ -148,7 +160,7 @@ impl<'de> Deserialize<'de> for StateDir {
                 }
             })
         })
-        .map(StateDir)
+        .map(AbsolutePath)
     }
 }
 
@@ -246,6 +258,45 @@ impl<'de> Deserialize<'de> for Keep {
     }
 }
 
+/// `auto`, `none` or `unix:///path`.
+#[derive(Debug)]
+struct EndpointText(Option<RuntimeEndpoint>);
+
+impl<'de> Deserialize<'de> for EndpointText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |t| match t {
+                "auto" => Ok(RuntimeEndpoint::Auto),
+                "none" => Ok(RuntimeEndpoint::None),
+                _ => t
+                    .strip_prefix("unix://")
+                    .filter(|p| p.starts_with('/'))
+                    .map(|p| RuntimeEndpoint::Unix(PathBuf::from(p)))
+                    .ok_or_else(|| {
+                        format!("expected auto, none or unix:///path/to/socket, found {t:?}")
+                    }),
+            })
+        })
+        .map(EndpointText)
+    }
+}
+
+#[derive(Debug)]
+struct RefreshEvery(Option<Duration>);
+
+impl<'de> Deserialize<'de> for RefreshEvery {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |t| {
+                within(t, Duration::from_secs(1)..=Duration::from_secs(600)).map_err(|()| {
+                    format!("expected a duration from \"1s\" to \"10m\", found {t:?}")
+                })
+            })
+        })
+        .map(RefreshEvery)
+    }
+}
+
 /// A hook's command: the program (an absolute path) and its arguments.
 #[derive(Debug)]
 struct Command(Vec<String>);
@@ -314,6 +365,7 @@ pub(crate) struct WardenRaw {
     hooks: Option<Hooks>,
     psi_triggers: Option<PsiTriggerSettings>,
     flight_recorder: Option<FlightRecorderSettings>,
+    container_runtime: Option<ContainerRuntimeSettings>,
 }
 
 impl WardenRaw {
@@ -329,6 +381,7 @@ impl WardenRaw {
             hooks: self.hooks.unwrap_or(d.hooks),
             psi_triggers: self.psi_triggers.unwrap_or(d.psi_triggers),
             flight_recorder: self.flight_recorder.unwrap_or(d.flight_recorder),
+            container_runtime: self.container_runtime.unwrap_or(d.container_runtime),
         }
     }
 }
@@ -372,6 +425,19 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
         }
         if let Some(Keep(keep)) = f.keep.get() {
             settings.keep = *keep;
+        }
+        settings
+    });
+    raw.container_runtime = doc.container_runtime.section().map(|r| {
+        let mut settings = ContainerRuntimeSettings::default();
+        if let Some(endpoint) = r.endpoint.into_option().and_then(|e| e.0) {
+            settings.endpoint = endpoint;
+        }
+        if let Some(dir) = r.pod_logs.into_option().and_then(|d| d.0) {
+            settings.pod_logs = dir;
+        }
+        if let Some(every) = r.refresh_every.into_option().and_then(|e| e.0) {
+            settings.refresh_every = every;
         }
         settings
     });

@@ -22,7 +22,8 @@ use oomwarden_actuate::{
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, MetricsSample, Outcome, QosClass, TriggerContext, Wakeup,
+    ActionRecord, CandidateSample, Identities, MetricsSample, Outcome, QosClass, TriggerContext,
+    Wakeup,
 };
 use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
@@ -82,6 +83,8 @@ pub struct Engine {
     wakeup: Wakeup,
     /// Records what the cycles read (`run --record`, the flight recorder).
     recorder: Option<CycleRecorder>,
+    /// Who the node's pods are (none: only what cgroup paths say).
+    identity: Option<oomwarden_identity::Cache>,
     /// The last cycle's trigger context.
     last_context: Option<TriggerContext>,
     /// The last triggered cycle's candidates and ranking (moved here at the end of the cycle:
@@ -122,6 +125,7 @@ impl Engine {
             metrics: Arc::new(Metrics::new()),
             wakeup: Wakeup::Tick,
             recorder: None,
+            identity: None,
             last_context: None,
             last_ranking: None,
         }
@@ -132,6 +136,19 @@ impl Engine {
     /// trigger finds them.
     pub fn set_recorder(&mut self, recorder: CycleRecorder) {
         self.recorder = Some(recorder);
+    }
+
+    /// Names pods from `cache` (the ranking's `pod_namespace`, `pod_name`, `labels`, …, and the
+    /// records); a cache set before is stopped.
+    pub fn set_identity(&mut self, cache: oomwarden_identity::Cache) {
+        if let Some(old) = self.identity.replace(cache) {
+            old.stop();
+        }
+    }
+
+    /// The identity cache, if any.
+    pub fn identity(&self) -> Option<&oomwarden_identity::Cache> {
+        self.identity.as_ref()
     }
 
     /// Times kills' verification with `clock` instead of the real one (a replay, tests).
@@ -275,7 +292,17 @@ impl Engine {
             Ok(sample) => sample,
             Err(error) => return CycleOutcome::Skipped(error),
         };
-        let plan = self.plan(&sample, now_ns);
+        // One snapshot for the whole cycle: the ranking and the record name the same pods.
+        let identities = match &self.identity {
+            Some(cache) => {
+                let status = cache.status();
+                self.metrics
+                    .identity(status.runtime_up, status.runtime_failures, status.pods);
+                cache.snapshot()
+            }
+            None => Arc::default(),
+        };
+        let plan = self.plan(&sample, &identities, now_ns);
         match &plan.decision {
             Decision::Quiet => {
                 if self.recorder.is_some() {
@@ -302,9 +329,10 @@ impl Engine {
             r.triggered(now_ns);
         }
         let id = self.history.next_id();
+        self.ask_about_unknown_pods(&plan, &identities);
         let target = plan
             .victim()
-            .map(|(c, score)| Target::read(c, score, self.collector.cgroups()));
+            .map(|(c, score)| Target::read(c, score, self.collector.cgroups(), &identities));
         let acted = target.as_ref().map(|t| self.act(id, t));
         // The flight window ends with this cycle and is saved under the record's id.
         self.end_recorded_cycle(now_ns);
@@ -343,11 +371,12 @@ impl Engine {
 
     /// The pure plan, with the candidates read (and Talos's "triggered" line written) only
     /// when the trigger fires; the context goes to the metrics.
-    fn plan(&mut self, sample: &MetricsSample, now_ns: u64) -> Plan {
+    fn plan(&mut self, sample: &MetricsSample, identities: &Identities, now_ns: u64) -> Plan {
         let rules = Rules {
             trigger: &self.settings.oom.trigger,
             ranking: &self.settings.oom.ranking,
             strict_class_ordering: self.settings.oom.strict_class_ordering,
+            identities,
         };
         let collector = &self.collector;
         let mut problems = Vec::new();
@@ -366,6 +395,22 @@ impl Engine {
             self.metrics.evaluated(plan.fired());
         }
         plan
+    }
+
+    /// Asks the identity cache to refresh soon when a candidate's pod is unknown to it (a pod
+    /// started since the last refresh); this cycle goes on with what it has.
+    fn ask_about_unknown_pods(&self, plan: &Plan, identities: &Identities) {
+        let Some(cache) = &self.identity else {
+            return;
+        };
+        let unknown = plan.candidates.iter().any(|c| {
+            oomwarden_kube::cgroup_identity(&c.dir)
+                .pod_uid
+                .is_some_and(|uid| identities.pod(&uid).is_none())
+        });
+        if unknown {
+            cache.refresh_soon();
+        }
     }
 
     /// Talos's lines about the candidates of a fired trigger, once a minute per cgroup and
@@ -446,6 +491,12 @@ impl Engine {
             timeout: self.settings.warden.kill_timeout,
             pre_kill,
         };
+        // The victim's lines name its pod beside Talos's fields.
+        let span = match target.pod() {
+            Some(pod) => tracing::info_span!("victim", %pod),
+            None => tracing::Span::none(),
+        };
+        let _in_victim = span.enter();
         let acted = oomwarden_actuate::act(
             self.actuator.as_mut(),
             self.hooks.as_mut(),
@@ -473,6 +524,7 @@ impl Engine {
             (Some(class), outcome) => self.metrics.killed(
                 *class,
                 outcome,
+                record.namespace.as_deref().unwrap_or(""),
                 record.kill_duration_ms.map(|ms| ms / 1000.0),
             ),
         }

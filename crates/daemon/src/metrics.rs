@@ -75,6 +75,8 @@ pub struct KillLabels {
     pub class: Class,
     /// Its outcome.
     pub outcome: OutcomeLabel,
+    /// The victim pod's namespace (`""` when it is no pod, or its pod is unknown).
+    pub namespace: String,
 }
 
 /// Which expression failed.
@@ -228,6 +230,9 @@ pub struct Metrics {
     pressure_events: Counter,
     bounds: Family<BoundLabel, Counter>,
     http_connections: Gauge,
+    runtime_up: Gauge,
+    runtime_failures: Counter,
+    pods_known: Gauge,
 }
 
 impl Default for Metrics {
@@ -294,7 +299,7 @@ impl Metrics {
         let kills = Family::<KillLabels, Counter>::default();
         registry.register(
             "kills",
-            "Victims chosen, by class and outcome (killed, kill-failed, not-verified, dry-run, gone)",
+            "Victims chosen, by class, outcome (killed, kill-failed, not-verified, dry-run, gone) and the pod's namespace (empty when unknown)",
             kills.clone(),
         );
         let no_victim = Counter::default();
@@ -357,6 +362,24 @@ impl Metrics {
             "Connections to the metrics endpoint being served now (at most 32)",
             http_connections.clone(),
         );
+        let runtime_up = Gauge::default();
+        registry.register(
+            "container_runtime_up",
+            "1 when the container runtime answered the last identity refresh, 0 when pods are named from the pod-log directories or their cgroup paths",
+            runtime_up.clone(),
+        );
+        let runtime_failures = Counter::default();
+        registry.register(
+            "container_runtime_failures",
+            "Identity refreshes where the container runtime did not answer (unreachable, slow or failing)",
+            runtime_failures.clone(),
+        );
+        let pods_known = Gauge::default();
+        registry.register(
+            "pods_known",
+            "Pods whose namespace and name are known (from the runtime or the pod-log directories)",
+            pods_known.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -383,6 +406,7 @@ impl Metrics {
                 drop(kills.get_or_create(&KillLabels {
                     class: Class(class),
                     outcome: OutcomeLabel(outcome),
+                    namespace: String::new(),
                 }));
             }
         }
@@ -422,6 +446,9 @@ impl Metrics {
             pressure_events,
             bounds,
             http_connections,
+            runtime_up,
+            runtime_failures,
+            pods_known,
         }
     }
 
@@ -511,17 +538,36 @@ impl Metrics {
         self.collection_errors.inc_by(n);
     }
 
-    /// A victim's outcome, and how long its kill took to verify (seconds).
-    pub fn killed(&self, class: QosClass, outcome: Outcome, verification_seconds: Option<f64>) {
+    /// A victim's outcome, its pod's namespace (`""` when unknown), and how long its kill
+    /// took to verify (seconds).
+    pub fn killed(
+        &self,
+        class: QosClass,
+        outcome: Outcome,
+        namespace: &str,
+        verification_seconds: Option<f64>,
+    ) {
         self.kills
             .get_or_create(&KillLabels {
                 class: Class(class),
                 outcome: OutcomeLabel(outcome),
+                namespace: namespace.to_owned(),
             })
             .inc();
         if let Some(s) = verification_seconds {
             self.verification.observe(s);
         }
+    }
+
+    /// The identity cache's state: whether the runtime answers, its failures so far, the
+    /// pods known.
+    pub fn identity(&self, runtime_up: bool, runtime_failures: u64, pods_known: usize) {
+        self.runtime_up.set(i64::from(runtime_up));
+        let seen = self.runtime_failures.get();
+        self.runtime_failures
+            .inc_by(runtime_failures.saturating_sub(seen));
+        self.pods_known
+            .set(i64::try_from(pods_known).unwrap_or(i64::MAX));
     }
 
     /// A firing that found no victim.

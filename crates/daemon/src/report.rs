@@ -4,8 +4,8 @@
 use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, millis};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, MAX_CONTAINERS_LISTED, Outcome, QosClass, TriggerContext,
-    Wakeup, listed_pids,
+    ActionRecord, CandidateSample, Identities, IdentitySource, MAX_CONTAINERS_LISTED, Outcome,
+    QosClass, TriggerContext, Wakeup, listed_pids,
 };
 
 /// At most this many PIDs in a post-kill hook's `OOMWARDEN_PIDS` (the record on its standard
@@ -25,15 +25,27 @@ pub(crate) struct Target {
     pub(crate) pod_uid: Option<String>,
     /// Its containers' IDs (the first [`MAX_CONTAINERS_LISTED`]).
     pub(crate) containers: Vec<String>,
+    /// The pod's namespace and name, when known.
+    pub(crate) namespace: Option<String>,
+    pub(crate) pod_name: Option<String>,
+    /// The names of `containers` (empty when none is known).
+    pub(crate) container_names: Vec<String>,
+    /// Where the pod's identity came from (none for a victim that is no pod).
+    pub(crate) identity_source: Option<IdentitySource>,
     pub(crate) score: f64,
     pub(crate) memory_current: Option<u64>,
 }
 
 impl Target {
     /// The candidate chosen, with its pod and its containers' IDs read now (after a kill
-    /// they are gone).
-    pub(crate) fn read(c: &CandidateSample, score: f64, cgroups: &CgroupFs) -> Self {
-        let containers = cgroups
+    /// they are gone), named from `identities`.
+    pub(crate) fn read(
+        c: &CandidateSample,
+        score: f64,
+        cgroups: &CgroupFs,
+        identities: &Identities,
+    ) -> Self {
+        let containers: Vec<String> = cgroups
             .children(&c.dir)
             .unwrap_or_default()
             .iter()
@@ -42,16 +54,47 @@ impl Target {
             })
             .take(MAX_CONTAINERS_LISTED)
             .collect();
+        let pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
+        let pod = pod_uid.as_deref().and_then(|uid| identities.pod(uid));
+        let names: Vec<String> = containers
+            .iter()
+            .map(|id| {
+                identities
+                    .container(id)
+                    .map(|k| k.name.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let container_names = if names.iter().any(|n| !n.is_empty()) {
+            names
+        } else {
+            Vec::new()
+        };
         Target {
             path: c.path.clone(),
             dir: c.dir.clone(),
             identity: c.identity,
             class: c.class,
-            pod_uid: oomwarden_kube::cgroup_identity(&c.dir).pod_uid,
+            namespace: pod.map(|p| p.namespace.clone()),
+            pod_name: pod.map(|p| p.name.clone()),
+            identity_source: pod_uid
+                .as_ref()
+                .map(|_| pod.map_or(IdentitySource::Path, |p| p.source)),
+            pod_uid,
             containers,
+            container_names,
             score,
             memory_current: c.memory.current,
         }
+    }
+
+    /// `namespace/name`, when the pod is known.
+    pub(crate) fn pod(&self) -> Option<String> {
+        Some(format!(
+            "{}/{}",
+            self.namespace.as_ref()?,
+            self.pod_name.as_ref()?
+        ))
     }
 }
 
@@ -101,6 +144,12 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         class: target.map(|t| t.class),
         pod_uid: target.and_then(|t| t.pod_uid.clone()),
         containers: target.map(|t| t.containers.clone()).unwrap_or_default(),
+        namespace: target.and_then(|t| t.namespace.clone()),
+        pod_name: target.and_then(|t| t.pod_name.clone()),
+        container_names: target
+            .map(|t| t.container_names.clone())
+            .unwrap_or_default(),
+        identity_source: target.and_then(|t| t.identity_source),
         score: target.map_or(0.0, |t| t.score),
         pids,
         pids_omitted,
@@ -145,6 +194,8 @@ pub(crate) fn hook_env(
         }
     };
     add("OOMWARDEN_POD_UID", target.pod_uid.clone());
+    add("OOMWARDEN_NAMESPACE", target.namespace.clone());
+    add("OOMWARDEN_POD_NAME", target.pod_name.clone());
     add(
         "OOMWARDEN_MEMORY_CURRENT_BYTES",
         target.memory_current.map(|m| m.to_string()),
@@ -186,6 +237,10 @@ mod tests {
             class: QosClass::Besteffort,
             pod_uid: Some("x".to_owned()),
             containers: vec!["c1".to_owned()],
+            namespace: Some("shop".to_owned()),
+            pod_name: Some("web".to_owned()),
+            container_names: vec!["nginx".to_owned()],
+            identity_source: Some(IdentitySource::Cri),
             score: 2.5,
             memory_current: Some(1 << 20),
         }
@@ -290,6 +345,8 @@ mod tests {
                 "OOMWARDEN_VICTIM",
                 "OOMWARDEN_CLASS",
                 "OOMWARDEN_POD_UID",
+                "OOMWARDEN_NAMESPACE",
+                "OOMWARDEN_POD_NAME",
                 "OOMWARDEN_MEMORY_CURRENT_BYTES"
             ]
         );

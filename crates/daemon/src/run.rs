@@ -353,6 +353,7 @@ pub fn run(
     actuator.set_stop(Arc::clone(&stop));
     hooks.set_stop(Arc::clone(&stop));
     let mut engine = Engine::new(settings, collector, proc, history, actuator, hooks);
+    start_identity(&mut engine);
     if let Some((at, id)) = restored {
         engine.set_last_trigger(at);
         tracing::info!(
@@ -380,6 +381,9 @@ pub fn run(
     engine.discard_reads();
 
     cycle_until_stopped(&mut engine, &rx, options, &shared, &mut config_watch);
+    if let Some(cache) = engine.identity() {
+        cache.stop();
+    }
     handle.close();
     engine.finish_recording();
     drop(running_tx);
@@ -483,6 +487,34 @@ fn attach_recorder(
     engine.set_recorder(recorder);
     Ok(())
 }
+
+/// Starts the identity cache of the settings in force (replacing one running): who the pods
+/// are, from the container runtime or the kubelet's pod-log directories. A cache that cannot
+/// start (no thread) leaves pods named by their cgroup paths, and says so.
+fn start_identity(engine: &mut Engine) {
+    let runtime = &engine.settings().warden.container_runtime;
+    let config = oomwarden_identity::Config {
+        endpoint: match &runtime.endpoint {
+            oomwarden_config::RuntimeEndpoint::Auto => oomwarden_identity::Endpoint::auto(),
+            oomwarden_config::RuntimeEndpoint::Unix(path) => {
+                oomwarden_identity::Endpoint::Unix(path.clone())
+            }
+            oomwarden_config::RuntimeEndpoint::None => oomwarden_identity::Endpoint::Off,
+        },
+        pod_logs: runtime.pod_logs.clone(),
+        refresh_every: runtime.refresh_every,
+        timeout: IDENTITY_TIMEOUT,
+    };
+    match oomwarden_identity::Cache::start(config) {
+        Ok(cache) => engine.set_identity(cache),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only")
+        }
+    }
+}
+
+/// The deadline of one identity refresh from the container runtime.
+const IDENTITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Forwards signals to the loop from a thread of their own. SIGTERM and SIGINT also set the
 /// stop flag and start the stop's watchdog, which the returned sender, dropped when `run`
@@ -779,6 +811,8 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
                 tracing::info!(layout = %layout.name, layout_reason = %why, "layout changed");
             }
             engine.set_layout(layout);
+            let runtime_changed =
+                settings.warden.container_runtime != engine.settings().warden.container_runtime;
             if !has_warden_document && settings.warden != engine.settings().warden {
                 tracing::warn!(
                     "the OOMWardenConfig document is gone from the configuration file; oomwarden's own settings are back to their defaults"
@@ -797,6 +831,9 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
                 s.status.layout_reason = why;
             }
             engine.set_settings(settings);
+            if runtime_changed {
+                start_identity(engine);
+            }
         }
         Err(e) => {
             engine.metrics().reloaded(false);

@@ -512,7 +512,7 @@ fn metrics_are_served_scraped_and_parsed() {
     assert_eq!(
         value(
             "oomwarden_kills_total",
-            "class=\"Besteffort\",outcome=\"killed\""
+            "class=\"Besteffort\",namespace=\"\",outcome=\"killed\""
         ),
         Some(1.0)
     );
@@ -1097,4 +1097,102 @@ fn a_ranking_error_repeated_every_cycle_is_logged_once_a_minute_with_the_count()
     assert!(lines[0].contains("optional has no value"), "{}", lines[0]);
     // Every cycle still ranked (and counted the error): only the log is limited.
     assert_eq!(e.history().recent().count(), 6);
+}
+
+/// Issue 16: a ranking that exempts a namespace spares the larger pod, and the record names
+/// the victim as its users know it (namespace, pod, container names, where that came from).
+#[test]
+fn a_namespace_exemption_spares_a_pod_and_the_record_names_the_victim() {
+    use oomwarden_model::{ContainerIdentity, Identities, IdentitySource, PodIdentity};
+    let system_uid = "6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f";
+    let shop_uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
+    let ctr = "a".repeat(64);
+    let cg = tempfile::tempdir().unwrap();
+    let r = cg.path();
+    write(r, "memory.pressure", HOT);
+    for (uid, bytes, pid) in [
+        (system_uid, "900000000\n", "100\n"),
+        (shop_uid, "200000000\n", "200\n"),
+    ] {
+        let pod = format!("kubepods/besteffort/pod{uid}");
+        write(
+            r,
+            &format!("{pod}/cgroup.events"),
+            "populated 1\nfrozen 0\n",
+        );
+        write(r, &format!("{pod}/memory.current"), bytes);
+        write(r, &format!("{pod}/memory.max"), "max\n");
+        write(r, &format!("{pod}/{ctr}/cgroup.procs"), pid);
+    }
+    let proc = tempfile::tempdir().unwrap();
+    write(proc.path(), "100/cmdline", "coredns\0");
+    write(proc.path(), "200/cmdline", "nginx\0");
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        r,
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\ncgroupRankingExpression: 'pod_namespace == \"kube-system\" ? 0.0 : double(memory_current.orValue(0u))'\n",
+            "",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake),
+    );
+    let mut ids = Identities::default();
+    for (uid, ns, name) in [
+        (system_uid, "kube-system", "coredns-1"),
+        (shop_uid, "shop", "web-1"),
+    ] {
+        ids.pods.insert(
+            uid.to_owned(),
+            PodIdentity {
+                uid: uid.to_owned(),
+                namespace: ns.to_owned(),
+                name: name.to_owned(),
+                containers: vec!["main".to_owned()],
+                source: IdentitySource::Cri,
+                ..PodIdentity::default()
+            },
+        );
+    }
+    // The same container id under both pods in this fixture: it names the shop pod's.
+    ids.containers.insert(
+        ctr.clone(),
+        ContainerIdentity {
+            id: ctr.clone(),
+            name: "main".to_owned(),
+            image: "nginx:1".to_owned(),
+            pod_uid: shop_uid.to_owned(),
+        },
+    );
+    e.set_identity(oomwarden_identity::Cache::fixed(ids, IdentitySource::Cri));
+    let mut outcome = None;
+    let logs = oomwarden_testkit::capture_logs(|| {
+        outcome = Some(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
+    });
+    let rec = acted(outcome.unwrap());
+    assert_eq!(
+        rec.pod_uid.as_deref(),
+        Some(shop_uid),
+        "kube-system is exempt"
+    );
+    assert_eq!(rec.namespace.as_deref(), Some("shop"));
+    assert_eq!(rec.pod_name.as_deref(), Some("web-1"));
+    assert_eq!(rec.container_names, ["main"]);
+    assert_eq!(rec.identity_source, Some(IdentitySource::Cri));
+    assert!(
+        logs.lines().any(
+            |l| l.contains("victim{pod=shop/web-1}") && l.contains("Sending SIGKILL to cgroup")
+        ),
+        "{logs}"
+    );
+    let text = e.metrics().encode();
+    assert!(
+        text.contains(
+            "oomwarden_kills_total{class=\"Besteffort\",outcome=\"killed\",namespace=\"shop\"} 1"
+        ),
+        "{text}"
+    );
 }

@@ -30,13 +30,19 @@ pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
 ];
 
 /// Names of the ranking variables, in slot order.
-pub(crate) const RANKING_VARIABLES: [&str; 6] = [
+pub(crate) const RANKING_VARIABLES: [&str; 12] = [
     "memory_max",
     "memory_current",
     "memory_peak",
     "path",
     "class",
     "pod_uid",
+    "pod_namespace",
+    "pod_name",
+    "labels",
+    "annotations",
+    "container_names",
+    "oom_score_adj",
 ];
 
 fn with_constants(mut env: Env) -> Env {
@@ -94,8 +100,19 @@ pub(crate) static RANKING_ENV: LazyLock<Env> = LazyLock::new(|| {
     }
     env.add_variable("path", CelType::String);
     env.add_variable("class", CelType::Int);
-    // oomwarden's extension: the pod UID decoded from the path ("" for non-pod cgroups).
+    // oomwarden's extensions: the pod UID decoded from the path ("" for non-pod cgroups),
+    // who the pod is (from the container runtime or the pod-log directories; "", empty maps
+    // and lists when unknown), and the lowest oom_score_adj of its processes.
     env.add_variable("pod_uid", CelType::String);
+    env.add_variable("pod_namespace", CelType::String);
+    env.add_variable("pod_name", CelType::String);
+    env.add_variable("labels", CelType::map(CelType::String, CelType::String));
+    env.add_variable(
+        "annotations",
+        CelType::map(CelType::String, CelType::String),
+    );
+    env.add_variable("container_names", CelType::list(CelType::String));
+    env.add_variable("oom_score_adj", CelType::Int);
     env
 });
 

@@ -15,6 +15,8 @@
 //!     path: "/sys/fs/cgroup/kubepods/besteffort/pod1",
 //!     class: QosClass::Besteffort,
 //!     pod_uid: "1",
+//!     pod: None,
+//!     oom_score_adj: 0,
 //! };
 //! assert_eq!(ranking.eval(&input), Ok(1000.0));
 //!
@@ -331,6 +333,12 @@ pub struct RankingInput<'a> {
     /// The pod UID decoded from the path, `""` when it is not a pod (an extension: Talos has
     /// no such variable).
     pub pod_uid: &'a str,
+    /// Who the pod is, when known (extensions: `pod_namespace`, `pod_name`, `labels`,
+    /// `annotations`, `container_names`; `""`, empty maps and lists when unknown).
+    pub pod: Option<&'a oomwarden_model::PodIdentity>,
+    /// The lowest `oom_score_adj` of the candidate's processes besides a pod's sandbox, 0
+    /// when none (an extension).
+    pub oom_score_adj: i64,
 }
 
 impl TriggerExpr {
@@ -418,6 +426,28 @@ fn ranking_activation(input: &RankingInput<'_>) -> SlotActivation {
         ("path", Value::String(Arc::from(input.path))),
         ("class", Value::Int(input.class.as_i64())),
         ("pod_uid", Value::String(Arc::from(input.pod_uid))),
+        (
+            "pod_namespace",
+            text(input.pod.map(|p| p.namespace.as_str())),
+        ),
+        ("pod_name", text(input.pod.map(|p| p.name.as_str()))),
+        ("labels", string_map(input.pod.map(|p| &p.labels))),
+        ("annotations", string_map(input.pod.map(|p| &p.annotations))),
+        (
+            "container_names",
+            Value::List(
+                input
+                    .pod
+                    .map(|p| {
+                        p.containers
+                            .iter()
+                            .map(|c| Value::String(Arc::from(c.as_str())))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+        ),
+        ("oom_score_adj", Value::Int(input.oom_score_adj)),
     ] {
         if let Some(cell) = ranking_slot(slot).and_then(|i| values.get_mut(i)) {
             *cell = value;
@@ -427,6 +457,20 @@ fn ranking_activation(input: &RankingInput<'_>) -> SlotActivation {
         names: ranking_slot,
         values,
     }
+}
+
+fn text(s: Option<&str>) -> Value {
+    Value::String(Arc::from(s.unwrap_or("")))
+}
+
+fn string_map(m: Option<&std::collections::BTreeMap<String, String>>) -> Value {
+    let entries = m.into_iter().flatten().map(|(k, v)| {
+        (
+            MapKey::String(Arc::from(k.as_str())),
+            Value::String(Arc::from(v.as_str())),
+        )
+    });
+    Value::Map(Arc::new(ValueMap::from_entries(entries)))
 }
 
 /// An expression compiled in either environment without the output-type requirement, for

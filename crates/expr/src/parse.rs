@@ -224,6 +224,13 @@ fn syntax_message(message: &str) -> String {
         };
         return format!("invalid {kind} literal");
     }
+    // cel-go: "reserved identifier: namespace" (cel-core words it as a syntax error).
+    if let Some(word) = message
+        .strip_prefix('\'')
+        .and_then(|m| m.strip_suffix("' is a reserved word and cannot be used as an identifier"))
+    {
+        return format!("reserved identifier: {word}");
+    }
     format!("Syntax error: {message}")
 }
 

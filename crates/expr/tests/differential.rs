@@ -270,3 +270,44 @@ fn differences_found_by_fresh_seeds_stay_fixed() {
         }
     }
 }
+
+/// CEL reserves `namespace` (and `as`, `break`, `const`, …): cel-go refuses it as an
+/// identifier with "reserved identifier: …", which is why the pod's namespace is the ranking
+/// variable `pod_namespace`. Our message is cel-go's, measured, and checked against the oracle
+/// when it is here.
+#[test]
+fn reserved_identifiers_are_refused_as_cel_go_does() {
+    let act = Activation::Ranking {
+        memory_max: None,
+        memory_current: Some(1),
+        memory_peak: None,
+        class: oomwarden_model::QosClass::Besteffort,
+        path: "/sys/fs/cgroup/kubepods/besteffort/pod1".to_owned(),
+    };
+    let cases = [
+        (
+            "namespace == \"\"",
+            "ERROR: <input>:1:1: reserved identifier: namespace\n | namespace == \"\"\n | ^",
+        ),
+        (
+            "1.0 + double(size(package))",
+            "ERROR: <input>:1:19: reserved identifier: package\n | 1.0 + double(size(package))\n | ..................^",
+        ),
+    ];
+    let oracle = celgo::locate();
+    if let Err(why) = &oracle {
+        eprintln!("SKIPPED the oracle part: {why}");
+    }
+    for (expr, celgo_error) in cases {
+        let got = celgo::ours(expr, &act);
+        assert_eq!(
+            got.get("error").and_then(|e| e.as_str()),
+            Some(celgo_error),
+            "{expr}: {got}"
+        );
+        if let Ok(oracle) = &oracle {
+            let answer = celgo::ask_all(oracle, &[celgo::request(expr, &act)]);
+            assert_eq!(celgo::difference(&answer[0], &got), None, "{expr}");
+        }
+    }
+}

@@ -66,6 +66,8 @@ fn ranking_fixture() -> RankingInput<'static> {
         path: "/sys/fs/cgroup/kubepods/besteffort/pod123",
         class: QosClass::Besteffort,
         pod_uid: "",
+        pod: None,
+        oom_score_adj: 0,
     }
 }
 

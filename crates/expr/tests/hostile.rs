@@ -18,6 +18,8 @@ fn input() -> RankingInput<'static> {
         path: "/p",
         class: QosClass::Burstable,
         pod_uid: "",
+        pod: None,
+        oom_score_adj: 0,
     }
 }
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::IdentitySource;
+
 use crate::QosClass;
 
 /// Why a cycle ran.
@@ -81,6 +83,20 @@ pub struct ActionRecord {
     /// IDs of the victim's containers (its child cgroups named by the runtime).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<String>,
+    /// The victim pod's namespace, when known (from the container runtime or the kubelet's
+    /// pod-log directories).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The victim pod's name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    /// The names of `containers`, in the same order (`""` for one nobody named).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub container_names: Vec<String>,
+    /// Where `namespace`, `podName` and `containerNames` came from: `cri`, `pod-logs`, or
+    /// `path` (only the pod UID was known). Absent for a victim that is no pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_source: Option<IdentitySource>,
     /// The victim's score (0 when there was none). A non-finite score (`+Inf` is eligible: it
     /// is above 0) is written as the string `"+Inf"`, `"-Inf"` or `"NaN"`, as Prometheus and Go
     /// spell them, since JSON has no such numbers (older versions wrote `null`, read as NaN).

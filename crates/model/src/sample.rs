@@ -97,4 +97,8 @@ pub struct CandidateSample {
     /// The cgroup's id when it was read (its directory's inode): the kill checks it is still
     /// the same cgroup. `None` when it could not be read.
     pub identity: Option<u64>,
+    /// The lowest `/proc/<pid>/oom_score_adj` of its processes, the pod sandbox's (−998, which
+    /// the kubelet gives every pod's pause process) left out; `None` when no process was read
+    /// (the ranking's `oom_score_adj` is then 0).
+    pub oom_score_adj: Option<i64>,
 }

@@ -6,9 +6,9 @@
 use std::fmt;
 
 use oomwarden_expr::{RankingExpr, TriggerExpr};
-use oomwarden_model::{CandidateSample, MetricsSample, TriggerContext};
+use oomwarden_model::{CandidateSample, Identities, MetricsSample, TriggerContext};
 
-use crate::{Ranking, State, build_context, rank, select};
+use crate::{Ranking, State, build_context, rank_with, select};
 
 /// The expressions and rules a plan follows (the `OOMConfig` document's).
 #[derive(Debug, Clone, Copy)]
@@ -19,6 +19,8 @@ pub struct Rules<'a> {
     pub ranking: &'a RankingExpr,
     /// `strictCgroupClassOrdering`.
     pub strict_class_ordering: bool,
+    /// Who the node's pods are (the ranking's `pod_namespace`, `pod_name`, `labels`, …).
+    pub identities: &'a Identities,
 }
 
 /// Why a cycle decided nothing.
@@ -125,7 +127,7 @@ pub fn plan(
         }
     }
     let candidates = candidates();
-    let ranking = rank(rules.ranking, &candidates);
+    let ranking = rank_with(rules.ranking, &candidates, rules.identities);
     let decision = match select(&ranking, &candidates, rules.strict_class_ordering) {
         Some(v) => Decision::Victim {
             index: v.index,
@@ -182,6 +184,7 @@ mod tests {
             contains_self: false,
             read_errors: Vec::new(),
             identity: None,
+            oom_score_adj: None,
         }
     }
 
@@ -289,6 +292,7 @@ mod tests {
                 trigger: &trigger,
                 ranking: &ranking,
                 strict_class_ordering: strict,
+                identities: &Identities::default(),
             };
             let mut state = State::new();
             let read = std::cell::Cell::new(false);
@@ -313,6 +317,7 @@ mod tests {
             trigger: &trigger,
             ranking: &ranking,
             strict_class_ordering: true,
+            identities: &Identities::default(),
         };
         let mut s = sample(5_000, 0.0);
         if let Some(t) = s.subtrees.get_mut(1) {

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use oomwarden_expr::{RankingExpr, RankingInput};
-use oomwarden_model::{CandidateSample, Limit};
+use oomwarden_model::{CandidateSample, Identities, Limit};
 
 /// A candidate that may be killed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,8 +106,19 @@ impl Ranking {
     }
 }
 
-/// Scores every candidate. Empty cgroups and oomwarden's own are excluded before scoring.
+/// Scores every candidate knowing only their paths (no pod identity). Empty cgroups and
+/// oomwarden's own are excluded before scoring.
 pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
+    rank_with(expr, candidates, &Identities::default())
+}
+
+/// Scores every candidate, with who each pod is (`pod_namespace`, `pod_name`, `labels`, …) from
+/// `identities`. Empty cgroups and oomwarden's own are excluded before scoring.
+pub fn rank_with(
+    expr: &RankingExpr,
+    candidates: &[CandidateSample],
+    identities: &Identities,
+) -> Ranking {
     let mut ranking = Ranking::default();
     for (index, c) in candidates.iter().enumerate() {
         if c.contains_self {
@@ -126,6 +137,11 @@ pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
             path: &c.path,
             class: c.class,
             pod_uid: identity.pod_uid.as_deref().unwrap_or(""),
+            pod: identity
+                .pod_uid
+                .as_deref()
+                .and_then(|uid| identities.pod(uid)),
+            oom_score_adj: c.oom_score_adj.unwrap_or(0),
         };
         match expr.eval(&input) {
             Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),

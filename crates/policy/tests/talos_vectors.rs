@@ -259,6 +259,7 @@ fn candidate(
         contains_self: false,
         read_errors: Vec::new(),
         identity: None,
+        oom_score_adj: None,
     }
 }
 
@@ -272,6 +273,8 @@ fn t4_score() {
         path: "/some/path",
         class: QosClass::Burstable,
         pod_uid: "",
+        pod: None,
+        oom_score_adj: 0,
     };
     assert_eq!(r.eval(&input), Ok(21.0));
 }

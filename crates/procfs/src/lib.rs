@@ -133,6 +133,22 @@ impl ProcFs {
         Ok(format_cmdline(&bytes))
     }
 
+    /// `<pid>/oom_score_adj`: -1000 to 1000, set by the kubelet from the pod's QoS class and
+    /// priority.
+    pub fn oom_score_adj(&self, pid: u32) -> Result<i64, ReadError> {
+        let rel = format!("{pid}/oom_score_adj");
+        let bytes = self.read_bytes(&rel)?;
+        String::from_utf8_lossy(&bytes)
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|v| (-1000..=1000).contains(v))
+            .ok_or_else(|| ReadError::Parse {
+                path: self.root.join(rel),
+                reason: "not a number from -1000 to 1000".into(),
+            })
+    }
+
     /// The cgroup v2 path of a process (`<pid>/cgroup`, the `0::/path` line), without the
     /// leading `/` (`""` for the root cgroup).
     pub fn cgroup_of(&self, pid: &str) -> Result<String, ReadError> {

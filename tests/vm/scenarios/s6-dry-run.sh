@@ -24,7 +24,7 @@ check "the pod is still populated" "$P" populated "$P"
 check "exactly one record (1 h cooldown)" "$(records)" [ "$(records)" = 1 ]
 wget -qO "$OUT/metrics.txt" http://127.0.0.1:9465/metrics
 check "the metrics endpoint counts the dry-run decision" "metrics.txt" \
-    grep -q '^oomwarden_kills_total{class="Besteffort",outcome="dry-run"} 1$' "$OUT/metrics.txt"
+    grep -q '^oomwarden_kills_total{class="Besteffort",outcome="dry-run",namespace=""} 1$' "$OUT/metrics.txt"
 check "and the trigger's firings" "metrics.txt" grep -q '^oomwarden_trigger_firings_total 1$' "$OUT/metrics.txt"
 check "the action API socket is root-only" "$(ls -l "$STATE/oomwarden.sock")" sh -c "ls -l $STATE/oomwarden.sock | grep -q '^srw------- '"
 oomwarden status --json --state-dir "$STATE" > "$OUT/status.json" 2>&1

@@ -155,19 +155,21 @@ fn print(
             if header {
                 writeln!(
                     out,
-                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<36} VICTIM",
-                    "ID", "TIME", "OUTCOME", "CLASS", "SCORE", "POD UID"
+                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} VICTIM",
+                    "ID", "TIME", "OUTCOME", "CLASS", "SCORE", "NAMESPACE", "POD", "POD UID"
                 )?;
             }
             for r in records {
                 writeln!(
                     out,
-                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<36} {}",
+                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} {}",
                     r.id,
                     r.time,
                     r.outcome.name(),
                     r.class.map_or("-", QosClass::name),
                     oomwarden_model::format_number(r.score),
+                    r.namespace.as_deref().unwrap_or("-"),
+                    r.pod_name.as_deref().unwrap_or("-"),
                     r.pod_uid.as_deref().unwrap_or("-"),
                     r.victim.as_deref().unwrap_or("-"),
                 )?;
@@ -210,6 +212,14 @@ fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
         class: Option<&'a str>,
         #[serde(rename = "podUID", skip_serializing_if = "Option::is_none")]
         pod_uid: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pod_name: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        container_names: &'a [String],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        identity_source: Option<&'a str>,
         #[serde(skip_serializing_if = "<[u32]>::is_empty")]
         pids: &'a [u32],
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -243,6 +253,10 @@ fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
             victim: r.victim.as_deref(),
             class: r.class.map(QosClass::name),
             pod_uid: r.pod_uid.as_deref(),
+            namespace: r.namespace.as_deref(),
+            pod_name: r.pod_name.as_deref(),
+            container_names: &r.container_names,
+            identity_source: r.identity_source.map(oomwarden_model::IdentitySource::name),
             pids: &r.pids,
             memory_current_bytes: r.memory_current_bytes,
             kill_duration_ms: r.kill_duration_ms,

@@ -59,12 +59,38 @@ pub(crate) struct Args {
     /// Ranking: the class (`Besteffort` … `System`, or 0 … 4).
     #[arg(long, default_value = "Besteffort", value_parser = parse_class)]
     class: QosClass,
+    /// Ranking: the pod's namespace (`pod_namespace`; empty when unknown).
+    #[arg(long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+    /// Ranking: the pod's name (`pod_name`).
+    #[arg(long, value_name = "NAME")]
+    pod_name: Option<String>,
+    /// Ranking: a label of the pod (`labels`), repeatable.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_pair)]
+    labels: Vec<(String, String)>,
+    /// Ranking: an annotation of the pod (`annotations`), repeatable.
+    #[arg(long = "annotation", value_name = "KEY=VALUE", value_parser = parse_pair)]
+    annotations: Vec<(String, String)>,
+    /// Ranking: a container name of the pod (`container_names`), repeatable.
+    #[arg(long = "container-name", value_name = "NAME")]
+    container_names: Vec<String>,
+    /// Ranking: the lowest `oom_score_adj` of the candidate's processes (`oom_score_adj`).
+    #[arg(long, value_name = "-1000..1000", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-1000..=1000))]
+    oom_score_adj: i64,
     /// Accept any result type (explore sub-expressions) instead of requiring bool/double.
     #[arg(long)]
     any: bool,
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_pair(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, found {text:?}"))
 }
 
 fn parse_class(text: &str) -> Result<QosClass, String> {
@@ -85,11 +111,17 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     if args.kind == Kind::Trigger
         && (args.memory_max.is_some()
             || args.memory_current.is_some()
-            || args.memory_peak.is_some())
+            || args.memory_peak.is_some()
+            || args.namespace.is_some()
+            || args.pod_name.is_some()
+            || !args.labels.is_empty()
+            || !args.annotations.is_empty()
+            || !args.container_names.is_empty()
+            || args.oom_score_adj != 0)
     {
         writeln!(
             err,
-            "--memory-* flags describe a ranking candidate; a trigger reads --context"
+            "--memory-*, --namespace, --pod-name, --label, --annotation, --container-name and --oom-score-adj describe a ranking candidate; a trigger reads --context"
         )?;
         return Ok(Exit::Usage);
     }
@@ -140,6 +172,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 })?),
             };
             let identity = oomwarden_kube::cgroup_identity(&args.path);
+            let pod = pod_identity(args, identity.pod_uid.as_deref());
             let input = RankingInput {
                 memory_max,
                 memory_current: args.memory_current,
@@ -147,11 +180,31 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 path: &args.path,
                 class: args.class,
                 pod_uid: identity.pod_uid.as_deref().unwrap_or(""),
+                pod: pod.as_ref(),
+                oom_score_adj: args.oom_score_adj,
             };
             evaluate_ranking(&expression, &input, args.any)
         }
     };
     print(args, &outcome, out, err)
+}
+
+/// The pod the identity flags describe (none when no flag is given).
+fn pod_identity(args: &Args, uid: Option<&str>) -> Option<oomwarden_model::PodIdentity> {
+    let given = args.namespace.is_some()
+        || args.pod_name.is_some()
+        || !args.labels.is_empty()
+        || !args.annotations.is_empty()
+        || !args.container_names.is_empty();
+    given.then(|| oomwarden_model::PodIdentity {
+        uid: uid.unwrap_or("").to_owned(),
+        namespace: args.namespace.clone().unwrap_or_default(),
+        name: args.pod_name.clone().unwrap_or_default(),
+        labels: args.labels.iter().cloned().collect(),
+        annotations: args.annotations.iter().cloned().collect(),
+        containers: args.container_names.clone(),
+        source: oomwarden_model::IdentitySource::Cri,
+    })
 }
 
 fn evaluate_trigger(expression: &str, ctx: &TriggerContext, any: bool) -> Outcome {

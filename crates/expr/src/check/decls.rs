@@ -384,6 +384,15 @@ fn build(env: EnvName, extensions: bool) -> Decls {
             idents.insert("class".to_owned(), Type::Int);
             if extensions {
                 idents.insert("pod_uid".to_owned(), Type::String);
+                idents.insert("pod_namespace".to_owned(), Type::String);
+                idents.insert("pod_name".to_owned(), Type::String);
+                idents.insert("labels".to_owned(), Type::map(Type::String, Type::String));
+                idents.insert(
+                    "annotations".to_owned(),
+                    Type::map(Type::String, Type::String),
+                );
+                idents.insert("container_names".to_owned(), Type::list(Type::String));
+                idents.insert("oom_score_adj".to_owned(), Type::Int);
             }
         }
     }
@@ -393,7 +402,8 @@ fn build(env: EnvName, extensions: bool) -> Decls {
 /// Talos's `OOMTrigger` environment plus oomwarden's node variables.
 pub(crate) static TRIGGER: LazyLock<Decls> = LazyLock::new(|| build(EnvName::Trigger, true));
 
-/// Talos's `OOMCgroupScoring` environment plus oomwarden's `pod_uid`.
+/// Talos's `OOMCgroupScoring` environment plus oomwarden's pod variables (`pod_uid`,
+/// `pod_namespace`, `pod_name`, `labels`, `annotations`, `container_names`, `oom_score_adj`).
 pub(crate) static RANKING: LazyLock<Decls> = LazyLock::new(|| build(EnvName::Ranking, true));
 
 /// Talos's `OOMTrigger` environment exactly (`oomwarden check --talos`).

@@ -236,6 +236,8 @@ pub fn ours(expr: &str, activation: &Activation) -> Json {
                     path,
                     class: *class,
                     pod_uid: "",
+                    pod: None,
+                    oom_score_adj: 0,
                 };
                 match r.eval(&input) {
                     Ok(d) => out.insert("value".into(), oracle_number(d)),

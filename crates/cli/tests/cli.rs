@@ -1042,3 +1042,78 @@ fn a_reader_that_goes_away_is_not_an_error() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
     }
 }
+
+/// Issue 16: `layout` and `top` name pods from the pod-log directories (here, no runtime),
+/// and rank as the daemon would with that identity: the namespace exemption holds.
+#[test]
+fn layout_and_top_name_the_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("pods");
+    for entry in [
+        "shop_web-1_6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f/nginx",
+        "kube-system_etcd-node_0123456789abcdef0123456789abcdef/etcd",
+        "kube-system_big-1_a1b2c3d4-0000-4000-8000-000000000001/app",
+    ] {
+        std::fs::create_dir_all(logs.join(entry)).unwrap();
+    }
+    let config = dir.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ncgroupRankingExpression: 'pod_namespace == \"kube-system\" ? 0.0 : double(memory_current.orValue(0u))'\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ncontainerRuntime:\n  endpoint: none\n  podLogs: {}\n",
+            logs.display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let root = "testdata/layouts/systemd-node";
+    let (code, out, err) = run(&["layout", "--cgroup-root", root, "--config", config], None);
+    assert_eq!(code, 0, "{err}");
+    let line = |needle: &str| {
+        out.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle} in\n{out}"))
+            .to_owned()
+    };
+    let shop = line("(shop/web-1)");
+    assert!(shop.contains(" yes "), "{shop}");
+    let exempt = line("(kube-system/big-1)");
+    assert!(
+        exempt.contains(" no ") && exempt.contains("score is not above 0"),
+        "the larger Burstable pod is in kube-system: {exempt}"
+    );
+    // Any procfs with a meminfo will do: only the cgroup rows are looked at.
+    let proc = "testdata/top/vm-6.12/proc";
+    let args = [
+        "top",
+        "--cgroup-root",
+        root,
+        "--config",
+        config,
+        "--proc-root",
+        proc,
+    ];
+    let (code, out, err) = run(&[&args[..], &["--json"]].concat(), None);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let named: Vec<(String, bool)> = doc["cgroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let pod = format!("{}/{}", r["namespace"].as_str()?, r["podName"].as_str()?);
+            Some((pod, r["oomHandlerMayKill"].as_bool()?))
+        })
+        .collect();
+    assert!(
+        named.contains(&("shop/web-1".to_owned(), true)),
+        "{named:?}"
+    );
+    assert!(
+        named.contains(&("kube-system/big-1".to_owned(), false)),
+        "{named:?}"
+    );
+    let (code, out, err) = run(&args, None);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(shop/web-1)"), "{out}");
+}

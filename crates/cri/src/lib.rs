@@ -20,6 +20,7 @@ use tonic::transport::{Channel, Endpoint};
     missing_docs,
     unreachable_pub,
     missing_debug_implementations,
+    rustdoc::all,
     reason = "generated code"
 )]
 pub mod v1 {

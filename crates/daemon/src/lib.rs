@@ -17,5 +17,6 @@ pub use engine::{CycleOutcome, Engine, RankedCandidate};
 pub use history::History;
 pub use metrics::Metrics;
 pub use run::{
-    RunError, RunOptions, check_host, load_settings, monotonic_ns, next_tick, resolve_layout, run,
+    RunError, RunOptions, check_host, identity_config, load_settings, monotonic_ns, next_tick,
+    resolve_layout, run,
 };

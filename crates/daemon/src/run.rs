@@ -492,8 +492,20 @@ fn attach_recorder(
 /// are, from the container runtime or the kubelet's pod-log directories. A cache that cannot
 /// start (no thread) leaves pods named by their cgroup paths, and says so.
 fn start_identity(engine: &mut Engine) {
-    let runtime = &engine.settings().warden.container_runtime;
-    let config = oomwarden_identity::Config {
+    let config = identity_config(&engine.settings().warden.container_runtime);
+    match oomwarden_identity::Cache::start(config) {
+        Ok(cache) => engine.set_identity(cache),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only")
+        }
+    }
+}
+
+/// The identity cache's configuration for the `containerRuntime` settings.
+pub fn identity_config(
+    runtime: &oomwarden_config::ContainerRuntimeSettings,
+) -> oomwarden_identity::Config {
+    oomwarden_identity::Config {
         endpoint: match &runtime.endpoint {
             oomwarden_config::RuntimeEndpoint::Auto => oomwarden_identity::Endpoint::auto(),
             oomwarden_config::RuntimeEndpoint::Unix(path) => {
@@ -504,12 +516,6 @@ fn start_identity(engine: &mut Engine) {
         pod_logs: runtime.pod_logs.clone(),
         refresh_every: runtime.refresh_every,
         timeout: IDENTITY_TIMEOUT,
-    };
-    match oomwarden_identity::Cache::start(config) {
-        Ok(cache) => engine.set_identity(cache),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only")
-        }
     }
 }
 

@@ -157,7 +157,7 @@ impl Cache {
     }
 
     /// Asks for a refresh soon (a pod UID nobody knows was seen); at most one every
-    /// [`MIN_REFRESH_GAP`].
+    /// 2 s.
     pub fn refresh_soon(&self) {
         *lock(&self.shared.asked) = true;
         self.shared.wake.notify_all();

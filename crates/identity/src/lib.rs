@@ -11,7 +11,8 @@
 //!                       Arc<Identities> swapped in ──▶ Engine::cycle takes a snapshot
 //! ```
 //!
-//! [`from_cri`] and [`pod_logs`] turn what they read into [`Identities`]; [`Cache`] runs the
+//! [`from_cri`] and [`pod_logs`] turn what they read into
+//! [`Identities`](oomwarden_model::Identities); [`Cache`] runs the
 //! refresher. A kill never waits on the runtime: a cycle takes the last snapshot.
 
 mod cache;

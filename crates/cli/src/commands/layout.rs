@@ -5,7 +5,7 @@ use std::io::Write;
 
 use oomwarden_collect::Collector;
 use oomwarden_model::Limit;
-use oomwarden_policy::rank;
+use oomwarden_policy::rank_with;
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
@@ -58,7 +58,16 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     for p in problems.iter().chain(more.iter()) {
         writeln!(err, "warning: {p}")?;
     }
-    let ranking = rank(&settings.oom.ranking, &candidates);
+    // Who the pods are, as the daemon would rank them (`containerRuntime`).
+    let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_daemon::identity_config(
+        &settings.warden.container_runtime,
+    ));
+    let pod_of = |dir: &str| {
+        oomwarden_kube::cgroup_identity(dir)
+            .pod_uid
+            .and_then(|uid| identities.pod(&uid).cloned())
+    };
+    let ranking = rank_with(&settings.oom.ranking, &candidates, &identities);
     let verdicts = ranking.verdicts(candidates.len());
     let verdict = |i: usize| {
         verdicts
@@ -81,10 +90,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             .map(|(i, c)| {
                 let v = verdict(i);
                 let (score, eligible, reason) = (v.score(), v.eligible(), v.reason());
+                let pod = pod_of(&c.dir);
                 json!({
                     "cgroup": c.dir, "path": oomwarden_cgroupfs::node_path(&c.dir),
                     "class": c.class.name(),
                     "podUID": oomwarden_kube::cgroup_identity(&c.dir).pod_uid,
+                    "namespace": pod.as_ref().map(|p| p.namespace.clone()),
+                    "podName": pod.as_ref().map(|p| p.name.clone()),
                     "populated": c.populated, "memoryCurrentBytes": c.memory.current,
                     "memoryMaxBytes": c.memory.max.and_then(Limit::bytes),
                     "score": score, "eligible": eligible, "reason": reason,
@@ -126,15 +138,17 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let uid = oomwarden_kube::cgroup_identity(&c.dir)
             .pod_uid
             .unwrap_or_else(|| "-".to_owned());
+        let pod = pod_of(&c.dir).map_or_else(String::new, |p| format!(" ({})", p.qualified_name()));
         writeln!(
             out,
-            "  {:<11} {:>14} {:>12} {:<9} {:<36} {}{}",
+            "  {:<11} {:>14} {:>12} {:<9} {:<36} {}{}{}",
             c.class.name(),
             c.memory.current.map_or("-".to_owned(), |m| m.to_string()),
             score.map_or("-".to_owned(), oomwarden_model::format_number),
             if eligible { "yes" } else { "no" },
             uid,
             c.dir,
+            pod,
             if eligible {
                 String::new()
             } else {

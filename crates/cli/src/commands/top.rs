@@ -14,7 +14,7 @@ use oomwarden_kube::node::{
 };
 use oomwarden_kube::pod::{FeatureGates, parse_pods, score};
 use oomwarden_model::{PsiKind, PsiSpan};
-use oomwarden_policy::rank;
+use oomwarden_policy::rank_with;
 use oomwarden_procfs::ProcFs;
 use serde::Serialize;
 
@@ -128,6 +128,10 @@ struct Row {
     pod_uid: Option<String>,
     #[serde(rename = "containerID")]
     container_id: Option<String>,
+    /// The pod's namespace and name, when the container runtime or the pod-log directories
+    /// know its UID.
+    namespace: Option<String>,
+    pod_name: Option<String>,
     usage_bytes: Option<u64>,
     working_set_bytes: Option<u64>,
     anon_bytes: Option<u64>,
@@ -248,7 +252,11 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     for p in problems.iter().chain(more.iter()) {
         writeln!(err, "warning: {p}")?;
     }
-    let ranking = rank(&settings.oom.ranking, &candidates);
+    // Who the pods are, as the daemon would rank them (`containerRuntime`).
+    let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_daemon::identity_config(
+        &settings.warden.container_runtime,
+    ));
+    let ranking = rank_with(&settings.oom.ranking, &candidates, &identities);
 
     // Rows: the node, the class subtrees, the candidates (once each), their containers.
     let mut rows = vec![read_row(&cgroups, "", RowKind::Node, None)];
@@ -280,6 +288,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                     Some(c.class.name()),
                 ));
             }
+        }
+    }
+
+    for row in &mut rows {
+        if let Some(pod) = row.pod_uid.as_deref().and_then(|uid| identities.pod(uid)) {
+            row.namespace = Some(pod.namespace.clone());
+            row.pod_name = Some(pod.name.clone());
         }
     }
 
@@ -436,7 +451,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 Some(false) => "no",
                 None => "-",
             },
-            r.cgroup,
+            match (&r.namespace, &r.pod_name) {
+                (Some(ns), Some(name)) => format!("{} ({ns}/{name})", r.cgroup),
+                _ => r.cgroup.clone(),
+            },
         )?;
     }
     if args.pods.is_some() {

@@ -85,6 +85,8 @@ pub struct Engine {
     recorder: Option<CycleRecorder>,
     /// Who the node's pods are (none: only what cgroup paths say).
     identity: Option<oomwarden_identity::Cache>,
+    /// The identities this cycle ranks with, for the recording.
+    cycle_identities: Option<Arc<Identities>>,
     /// The last cycle's trigger context.
     last_context: Option<TriggerContext>,
     /// The last triggered cycle's candidates and ranking (moved here at the end of the cycle:
@@ -126,6 +128,7 @@ impl Engine {
             wakeup: Wakeup::Tick,
             recorder: None,
             identity: None,
+            cycle_identities: None,
             last_context: None,
             last_ranking: None,
         }
@@ -281,8 +284,9 @@ impl Engine {
     }
 
     fn end_recorded_cycle(&mut self, now_ns: u64) {
+        let identities = self.cycle_identities.take();
         if let Some(r) = &mut self.recorder {
-            r.end_cycle(now_ns, self.wakeup);
+            r.end_cycle(now_ns, self.wakeup, identities);
         }
     }
 
@@ -302,6 +306,9 @@ impl Engine {
             }
             None => Arc::default(),
         };
+        if self.identity.is_some() {
+            self.cycle_identities = Some(Arc::clone(&identities));
+        }
         let plan = self.plan(&sample, &identities, now_ns);
         match &plan.decision {
             Decision::Quiet => {

@@ -166,9 +166,14 @@ impl CycleRecorder {
     }
 
     /// Ends a cycle: its reads are encoded, appended to the file, kept in the window.
-    pub(crate) fn end_cycle(&mut self, at_ns: u64, wakeup: Wakeup) {
+    pub(crate) fn end_cycle(
+        &mut self,
+        at_ns: u64,
+        wakeup: Wakeup,
+        identities: Option<Arc<oomwarden_model::Identities>>,
+    ) {
         let reads = self.tap.take();
-        let text = self.lock().cycle(at_ns, wakeup, reads);
+        let text = self.lock().cycle_with(at_ns, wakeup, reads, identities);
         if let Some(sink) = &mut self.sink
             && !sink.failed
             && let Err(error) = sink.file.write_all(text.as_bytes())

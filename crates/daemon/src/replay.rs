@@ -187,6 +187,12 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
     );
     // A replayed kill is verified against the recording: no real time needs to pass.
     engine.set_clock(Box::new(oomwarden_actuate::VirtualClock::new()));
+    // Pods are named as the recording says the daemon had them (none in older recordings).
+    let identity = oomwarden_identity::Cache::fixed(
+        oomwarden_model::Identities::default(),
+        oomwarden_model::IdentitySource::Cri,
+    );
+    engine.set_identity(identity.clone());
     if let Some(t) = meta.last_trigger_ns {
         engine.set_last_trigger(t);
     }
@@ -211,6 +217,9 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             next_tick = Some(at_ns.saturating_add(interval));
         }
         playback.enter(index);
+        if let Some(ids) = playback.identities(index) {
+            identity.replace(ids);
+        }
         let wall = wall_time(playback.recording(), at_ns);
         let outcome = match wakeup {
             Wakeup::Tick => engine.cycle(at_ns, &wall),

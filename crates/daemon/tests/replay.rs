@@ -469,3 +469,90 @@ fn a_configuration_naming_another_layout_is_warned_about() {
         replay::layout_for(&recording, &settings(TRIGGER, "", state.path())).unwrap();
     assert_eq!((layout.name.as_str(), warning), ("talos", None));
 }
+
+/// Issue 16: the recording keeps the pod identities the daemon ranked with, so that a replay
+/// ranks exactly as it did: here a ranking that spares kube-system. Without them (an older
+/// recording), the replay would choose the larger, exempt pod.
+#[test]
+fn a_replay_ranks_with_the_identities_the_daemon_had() {
+    use oomwarden_model::{Identities, IdentitySource, PodIdentity};
+    let system_uid = "6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f";
+    let shop_uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
+    let state = tempfile::tempdir().unwrap();
+    let ranking = "pod_namespace == \"kube-system\" ? 0.0 : double(memory_current.orValue(0u))";
+    let s = Settings::from_yaml(
+        &format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: '{TRIGGER}'\ncgroupRankingExpression: '{ranking}'\nsampleInterval: 100ms\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n",
+            state.path().display()
+        ),
+        "t.yaml",
+    )
+    .unwrap();
+    let mut l = Live::new(s.clone(), None);
+    for (uid, bytes) in [(system_uid, "3000000000\n"), (shop_uid, "2000000000\n")] {
+        let dir = format!("kubepods/besteffort/pod{uid}");
+        write(
+            l.cg.path(),
+            &format!("{dir}/cgroup.events"),
+            "populated 1\nfrozen 0\n",
+        );
+        write(l.cg.path(), &format!("{dir}/memory.max"), "max\n");
+        write(l.cg.path(), &format!("{dir}/memory.current"), bytes);
+        write(l.cg.path(), &format!("{dir}/c/cgroup.procs"), "7\n");
+    }
+    let mut ids = Identities::default();
+    for (uid, ns) in [(system_uid, "kube-system"), (shop_uid, "shop")] {
+        ids.pods.insert(
+            uid.to_owned(),
+            PodIdentity {
+                uid: uid.to_owned(),
+                namespace: ns.to_owned(),
+                name: format!("{ns}-pod"),
+                source: IdentitySource::Cri,
+                ..PodIdentity::default()
+            },
+        );
+    }
+    l.engine
+        .set_identity(oomwarden_identity::Cache::fixed(ids, IdentitySource::Cri));
+    let live: Vec<ActionRecord> = (0..20).filter_map(|i| l.step(i, false)).collect();
+    let text = l.finished_text();
+    let first = live.first().expect("the scenario must act");
+    assert!(
+        first.victim.as_deref().unwrap().contains(shop_uid),
+        "{first:?}"
+    );
+    assert_eq!(first.namespace.as_deref(), Some("shop"));
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("n ")).count(),
+        1,
+        "written once"
+    );
+    let replay = replayed(&text, s.clone());
+    let got: Vec<_> = replay
+        .decisions
+        .iter()
+        .map(|d| decision(&d.record))
+        .collect();
+    let want: Vec<_> = live.iter().map(decision).collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        replay.decisions[0].record.namespace.as_deref(),
+        Some("shop")
+    );
+    // The same recording without its identities: the exemption cannot hold.
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("n "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let blind = replayed(&without, s);
+    assert!(
+        blind.decisions[0]
+            .record
+            .victim
+            .as_deref()
+            .unwrap()
+            .contains(system_uid)
+    );
+}

@@ -156,6 +156,12 @@ impl Cache {
         lock(&self.shared.status).clone()
     }
 
+    /// Puts `identities` in force (a replay: what the recording says the daemon had).
+    pub fn replace(&self, identities: Arc<Identities>) {
+        lock(&self.shared.status).pods = identities.pods.len();
+        *lock(&self.shared.identities) = identities;
+    }
+
     /// Asks for a refresh soon (a pod UID nobody knows was seen); at most one every
     /// 2 s.
     pub fn refresh_soon(&self) {

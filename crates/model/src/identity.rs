@@ -2,7 +2,7 @@
 //! and its containers' names, keyed by what a cgroup path tells (the pod UID, a container
 //! ID).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -77,15 +77,16 @@ pub struct ContainerIdentity {
     pub pod_uid: String,
 }
 
-/// What is known about the node's pods: by pod UID and by container ID.
+/// What is known about the node's pods: by pod UID and by container ID (ordered, so that a
+/// recording of it reads the same every time).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Identities {
     /// Pods by UID.
     #[serde(default)]
-    pub pods: HashMap<String, PodIdentity>,
+    pub pods: BTreeMap<String, PodIdentity>,
     /// Containers by ID.
     #[serde(default)]
-    pub containers: HashMap<String, ContainerIdentity>,
+    pub containers: BTreeMap<String, ContainerIdentity>,
 }
 
 impl Identities {

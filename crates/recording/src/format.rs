@@ -12,11 +12,14 @@
 //! d 4 besteffort burstable guaranteed         listing directory 4 gave these subdirectories
 //! D 4 2                                       listing directory 4 failed with errno 2
 //! i 5 1                                       directory 5 exists (1) or not (0)
+//! n {"pods":{…},"containers":{…}}             who the pods are from this cycle on (version 3)
 //! # …                                         comment; empty lines are ignored too
 //! end                                         the recording is complete (the last line)
 //! ```
 //!
-//! Version 2 adds `end`, written when a recording is closed properly: a version 2 recording
+//! Version 3 adds `n`: the pod identities (namespace, name, labels, container names) the
+//! daemon ranked with, written in the cycle where they changed and again at each segment
+//! start, so that a replay ranks with the identities the daemon had. Version 2 adds `end`, written when a recording is closed properly: a version 2 recording
 //! without it, or whose last line has no newline, was cut short (a killed recorder, a full
 //! disk), so its last cycle may lack reads and is left out, and the recording says it is
 //! truncated. Version 1 (no `end`) is still read; only a cut last line shows it was cut.
@@ -35,12 +38,17 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use oomwarden_model::Identities;
 use serde::{Deserialize, Serialize};
 
 /// The first word of every recording.
 pub const FORMAT_NAME: &str = "oomwarden-recording";
 /// The version this code writes; it reads this one and version 1.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+
+/// At most this many bytes of identities per `n` line: beyond, the recorded copy drops the
+/// pods' annotations, then their labels (a ranking on those replays without them).
+pub const MAX_IDENTITY_BYTES: usize = 1 << 20;
 /// The line that closes a complete recording.
 pub const END_LINE: &str = "end\n";
 
@@ -140,6 +148,9 @@ pub struct Cycle {
     pub wakeup: Wakeup,
     /// (absolute path, result), in the order read.
     pub reads: Vec<(Arc<str>, Observation)>,
+    /// The pod identities in force from this cycle on, when given (recorded: the daemon's
+    /// snapshot; parsed: only where an `n` line is).
+    pub identities: Option<Arc<Identities>>,
 }
 
 /// A parsed recording.
@@ -249,6 +260,8 @@ pub(crate) struct Encoder {
     /// and (position, read index) pairs.
     position: HashMap<(Kind, u32), usize>,
     entries: Vec<(usize, usize, (Kind, u32))>,
+    /// The identities last written (repeated at a segment start).
+    identities: Option<Arc<Identities>>,
 }
 
 fn slot(kind: Kind) -> usize {
@@ -267,6 +280,7 @@ impl Encoder {
             self.last.clear();
             out.push_str("k\n");
         }
+        let identities = cycle.identities.take();
         // Group the reads per (kind, path), first occurrence first, each group in read order.
         self.position.clear();
         self.entries.clear();
@@ -360,7 +374,52 @@ impl Encoder {
                 *last = Some(std::mem::replace(obs, Observation::IsDir(false)));
             }
         }
+        self.encode_identities(identities, segment, out);
     }
+
+    /// The `n` line: when the identities changed, and at a segment start (the last known).
+    fn encode_identities(
+        &mut self,
+        identities: Option<Arc<Identities>>,
+        segment: bool,
+        out: &mut String,
+    ) {
+        let changed = match (&identities, &self.identities) {
+            (Some(new), Some(old)) => segment || new != old,
+            (Some(_), None) => true,
+            (None, Some(_)) => segment,
+            (None, None) => false,
+        };
+        if let Some(ids) = identities {
+            self.identities = Some(ids);
+        }
+        if changed && let Some(ids) = &self.identities {
+            out.push_str("n ");
+            out.push_str(&identity_json(ids));
+            out.push('\n');
+        }
+    }
+}
+
+/// The identities as one JSON line, at most [`MAX_IDENTITY_BYTES`] (annotations, then labels,
+/// dropped from the copy when over).
+fn identity_json(ids: &Identities) -> String {
+    let text = serde_json::to_string(ids).unwrap_or_default();
+    if text.len() <= MAX_IDENTITY_BYTES {
+        return text;
+    }
+    let mut lighter = ids.clone();
+    for pod in lighter.pods.values_mut() {
+        pod.annotations.clear();
+    }
+    let text = serde_json::to_string(&lighter).unwrap_or_default();
+    if text.len() <= MAX_IDENTITY_BYTES {
+        return text;
+    }
+    for pod in lighter.pods.values_mut() {
+        pod.labels.clear();
+    }
+    serde_json::to_string(&lighter).unwrap_or_default()
 }
 
 fn line(id: u32, obs: &Observation, out: &mut String) {
@@ -418,11 +477,11 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
             )
         })?;
     let version = match version.trim().parse::<u32>() {
-        Ok(v @ (1 | FORMAT_VERSION)) => v,
+        Ok(v @ 1..=FORMAT_VERSION) => v,
         Ok(v) => {
             return Err(err(
                 1,
-                format!("format version {v}; this oomwarden reads versions 1 and {FORMAT_VERSION}"),
+                format!("format version {v}; this oomwarden reads versions 1 to {FORMAT_VERSION}"),
             ));
         }
         Err(_) => return Err(err(1, format!("bad format version {version:?}"))),
@@ -453,6 +512,15 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
             paths.clear();
             continue;
         }
+        if tag == "n" && version >= 3 {
+            let ids: Identities =
+                serde_json::from_str(rest).map_err(|e| err(n, format!("bad identities: {e}")))?;
+            let cycle = cycles
+                .last_mut()
+                .ok_or_else(|| err(n, "identities before the first cycle".to_owned()))?;
+            cycle.identities = Some(Arc::new(ids));
+            continue;
+        }
         if tag == "c" {
             let mut words = rest.split(' ');
             let at_ns = words
@@ -471,6 +539,7 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
                 at_ns,
                 wakeup,
                 reads: Vec::new(),
+                identities: None,
             });
             continue;
         }
@@ -572,7 +641,70 @@ mod tests {
                 .iter()
                 .map(|(p, o)| (Arc::from(*p), o.clone()))
                 .collect(),
+            identities: None,
         }
+    }
+
+    /// Version 3: identities are written where they change and again at a segment start, and
+    /// read back where they were written.
+    #[test]
+    fn identities_are_written_when_they_change_and_at_each_segment() {
+        use oomwarden_model::PodIdentity;
+        let ids = |ns: &str| {
+            let mut i = Identities::default();
+            i.pods.insert(
+                "u1".to_owned(),
+                PodIdentity {
+                    uid: "u1".to_owned(),
+                    namespace: ns.to_owned(),
+                    name: "p".to_owned(),
+                    ..PodIdentity::default()
+                },
+            );
+            Some(Arc::new(i))
+        };
+        let mut enc = Encoder::default();
+        let mut text = header(&meta());
+        for (at, given, segment) in [
+            (1, ids("a"), true),
+            (2, None, false),
+            (3, ids("a"), false),
+            (4, ids("b"), false),
+            (5, None, true),
+        ] {
+            let mut c = cycle(at, &[]);
+            c.identities = given;
+            enc.encode(c, segment, &mut text);
+        }
+        text.push_str(END_LINE);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("n ")).count(),
+            3,
+            "{text}"
+        );
+        let parsed = parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        let namespaces: Vec<Option<String>> = parsed
+            .cycles
+            .iter()
+            .map(|c| {
+                c.identities
+                    .as_ref()
+                    .and_then(|i| i.pod("u1").map(|p| p.namespace.clone()))
+            })
+            .collect();
+        assert_eq!(
+            namespaces,
+            [
+                Some("a".into()),
+                None,
+                None,
+                Some("b".into()),
+                Some("b".into())
+            ]
+        );
+        // Not in version 2.
+        let v2 = text.replacen(&format!("{FORMAT_NAME} 3"), &format!("{FORMAT_NAME} 2"), 1);
+        assert!(parse(&v2).is_err());
     }
 
     #[test]
@@ -647,10 +779,10 @@ mod tests {
             assert!(e.starts_with(want), "{body:?}: {e}");
         }
         assert!(
-            parse("oomwarden-recording 3\n")
+            parse("oomwarden-recording 4\n")
                 .unwrap_err()
                 .to_string()
-                .contains("format version 3")
+                .contains("format version 4")
         );
         assert!(
             parse("hello\n")
@@ -725,6 +857,7 @@ mod tests {
                 at_ns: i as u64,
                 wakeup: Wakeup::Pressure,
                 reads: reads.iter().map(|(p, o)| (Arc::from(p.as_str()), o.clone())).collect(),
+                identities: None,
             }).collect();
             for c in &originals {
                 enc.encode(c.clone(), true, &mut text);

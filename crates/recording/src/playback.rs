@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use oomwarden_cgroupfs::Files;
+use oomwarden_model::Identities;
 
 use crate::format::{Kind, Observation, Recording};
 
@@ -32,15 +33,35 @@ struct State {
 pub struct Playback {
     recording: Recording,
     state: Mutex<State>,
+    /// The identities in force at each cycle (the last `n` at or before it).
+    identities: Vec<Option<Arc<Identities>>>,
 }
 
 impl Playback {
     /// Playback of a recording, before its first cycle.
     pub fn new(recording: Recording) -> Arc<Playback> {
+        let mut current = None;
+        let identities = recording
+            .cycles
+            .iter()
+            .map(|c| {
+                if let Some(ids) = &c.identities {
+                    current = Some(Arc::clone(ids));
+                }
+                current.clone()
+            })
+            .collect();
         Arc::new(Playback {
             recording,
             state: Mutex::new(State::default()),
+            identities,
         })
+    }
+
+    /// The pod identities the daemon ranked with in cycle `index` (none when the recording
+    /// has none: it was made by `oomwarden record`, or by a version before 3).
+    pub fn identities(&self, index: usize) -> Option<Arc<Identities>> {
+        self.identities.get(index).cloned().flatten()
     }
 
     /// The recording.
@@ -171,6 +192,7 @@ mod tests {
                     at_ns: i as u64,
                     wakeup: Wakeup::Tick,
                     reads: reads.into_iter().map(|(p, o)| (Arc::from(p), o)).collect(),
+                    identities: None,
                 })
                 .collect(),
             truncated: None,

@@ -64,6 +64,18 @@ impl Recorder {
         wakeup: Wakeup,
         reads: Vec<(Arc<str>, Observation)>,
     ) -> String {
+        self.cycle_with(at_ns, wakeup, reads, None)
+    }
+
+    /// As [`Recorder::cycle`], with the pod identities the cycle ranked with (written when
+    /// they changed, and at each segment start).
+    pub fn cycle_with(
+        &mut self,
+        at_ns: u64,
+        wakeup: Wakeup,
+        reads: Vec<(Arc<str>, Observation)>,
+        identities: Option<Arc<oomwarden_model::Identities>>,
+    ) -> String {
         let new_segment = self
             .segment_started
             .is_none_or(|t| at_ns.saturating_sub(t) >= SEGMENT_NS);
@@ -76,6 +88,7 @@ impl Recorder {
                 at_ns,
                 wakeup,
                 reads,
+                identities,
             },
             new_segment,
             &mut text,

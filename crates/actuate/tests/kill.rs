@@ -638,8 +638,9 @@ fn pre_kill_call() -> oomwarden_actuate::HookCall {
     }
 }
 
-#[test]
-fn act_runs_the_pre_kill_hook_then_kills() {
+/// `act` on a fresh `pod1` with one recording fake as actuator and hooks: the report and
+/// every call, in order.
+fn act_recorded(dry_run: bool) -> (oomwarden_actuate::ActReport, Vec<Call>) {
     let (cg, proc) = pod();
     let shared =
         oomwarden_actuate_fake::SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
@@ -648,10 +649,16 @@ fn act_runs_the_pre_kill_hook_then_kills() {
         &mut shared.clone(),
         cg.path(),
         proc.path(),
-        false,
+        dry_run,
     );
-    assert_eq!(report.outcome, ActOutcome::Killed);
     let calls = shared.lock().calls.clone();
+    (report, calls)
+}
+
+#[test]
+fn act_runs_the_pre_kill_hook_then_kills() {
+    let (report, calls) = act_recorded(false);
+    assert_eq!(report.outcome, ActOutcome::Killed);
     assert_eq!(calls.first(), Some(&Call::RunHook(pre_kill_call())));
     assert!(
         matches!(calls.get(1), Some(Call::OpenPidfd(10))),
@@ -662,22 +669,13 @@ fn act_runs_the_pre_kill_hook_then_kills() {
 
 #[test]
 fn a_dry_run_lists_the_processes_and_makes_no_system_call() {
-    let (cg, proc) = pod();
-    let shared =
-        oomwarden_actuate_fake::SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
-    let report = act_on_pod1(
-        &mut shared.clone(),
-        &mut shared.clone(),
-        cg.path(),
-        proc.path(),
-        true,
-    );
+    let (report, calls) = act_recorded(true);
     assert_eq!(report.outcome, ActOutcome::DryRun);
     assert_eq!(report.pids, [10, 20, 30, 31]);
     assert_eq!(report.processes, ["/pause", "", "stress-ng --vm 1"]);
     assert_eq!((report.duration, report.error()), (None, None));
     assert_eq!(
-        shared.lock().calls,
+        calls,
         [Call::RunHook(pre_kill_call())],
         "the pre-kill hook runs in a dry run too, and nothing else"
     );

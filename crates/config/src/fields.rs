@@ -168,6 +168,19 @@ pub(crate) fn leaf<'de, D: Deserializer<'de>, T>(
     read(value).map_err(de::Error::custom)
 }
 
+/// `true` or `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flag(pub(crate) bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        leaf(d, |v| match v {
+            Value::Bool(b) => Ok(Flag(b)),
+            other => Err(expected("true or false", &other)),
+        })
+    }
+}
+
 /// A string leaf: `read` takes the text; anything else is `expected {what}, found …`.
 pub(crate) fn text<'de, D: Deserializer<'de>, T>(
     d: D,
@@ -599,18 +612,6 @@ mod tests {
     struct Inner {
         #[serde(default)]
         flag: Field<Flag>,
-    }
-
-    #[derive(Debug, PartialEq)]
-    struct Flag(bool);
-
-    impl<'de> Deserialize<'de> for Flag {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            leaf(d, |v| match v {
-                Value::Bool(b) => Ok(Flag(b)),
-                other => Err(expected("true or false", &other)),
-            })
-        }
     }
 
     #[derive(Debug)]

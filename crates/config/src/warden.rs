@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::document::go_duration;
-use crate::fields::{self, Field, KeyPath, Problem, expected, leaf, mapping, text};
+use crate::fields::{self, Field, Flag, KeyPath, Problem, expected, leaf, mapping, text};
 use crate::layout::LayoutField;
 use crate::{
     ContainerRuntimeSettings, FlightRecorderSettings, Hook, Hooks, LayoutSetting, MetricsSettings,
@@ -118,19 +118,6 @@ impl<T> Field<Section<T>> {
     /// The section's fields, when it is there and read.
     fn section(self) -> Option<T> {
         self.into_option().map(|s| s.0)
-    }
-}
-
-/// `true` or `false`.
-#[derive(Debug, Clone, Copy)]
-struct Flag(bool);
-
-impl<'de> Deserialize<'de> for Flag {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        leaf(d, |v| match v {
-            Value::Bool(b) => Ok(Flag(b)),
-            other => Err(expected("true or false", &other)),
-        })
     }
 }
 

@@ -209,6 +209,17 @@ fn decision(
     )
 }
 
+/// The replay decided what the daemon decided, record by record.
+fn assert_same_decisions(replay: &replay::Replay, live: &[ActionRecord]) {
+    let got: Vec<_> = replay
+        .decisions
+        .iter()
+        .map(|d| decision(&d.record))
+        .collect();
+    let want: Vec<_> = live.iter().map(decision).collect();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn a_replay_under_the_same_configuration_decides_what_the_daemon_decided() {
     let state = tempfile::tempdir().unwrap();
@@ -219,13 +230,7 @@ fn a_replay_under_the_same_configuration_decides_what_the_daemon_decided() {
     let replay = replayed(&text, s);
     assert_eq!(replay.cycles.len(), 30);
     assert_eq!(replay.not_replayed, 0);
-    let got: Vec<_> = replay
-        .decisions
-        .iter()
-        .map(|d| decision(&d.record))
-        .collect();
-    let want: Vec<_> = live.iter().map(decision).collect();
-    assert_eq!(got, want);
+    assert_same_decisions(&replay, &live);
     // The ranking behind the first kill: the hog above the quiet pod; Burstable only ranked.
     let first = &replay.decisions[0];
     assert!(
@@ -529,13 +534,7 @@ fn a_replay_ranks_with_the_identities_the_daemon_had() {
         "written once"
     );
     let replay = replayed(&text, s.clone());
-    let got: Vec<_> = replay
-        .decisions
-        .iter()
-        .map(|d| decision(&d.record))
-        .collect();
-    let want: Vec<_> = live.iter().map(decision).collect();
-    assert_eq!(got, want);
+    assert_same_decisions(&replay, &live);
     assert_eq!(
         replay.decisions[0].record.namespace.as_deref(),
         Some("shop")

@@ -93,6 +93,26 @@ fn the_daemonset_runs_what_it_needs() {
             .iter()
             .any(|v| v["hostPath"]["path"] == "/sys/fs/cgroup")
     );
+    // Issue 16: the runtime's socket and the pod-log directories the identity needs are the
+    // host's, mounted where the configuration looks.
+    let runtime = &settings.warden.container_runtime;
+    let oomwarden_config::RuntimeEndpoint::Unix(socket) = &runtime.endpoint else {
+        panic!("the DaemonSet names its runtime socket: {:?}", runtime.endpoint);
+    };
+    for (inside, host) in [
+        (socket.as_path(), "/run/containerd"),
+        (runtime.pod_logs.as_path(), "/var/log/pods"),
+    ] {
+        let mount = c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| inside.starts_with(m["mountPath"].as_str().unwrap()))
+            .unwrap_or_else(|| panic!("{} is not under a mount", inside.display()));
+        let name = mount["name"].as_str().unwrap();
+        let volume = volumes.iter().find(|v| v["name"] == name).unwrap();
+        assert_eq!(volume["hostPath"]["path"], host, "{name}");
+    }
 }
 
 #[test]

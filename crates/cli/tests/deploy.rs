@@ -97,7 +97,10 @@ fn the_daemonset_runs_what_it_needs() {
     // host's, mounted where the configuration looks.
     let runtime = &settings.warden.container_runtime;
     let oomwarden_config::RuntimeEndpoint::Unix(socket) = &runtime.endpoint else {
-        panic!("the DaemonSet names its runtime socket: {:?}", runtime.endpoint);
+        panic!(
+            "the DaemonSet names its runtime socket: {:?}",
+            runtime.endpoint
+        );
     };
     for (inside, host) in [
         (socket.as_path(), "/run/containerd"),

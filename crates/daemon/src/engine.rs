@@ -299,9 +299,8 @@ impl Engine {
         // One snapshot for the whole cycle: the ranking and the record name the same pods.
         let identities = match &self.identity {
             Some(cache) => {
-                let status = cache.status();
-                self.metrics
-                    .identity(status.runtime_up, status.runtime_failures, status.pods);
+                let (up, failures, pods) = cache.health();
+                self.metrics.identity(up, failures, pods);
                 cache.snapshot()
             }
             None => Arc::default(),

@@ -151,6 +151,13 @@ impl Cache {
         Arc::clone(&lock(&self.shared.identities))
     }
 
+    /// Whether the runtime answered the last refresh, its failures so far and the pods known
+    /// (what the metrics show every cycle: no copy of the strings of [`Cache::status`]).
+    pub fn health(&self) -> (bool, u64, usize) {
+        let s = lock(&self.shared.status);
+        (s.runtime_up, s.runtime_failures, s.pods)
+    }
+
     /// The cache's state.
     pub fn status(&self) -> CacheStatus {
         lock(&self.shared.status).clone()

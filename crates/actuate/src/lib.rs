@@ -185,6 +185,15 @@ impl ActReport {
     }
 }
 
+/// A cgroup below the victim's to kill instead of the whole (a container of a pod).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The cgroup, relative to the hierarchy's root.
+    pub dir: String,
+    /// Its id when it was chosen.
+    pub identity: Option<u64>,
+}
+
 /// What to do to the victim chosen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Order<'a> {
@@ -192,6 +201,9 @@ pub struct Order<'a> {
     pub dir: &'a str,
     /// Its id when it was ranked (see [`kill_cgroup`]).
     pub identity: Option<u64>,
+    /// Kill these cgroups below `dir` (one after the other, within the one timeout) instead
+    /// of `dir` as a whole; empty: the whole of `dir`.
+    pub parts: Vec<Part>,
     /// List what a kill would hit, and do nothing.
     pub dry_run: bool,
     /// How long the verification of a kill waits.
@@ -228,15 +240,19 @@ pub fn act(
             timeout: order.timeout,
         };
     }
-    let report = kill_cgroup(
-        actuator,
-        clock,
-        cgroups,
-        proc,
-        order.dir,
-        order.identity,
-        order.timeout,
-    );
+    let report = if order.parts.is_empty() {
+        kill_cgroup(
+            actuator,
+            clock,
+            cgroups,
+            proc,
+            order.dir,
+            order.identity,
+            order.timeout,
+        )
+    } else {
+        kill_parts(actuator, clock, cgroups, proc, order)
+    };
     let duration_ms = report.duration.map(millis).unwrap_or_default();
     match &report.outcome {
         ActOutcome::Killed => {
@@ -263,6 +279,90 @@ pub fn act(
         ActOutcome::DryRun => {}
     }
     report
+}
+
+/// Kills each part of the order, after checking the victim is still the cgroup ranked; each
+/// part gets what is left of the timeout. One report for all.
+fn kill_parts(
+    actuator: &mut dyn Actuator,
+    clock: &dyn Clock,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    order: &Order<'_>,
+) -> ActReport {
+    if let Err(reason) = same_cgroup(cgroups, order.dir, order.identity) {
+        return gone(reason, order.timeout);
+    }
+    let started = clock.now();
+    let reports: Vec<ActReport> = order
+        .parts
+        .iter()
+        .map(|part| {
+            let spent = clock.now().saturating_duration_since(started);
+            let left = order.timeout.saturating_sub(spent);
+            kill_cgroup(
+                actuator,
+                clock,
+                cgroups,
+                proc,
+                &part.dir,
+                part.identity,
+                left,
+            )
+        })
+        .collect();
+    combine(reports, order.timeout)
+}
+
+/// The reports of several kills as one: all PIDs; the command lines up to the record's
+/// bound; the worst outcome (a failure, then processes left, then killed; gone only when
+/// every part was); the time they took together.
+fn combine(reports: Vec<ActReport>, timeout: Duration) -> ActReport {
+    let mut all = ActReport {
+        pids: Vec::new(),
+        processes: Vec::new(),
+        processes_omitted: 0,
+        outcome: ActOutcome::Killed,
+        duration: None,
+        timeout,
+    };
+    let (mut failed, mut not_verified, mut gone_reason, mut any_acted) = (None, None, None, false);
+    for r in reports {
+        all.pids.extend(r.pids);
+        for p in r.processes {
+            if all.processes.len() < MAX_PROCESSES_LISTED {
+                all.processes.push(p);
+            } else {
+                all.processes_omitted += 1;
+            }
+        }
+        all.processes_omitted += r.processes_omitted;
+        if let Some(d) = r.duration {
+            all.duration = Some(all.duration.unwrap_or_default() + d);
+        }
+        match r.outcome {
+            o @ ActOutcome::Failed { .. } => {
+                failed.get_or_insert(o);
+                any_acted = true;
+            }
+            ActOutcome::NotVerified { stopping } => {
+                let seen = not_verified.get_or_insert(false);
+                *seen |= stopping;
+                any_acted = true;
+            }
+            ActOutcome::Gone(reason) => {
+                gone_reason.get_or_insert(reason);
+            }
+            ActOutcome::Killed | ActOutcome::DryRun => any_acted = true,
+        }
+    }
+    all.outcome = match (failed, not_verified, gone_reason) {
+        (Some(f), _, _) => f,
+        (None, Some(stopping), _) => ActOutcome::NotVerified { stopping },
+        (None, None, Some(reason)) if !any_acted => ActOutcome::Gone(reason),
+        _ => ActOutcome::Killed,
+    };
+    all
 }
 
 /// Milliseconds with microsecond precision, as records state durations.
@@ -543,5 +643,87 @@ mod bounds {
         );
         assert_eq!(omitted, 100 - processes.len() as u64);
         assert_eq!(processes.len(), 16);
+    }
+}
+
+#[cfg(test)]
+mod parts {
+    use super::*;
+
+    fn report(outcome: ActOutcome, pids: &[u32], ms: Option<u64>) -> ActReport {
+        ActReport {
+            pids: pids.to_vec(),
+            processes: pids.iter().map(|p| format!("p{p}")).collect(),
+            processes_omitted: 0,
+            outcome,
+            duration: ms.map(Duration::from_millis),
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// The containers of a pod, killed one by one, are one outcome: the worst of them, gone
+    /// only when every one was.
+    #[test]
+    fn the_parts_of_a_kill_are_one_report() {
+        let t = Duration::from_secs(2);
+        let gone = || ActOutcome::Gone("exited".to_owned());
+        let failed = || ActOutcome::Failed {
+            errno: Some(13),
+            path: PathBuf::from("/x/cgroup.kill"),
+            message: "Permission denied".to_owned(),
+        };
+        let r = combine(
+            vec![
+                report(ActOutcome::Killed, &[1, 2], Some(3)),
+                report(gone(), &[], None),
+                report(ActOutcome::Killed, &[3], Some(4)),
+            ],
+            t,
+        );
+        assert_eq!(
+            r.outcome,
+            ActOutcome::Killed,
+            "a container gone meanwhile is no failure"
+        );
+        assert_eq!(
+            (r.pids.as_slice(), r.duration),
+            (&[1, 2, 3][..], Some(Duration::from_millis(7)))
+        );
+        let worst = |outcomes: Vec<ActOutcome>| {
+            combine(
+                outcomes
+                    .into_iter()
+                    .map(|o| report(o, &[], Some(1)))
+                    .collect(),
+                t,
+            )
+            .outcome
+        };
+        assert_eq!(worst(vec![gone(), gone()]), gone());
+        assert_eq!(
+            worst(vec![
+                ActOutcome::Killed,
+                ActOutcome::NotVerified { stopping: false }
+            ]),
+            ActOutcome::NotVerified { stopping: false }
+        );
+        assert_eq!(
+            worst(vec![ActOutcome::NotVerified { stopping: true }, failed()]),
+            failed()
+        );
+        let many = combine(
+            (0..3)
+                .map(|i| {
+                    report(
+                        ActOutcome::Killed,
+                        &(i * 60..i * 60 + 60).collect::<Vec<_>>(),
+                        None,
+                    )
+                })
+                .collect(),
+            t,
+        );
+        assert_eq!(many.processes.len(), MAX_PROCESSES_LISTED);
+        assert_eq!(many.processes_omitted, 180 - MAX_PROCESSES_LISTED as u64);
     }
 }

@@ -614,6 +614,7 @@ fn act_on_pod1(
     let order = oomwarden_actuate::Order {
         dir,
         identity: cgroups.identity(dir).ok(),
+        parts: Vec::new(),
         dry_run,
         timeout: Duration::from_secs(1),
         pre_kill: Some(pre_kill_call()),

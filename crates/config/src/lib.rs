@@ -79,6 +79,8 @@ pub struct WardenSettings {
     pub state_dir: PathBuf,
     /// How long to wait for a killed cgroup to empty before recording `not-verified`.
     pub kill_timeout: Duration,
+    /// What a kill of a pod ends: the whole pod (Talos) or its containers.
+    pub kill_scope: oomwarden_model::KillScope,
     /// `auto` (detect from the tree), a built-in layout, or a custom one.
     pub layout: LayoutSetting,
     /// The metrics endpoint.
@@ -249,6 +251,7 @@ impl Default for WardenSettings {
             dry_run: false,
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             kill_timeout: DEFAULT_KILL_TIMEOUT,
+            kill_scope: oomwarden_model::KillScope::Pod,
             layout: LayoutSetting::Auto,
             metrics: MetricsSettings::default(),
             hooks: Hooks::default(),

@@ -46,6 +46,7 @@ struct WardenDoc<'a> {
     dry_run: bool,
     state_dir: String,
     kill_timeout: String,
+    kill_scope: &'static str,
     layout: LayoutDoc<'a>,
     metrics: MetricsDoc,
     #[serde(skip_serializing_if = "HooksDoc::is_empty")]
@@ -242,6 +243,7 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
         dry_run: s.warden.dry_run,
         state_dir: s.warden.state_dir.display().to_string(),
         kill_timeout: go_duration(s.warden.kill_timeout),
+        kill_scope: s.warden.kill_scope.name(),
         layout: match &s.warden.layout {
             LayoutSetting::Custom(layout) => LayoutDoc::Custom(custom_doc(layout)),
             other => LayoutDoc::Name(other.name()),

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oomwarden_model::KillScope;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -25,6 +26,7 @@ struct WardenDoc {
     dry_run: Field<Flag>,
     state_dir: Field<AbsolutePath>,
     kill_timeout: Field<KillTimeout>,
+    kill_scope: Field<Scope>,
     layout: Field<LayoutField>,
     metrics: Field<Section<MetricsDoc>>,
     hooks: Field<Section<HooksDoc>>,
@@ -157,6 +159,22 @@ struct KillTimeout(Option<Duration>);
 impl<'de> Deserialize<'de> for KillTimeout {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         text(d, "a string", |s| unless_blank(s, kill_timeout_from_text)).map(KillTimeout)
+    }
+}
+
+/// `pod` or `containers`.
+#[derive(Debug)]
+struct Scope(Option<KillScope>);
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |t| {
+                KillScope::from_name(t)
+                    .ok_or_else(|| format!("expected pod or containers, found {t:?}"))
+            })
+        })
+        .map(Scope)
     }
 }
 
@@ -347,6 +365,7 @@ pub(crate) struct WardenRaw {
     dry_run: Option<bool>,
     state_dir: Option<PathBuf>,
     kill_timeout: Option<Duration>,
+    kill_scope: Option<KillScope>,
     layout: Option<LayoutSetting>,
     metrics: Option<MetricsSettings>,
     hooks: Option<Hooks>,
@@ -363,6 +382,7 @@ impl WardenRaw {
             dry_run: self.dry_run.unwrap_or(d.dry_run),
             state_dir: self.state_dir.unwrap_or(d.state_dir),
             kill_timeout: self.kill_timeout.unwrap_or(d.kill_timeout),
+            kill_scope: self.kill_scope.unwrap_or(d.kill_scope),
             layout: self.layout.unwrap_or(d.layout),
             metrics: self.metrics.unwrap_or(d.metrics),
             hooks: self.hooks.unwrap_or(d.hooks),
@@ -384,6 +404,7 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
     raw.dry_run = doc.dry_run.get().map(|f| f.0);
     raw.state_dir = doc.state_dir.into_option().and_then(|s| s.0);
     raw.kill_timeout = doc.kill_timeout.into_option().and_then(|t| t.0);
+    raw.kill_scope = doc.kill_scope.into_option().and_then(|s| s.0);
     raw.layout = doc
         .layout
         .into_option()

@@ -579,3 +579,28 @@ fn an_alias_bomb_is_an_error_not_a_hang() {
         "{errors}"
     );
 }
+
+/// Issue 16, item 4: `killScope` is `pod` (Talos's whole pod, the default) or `containers`.
+#[test]
+fn kill_scope_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    assert_eq!(
+        load("").unwrap().warden.kill_scope,
+        oomwarden_model::KillScope::Pod
+    );
+    let s = load(&format!("{w}killScope: containers\n")).unwrap();
+    assert_eq!(s.warden.kill_scope, oomwarden_model::KillScope::Containers);
+    assert!(s.to_yaml().contains("killScope: containers"));
+    assert_eq!(
+        load(&format!("{w}killScope: kill\n"))
+            .unwrap_err()
+            .0
+            .into_iter()
+            .map(|e| (e.key.unwrap_or_default(), e.message))
+            .collect::<Vec<_>>(),
+        [(
+            "killScope".to_owned(),
+            "expected pod or containers, found \"kill\"".to_owned()
+        )]
+    );
+}

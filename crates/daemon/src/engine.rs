@@ -336,9 +336,15 @@ impl Engine {
         }
         let id = self.history.next_id();
         self.ask_about_unknown_pods(&plan, &identities);
-        let target = plan
-            .victim()
-            .map(|(c, score)| Target::read(c, score, self.collector.cgroups(), &identities));
+        let target = plan.victim().map(|(c, score)| {
+            Target::read(
+                c,
+                score,
+                (self.collector.cgroups(), &self.proc),
+                &identities,
+                self.settings.warden.kill_scope,
+            )
+        });
         let acted = target.as_ref().map(|t| self.act(id, t));
         // The flight window ends with this cycle and is saved under the record's id.
         self.end_recorded_cycle(now_ns);
@@ -493,6 +499,7 @@ impl Engine {
         let order = Order {
             dir: &target.dir,
             identity: target.identity,
+            parts: target.parts.clone(),
             dry_run,
             timeout: self.settings.warden.kill_timeout,
             pre_kill,

@@ -567,6 +567,8 @@ mod tests {
             pod_name: None,
             container_names: Vec::new(),
             identity_source: None,
+            kill_scope: None,
+            killed_cgroups: Vec::new(),
             score: 0.0,
             pids: vec![],
             processes: vec![],

@@ -1,12 +1,13 @@
 //! The record of a triggered cycle, built once from what the cycle knew (its context, the
 //! victim chosen, what acting on it came to, what woke it), and the hooks' view of it.
 
-use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, millis};
+use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, Part, millis};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, Identities, IdentitySource, MAX_CONTAINERS_LISTED, Outcome,
-    QosClass, TriggerContext, Wakeup, listed_pids,
+    ActionRecord, CandidateSample, Identities, IdentitySource, KillScope, MAX_CONTAINERS_LISTED,
+    Outcome, QosClass, TriggerContext, Wakeup, listed_pids,
 };
+use oomwarden_procfs::ProcFs;
 
 /// At most this many PIDs in a post-kill hook's `OOMWARDEN_PIDS` (the record on its standard
 /// input has them all): well under the kernel's 128 KiB limit on one environment string.
@@ -32,19 +33,26 @@ pub(crate) struct Target {
     pub(crate) container_names: Vec<String>,
     /// Where the pod's identity came from (none for a victim that is no pod).
     pub(crate) identity_source: Option<IdentitySource>,
+    /// What the kill ends (none for a victim that is no pod).
+    pub(crate) kill_scope: Option<KillScope>,
+    /// With `containers`: the container cgroups to kill (the sandbox spared).
+    pub(crate) parts: Vec<Part>,
     pub(crate) score: f64,
     pub(crate) memory_current: Option<u64>,
 }
 
 impl Target {
     /// The candidate chosen, with its pod and its containers' IDs read now (after a kill
-    /// they are gone), named from `identities`.
+    /// they are gone), named from `identities`; with `scope` containers, the container
+    /// cgroups to kill.
     pub(crate) fn read(
         c: &CandidateSample,
         score: f64,
-        cgroups: &CgroupFs,
+        readers: (&CgroupFs, &ProcFs),
         identities: &Identities,
+        scope: KillScope,
     ) -> Self {
+        let (cgroups, proc) = readers;
         let containers: Vec<String> = cgroups
             .children(&c.dir)
             .unwrap_or_default()
@@ -56,6 +64,22 @@ impl Target {
             .collect();
         let pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
         let pod = pod_uid.as_deref().and_then(|uid| identities.pod(uid));
+        let parts = match (&pod_uid, scope) {
+            (Some(uid), KillScope::Containers) => {
+                container_parts(&c.dir, uid, cgroups, proc, identities)
+            }
+            _ => Vec::new(),
+        };
+        let kill_scope = pod_uid.as_ref().map(|_| {
+            if parts.is_empty() {
+                KillScope::Pod
+            } else {
+                KillScope::Containers
+            }
+        });
+        if scope == KillScope::Containers && pod_uid.is_some() && parts.is_empty() {
+            tracing::warn!(cgroup = %c.path, "killScope containers: no container cgroup told apart from the sandbox; the whole pod is killed");
+        }
         let names: Vec<String> = containers
             .iter()
             .map(|id| {
@@ -83,6 +107,8 @@ impl Target {
             pod_uid,
             containers,
             container_names,
+            kill_scope,
+            parts,
             score,
             memory_current: c.memory.current,
         }
@@ -96,6 +122,63 @@ impl Target {
             self.pod_name.as_ref()?
         ))
     }
+}
+
+/// The kubelet's `oom_score_adj` for a pod's sandbox (pause) process.
+const SANDBOX_OOM_SCORE_ADJ: i64 = -998;
+
+/// The container cgroups of pod `dir` (UID `uid`), the sandbox left out. When the runtime
+/// names some children as the pod's containers, those are the containers and any other child
+/// is the sandbox. When it names none (pods known from the pod-log directories, or not at
+/// all), a child is the sandbox when its processes have the sandbox's `oom_score_adj` (−998,
+/// which the kubelet gives no container), a container otherwise. Empty when the sandbox
+/// cannot be told apart (the caller then kills the whole pod).
+fn container_parts(
+    dir: &str,
+    uid: &str,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    identities: &Identities,
+) -> Vec<Part> {
+    let children: Vec<String> = cgroups
+        .children(dir)
+        .unwrap_or_default()
+        .iter()
+        .map(|name| format!("{dir}/{name}"))
+        .collect();
+    let named = |child: &str| {
+        oomwarden_kube::cgroup_identity(child)
+            .container_id
+            .and_then(|id| identities.container(&id).map(|c| c.pod_uid == uid))
+            .unwrap_or(false)
+    };
+    let is_sandbox = |child: &str| {
+        let adjs: Vec<i64> = cgroups
+            .cgroup_procs(child)
+            .unwrap_or_default()
+            .into_iter()
+            .take(4)
+            .filter_map(|pid| proc.oom_score_adj(pid).ok())
+            .collect();
+        !adjs.is_empty() && adjs.iter().all(|a| *a == SANDBOX_OOM_SCORE_ADJ)
+    };
+    let containers: Vec<&String> = if children.iter().any(|c| named(c)) {
+        children.iter().filter(|c| named(c)).collect()
+    } else {
+        let kept: Vec<&String> = children.iter().filter(|c| !is_sandbox(c)).collect();
+        if kept.len() == children.len() {
+            // No sandbox found: the containers cannot be told from it.
+            return Vec::new();
+        }
+        kept
+    };
+    containers
+        .into_iter()
+        .map(|child| Part {
+            identity: cgroups.identity(child).ok(),
+            dir: child.clone(),
+        })
+        .collect()
 }
 
 /// What every record of a triggered cycle states, victim or not.
@@ -150,6 +233,15 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
             .map(|t| t.container_names.clone())
             .unwrap_or_default(),
         identity_source: target.and_then(|t| t.identity_source),
+        kill_scope: target.and_then(|t| t.kill_scope),
+        killed_cgroups: target
+            .map(|t| {
+                t.parts
+                    .iter()
+                    .map(|p| oomwarden_cgroupfs::node_path(&p.dir))
+                    .collect()
+            })
+            .unwrap_or_default(),
         score: target.map_or(0.0, |t| t.score),
         pids,
         pids_omitted,
@@ -241,6 +333,8 @@ mod tests {
             pod_name: Some("web".to_owned()),
             container_names: vec!["nginx".to_owned()],
             identity_source: Some(IdentitySource::Cri),
+            kill_scope: Some(KillScope::Pod),
+            parts: Vec::new(),
             score: 2.5,
             memory_current: Some(1 << 20),
         }

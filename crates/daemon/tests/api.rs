@@ -23,6 +23,8 @@ fn record(id: u64) -> ActionRecord {
         pod_name: None,
         container_names: Vec::new(),
         identity_source: None,
+        kill_scope: None,
+        killed_cgroups: Vec::new(),
         score: 1.0,
         pids: vec![100],
         processes: vec!["secret --token=xyz".into()],

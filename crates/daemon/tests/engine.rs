@@ -1196,3 +1196,83 @@ fn a_namespace_exemption_spares_a_pod_and_the_record_names_the_victim() {
         "{text}"
     );
 }
+
+/// Issue 16, item 4: `killScope: containers` kills each container cgroup of the pod and spares
+/// the sandbox, told apart here without a runtime by its pause process's oom_score_adj (−998).
+#[test]
+fn kill_scope_containers_spares_the_sandbox() {
+    let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
+    let (sandbox, app) = ("s".repeat(64), "a".repeat(64));
+    let cg = tempfile::tempdir().unwrap();
+    let r = cg.path();
+    write(r, "memory.pressure", HOT);
+    let pod = format!("kubepods/besteffort/pod{uid}");
+    write(
+        r,
+        &format!("{pod}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    write(r, &format!("{pod}/memory.current"), "500000000\n");
+    write(r, &format!("{pod}/memory.max"), "max\n");
+    write(r, &format!("{pod}/{sandbox}/cgroup.procs"), "10\n");
+    write(r, &format!("{pod}/{app}/cgroup.procs"), "20\n21\n");
+    let proc = tempfile::tempdir().unwrap();
+    for (pid, cmd, adj) in [
+        ("10", "/pause\0", "-998\n"),
+        ("20", "app\0", "1000\n"),
+        ("21", "app\0-w\0", "1000\n"),
+    ] {
+        write(proc.path(), &format!("{pid}/cmdline"), cmd);
+        write(proc.path(), &format!("{pid}/oom_score_adj"), adj);
+    }
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        r,
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\n",
+            "killScope: containers\n",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
+    assert_eq!(rec.outcome, Outcome::Killed, "{rec:?}");
+    assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Containers));
+    let app_path = format!("/sys/fs/cgroup/{pod}/{app}");
+    assert_eq!(rec.killed_cgroups, [app_path]);
+    assert_eq!(rec.pids, [20, 21], "the pause process is spared");
+    let writes: Vec<_> = fake
+        .lock()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::WriteCgroupKill(dir) => Some(dir.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(writes, [r.join(&pod).join(&app)]);
+    // The default scope kills the whole pod, sandbox included, as Talos does.
+    let state = tempfile::tempdir().unwrap();
+    write(r, &format!("{pod}/{app}/cgroup.procs"), "20\n21\n");
+    write(r, &format!("{pod}/{sandbox}/cgroup.procs"), "10\n");
+    write(
+        r,
+        &format!("{pod}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        r,
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
+    assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Pod));
+    assert!(rec.killed_cgroups.is_empty());
+    assert_eq!(rec.pids, [20, 21, 10]);
+}

@@ -34,6 +34,40 @@ impl IdentitySource {
     }
 }
 
+/// What a kill of a pod ends.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillScope {
+    /// The whole pod cgroup, the sandbox (pause) included, as Talos does: the kubelet makes
+    /// a new sandbox.
+    #[default]
+    Pod,
+    /// Each container cgroup of the pod, the sandbox spared: the kubelet restarts the
+    /// containers in the same sandbox, without new network setup.
+    Containers,
+}
+
+impl KillScope {
+    /// `pod` or `containers`, as the configuration and records say.
+    pub fn name(self) -> &'static str {
+        match self {
+            KillScope::Pod => "pod",
+            KillScope::Containers => "containers",
+        }
+    }
+
+    /// The scope a name says.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "pod" => Some(KillScope::Pod),
+            "containers" => Some(KillScope::Containers),
+            _ => None,
+        }
+    }
+}
+
 /// A pod.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PodIdentity {

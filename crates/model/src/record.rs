@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::IdentitySource;
+use crate::{IdentitySource, KillScope};
 
 use crate::QosClass;
 
@@ -97,6 +97,13 @@ pub struct ActionRecord {
     /// `path` (only the pod UID was known). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_source: Option<IdentitySource>,
+    /// What the kill of a pod ended: `pod` (the whole pod cgroup) or `containers` (each
+    /// container cgroup, the sandbox spared). Absent for a victim that is no pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_scope: Option<KillScope>,
+    /// With `killScope: containers`: the container cgroups killed (node paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub killed_cgroups: Vec<String>,
     /// The victim's score (0 when there was none). A non-finite score (`+Inf` is eligible: it
     /// is above 0) is written as the string `"+Inf"`, `"-Inf"` or `"NaN"`, as Prometheus and Go
     /// spell them, since JSON has no such numbers (older versions wrote `null`, read as NaN).

@@ -297,45 +297,35 @@ fn oom_document(doc: Value, texts: &ScalarText, reader: Reader, raw: &mut Raw) -
     let Some(doc) = doc else {
         return problems;
     };
-    let trigger = expression_text(doc.trigger_expression, texts.trigger_expression.as_deref());
-    match trigger {
-        Ok(None) => {}
-        Ok(Some(text)) => {
-            let compiled = match reader {
-                Reader::Oomwarden => TriggerExpr::compile(&text),
-                Reader::Talos => TriggerExpr::compile_talos(&text),
-            };
-            match compiled {
-                Ok(t) => raw.trigger = Some(t),
-                Err(e) => problems.push(Problem::new(
-                    root.key("triggerExpression"),
-                    format!("OOM trigger expression is invalid: {e}"),
-                )),
-            }
-        }
-        Err(message) => problems.push(Problem::new(root.key("triggerExpression"), message)),
-    }
-    let ranking = expression_text(
+    let talos = reader == Reader::Talos;
+    let trigger = Expr {
+        key: "triggerExpression",
+        what: "OOM trigger expression",
+        compile: if talos {
+            TriggerExpr::compile_talos
+        } else {
+            TriggerExpr::compile
+        },
+    };
+    raw.trigger = trigger.read(
+        doc.trigger_expression,
+        texts.trigger_expression.as_deref(),
+        &mut problems,
+    );
+    let ranking = Expr {
+        key: "cgroupRankingExpression",
+        what: "OOM cgroup scoring expression",
+        compile: if talos {
+            RankingExpr::compile_talos
+        } else {
+            RankingExpr::compile
+        },
+    };
+    raw.ranking = ranking.read(
         doc.cgroup_ranking_expression,
         texts.cgroup_ranking_expression.as_deref(),
+        &mut problems,
     );
-    match ranking {
-        Ok(None) => {}
-        Ok(Some(text)) => {
-            let compiled = match reader {
-                Reader::Oomwarden => RankingExpr::compile(&text),
-                Reader::Talos => RankingExpr::compile_talos(&text),
-            };
-            match compiled {
-                Ok(r) => raw.ranking = Some(r),
-                Err(e) => problems.push(Problem::new(
-                    root.key("cgroupRankingExpression"),
-                    format!("OOM cgroup scoring expression is invalid: {e}"),
-                )),
-            }
-        }
-        Err(message) => problems.push(Problem::new(root.key("cgroupRankingExpression"), message)),
-    }
     raw.sample_interval = doc.sample_interval.into_option().and_then(|s| s.0);
     if let Some(GoBool(value)) = doc.strict_cgroup_class_ordering.get() {
         match go_yaml_bool_value(value, texts.strict_cgroup_class_ordering.as_deref()) {
@@ -346,6 +336,38 @@ fn oom_document(doc: Value, texts: &ScalarText, reader: Reader, raw: &mut Raw) -
         }
     }
     problems
+}
+
+/// An expression field of `OOMConfig`: its key, how Talos names it in messages, and the
+/// compiler for the reader.
+struct Expr<T> {
+    key: &'static str,
+    what: &'static str,
+    compile: fn(&str) -> Result<T, CompileError>,
+}
+
+impl<T> Expr<T> {
+    /// The compiled expression the field gives (none: the default), or its problem.
+    fn read(
+        &self,
+        field: Field<Expression>,
+        text: Option<&str>,
+        problems: &mut Vec<Problem>,
+    ) -> Option<T> {
+        let at = KeyPath::default().key(self.key);
+        match expression_text(field, text) {
+            Ok(None) => None,
+            Ok(Some(text)) => (self.compile)(&text)
+                .map_err(|e| {
+                    problems.push(Problem::new(at, format!("{} is invalid: {e}", self.what)));
+                })
+                .ok(),
+            Err(message) => {
+                problems.push(Problem::new(at, message));
+                None
+            }
+        }
+    }
 }
 
 /// An expression field's text as Talos reads it: absent, null and `""` mean the default; any

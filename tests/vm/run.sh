@@ -29,6 +29,19 @@ for s in "${scenarios[@]}"; do
     [[ -f $script ]] || { echo "vm: no scenario $s" >&2; exit 2; }
     # A scenario may ask for VM options in a line "# vm: --mem 1G --scratch-disk 2G".
     opts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
+    # "# needs: containerd": the distribution's containerd and runc (fetched once by
+    # cri/prepare.sh), the CRI test driver, the images and the runtime's config.
+    extra=()
+    if grep -q '^# needs: containerd' "$script"; then
+        cri=${cri:-$("$here/cri/prepare.sh")}
+        extra=(--add-bin "$cri/usr/bin/containerd:/usr/bin/containerd"
+               --add-bin "$cri/usr/bin/containerd-shim-runc-v2:/usr/bin/containerd-shim-runc-v2"
+               --add-bin "$cri/usr/bin/ctr:/usr/bin/ctr" --add-bin "$cri/usr/sbin/runc:/usr/sbin/runc"
+               --add "$cri/usr/lib/x86_64-linux-gnu/libseccomp.so.2:/lib/x86_64-linux-gnu/libseccomp.so.2"
+               --add "$here/cri/config.toml:/etc/containerd/config.toml"
+               --add "$bin/cri-driver:/usr/local/bin/cri-driver" --add "$bin/images:/root/images"
+               --add "$here/cri.sh:/root/cri.sh")
+    fi
     out="$results/$s"
     attempt=0 rc=1
     while ((rc != 0 && attempt <= retries)); do
@@ -40,7 +53,7 @@ for s in "${scenarios[@]}"; do
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
             --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
-            --add "$script:/root/scenario.sh" --env "LAYOUT=$layout" -- /bin/sh /root/scenario.sh || rc=$?
+            --add "$script:/root/scenario.sh" "${extra[@]}" --env "LAYOUT=$layout" -- /bin/sh /root/scenario.sh || rc=$?
         if [[ $rc == 0 && ! -f $out/result.json ]]; then rc=125; fi   # no verdict from the guest
         if ((rc != 0)); then
             echo "=== vm: $s attempt $attempt FAILED (exit $rc); console tail:" >&2

@@ -347,6 +347,27 @@ impl Collector {
         (out, problems)
     }
 
+    /// The directories of the kill candidates, named only (nothing read): what is cheap to
+    /// ask every cycle, to learn of a new pod before it is a candidate of a fired trigger.
+    /// A directory that cannot be listed is left out (the next `candidates` reports it).
+    pub fn candidate_dirs(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut out = Vec::new();
+        for source in &self.layout.candidates {
+            for parent in self.expand(&source.dir, &mut problems) {
+                if let Ok(children) = self.cgroups.children(&parent) {
+                    out.extend(
+                        children
+                            .iter()
+                            .filter(|c| source.filter.admits(c))
+                            .map(|c| join(&parent, c)),
+                    );
+                }
+            }
+        }
+        out
+    }
+
     /// Directories matching a layout path: components with `*` are matched against the
     /// existing directories (name-sorted); a path without `*` is returned as is, existing or
     /// not (a missing class directory reads as zeros, as in Talos).

@@ -85,6 +85,8 @@ pub struct Engine {
     recorder: Option<CycleRecorder>,
     /// Who the node's pods are (none: only what cgroup paths say).
     identity: Option<oomwarden_identity::Cache>,
+    /// When the candidate directories were last named ([`Self::look_for_new_pods`]).
+    last_pod_scan_ns: Option<u64>,
     /// The identities this cycle ranks with, for the recording.
     cycle_identities: Option<Arc<Identities>>,
     /// The last cycle's trigger context.
@@ -128,6 +130,7 @@ impl Engine {
             wakeup: Wakeup::Tick,
             recorder: None,
             identity: None,
+            last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,
             last_ranking: None,
@@ -307,6 +310,7 @@ impl Engine {
         };
         if self.identity.is_some() {
             self.cycle_identities = Some(Arc::clone(&identities));
+            self.look_for_new_pods(&identities, now_ns);
         }
         let plan = self.plan(&sample, &identities, now_ns);
         match &plan.decision {
@@ -411,6 +415,32 @@ impl Engine {
 
     /// Asks the identity cache to refresh soon when a candidate's pod is unknown to it (a pod
     /// started since the last refresh); this cycle goes on with what it has.
+    /// Once a second, the candidate directories are named (no file read) and a pod nobody
+    /// knows asks the identity cache for a refresh: a pod made since the last refresh is named
+    /// within seconds, before a trigger fires, so that a ranking's exemption by namespace or
+    /// label holds for it (found in s15: a 30 s refresh left a new kube-system pod unnamed).
+    fn look_for_new_pods(&mut self, identities: &Identities, now_ns: u64) {
+        const EVERY_NS: u64 = 1_000_000_000;
+        if self
+            .last_pod_scan_ns
+            .is_some_and(|last| now_ns.saturating_sub(last) < EVERY_NS)
+        {
+            return;
+        }
+        self.last_pod_scan_ns = Some(now_ns);
+        let Some(cache) = &self.identity else {
+            return;
+        };
+        let unknown = self.collector.candidate_dirs().iter().any(|dir| {
+            oomwarden_kube::cgroup_identity(dir)
+                .pod_uid
+                .is_some_and(|uid| identities.pod(&uid).is_none())
+        });
+        if unknown {
+            cache.refresh_soon();
+        }
+    }
+
     fn ask_about_unknown_pods(&self, plan: &Plan, identities: &Identities) {
         let Some(cache) = &self.identity else {
             return;

@@ -1276,3 +1276,59 @@ fn kill_scope_containers_spares_the_sandbox() {
     assert!(rec.killed_cgroups.is_empty());
     assert_eq!(rec.pids, [20, 21, 10]);
 }
+
+/// A pod made after the last identity refresh is named within seconds, while the cycles are
+/// still quiet: a namespace or label exemption must hold for it when the trigger fires (s15
+/// found a 30 s refresh leaving a new kube-system pod unnamed, and killed).
+#[test]
+fn a_new_pod_is_named_before_any_trigger_fires() {
+    let (cg, proc) = node();
+    let uid = "6983351e-0001-4c1b-9a3e-0f5d2b7c0001";
+    let logs = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"false\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let cache = oomwarden_identity::Cache::start(oomwarden_identity::Config {
+        endpoint: oomwarden_identity::Endpoint::Off,
+        pod_logs: logs.path().to_owned(),
+        // Far away: only a request can refresh within this test.
+        refresh_every: Duration::from_secs(600),
+        timeout: Duration::from_secs(1),
+    })
+    .unwrap();
+    let started = std::time::Instant::now();
+    while cache.status().refreshes < 1 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    e.set_identity(cache.clone());
+    // The pod appears after the first refresh.
+    write(
+        cg.path(),
+        &format!("kubepods/besteffort/pod{uid}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    write(
+        logs.path(),
+        &format!("kube-system_coredns-1_{uid}/coredns/0.log"),
+        "",
+    );
+    let mut now = 1_000_000_000;
+    while cache.snapshot().pod(uid).is_none() && started.elapsed() < Duration::from_secs(20) {
+        assert!(matches!(
+            e.cycle(now, "2026-12-01T00:00:00.000Z"),
+            CycleOutcome::Quiet
+        ));
+        now += 500_000_000;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cache.stop();
+    assert_eq!(
+        cache.snapshot().pod(uid).map(|p| p.qualified_name()),
+        Some("kube-system/coredns-1".to_owned()),
+        "named by a refresh the quiet cycles asked for"
+    );
+}

@@ -1,9 +1,11 @@
 /*
  * hog: allocate and touch anonymous memory in steps (oomwarden VM scenarios).
- *   hog [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
+ *   hog [-W] [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
+ * -W wait for SIGUSR1 before allocating (a container started early, grown when the scenario says),
  * -s MiB per step (16), -i sleep between steps (100 ms), -m stop growing at MAX (0: never),
  * -H after MAX, hold this long re-touching every second (-1: forever; default 0: exit).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,17 +19,27 @@ static void msleep(long ms) {
 
 int main(int argc, char **argv) {
     long step = 16, interval = 100, max = 0, hold = 0;
-    int c;
-    while ((c = getopt(argc, argv, "s:i:m:H:")) != -1) {
+    int c, wait_usr1 = 0;
+    while ((c = getopt(argc, argv, "Ws:i:m:H:")) != -1) {
         switch (c) {
+        case 'W': wait_usr1 = 1; break;
         case 's': step = atol(optarg); break;
         case 'i': interval = atol(optarg); break;
         case 'm': max = atol(optarg); break;
         case 'H': hold = atol(optarg); break;
-        default: fprintf(stderr, "usage: hog [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
+        default: fprintf(stderr, "usage: hog [-W] [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (wait_usr1) {
+        sigset_t set;
+        int sig;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        printf("hog: pid=%d waiting for SIGUSR1\n", getpid());
+        sigwait(&set, &sig);
+    }
     char **chunks = calloc(1 << 16, sizeof(char *));
     long n = 0;
     size_t chunk = (size_t)step << 20;

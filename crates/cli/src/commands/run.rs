@@ -55,7 +55,10 @@ fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
         .with_target(false);
     let result = match format {
         LogFormat::Human => builder.fmt_fields(crate::loghuman::fields()).try_init(),
-        LogFormat::Json => builder.event_format(crate::logjson::JsonLines).try_init(),
+        LogFormat::Json => builder
+            .fmt_fields(crate::logjson::JsonFields::new())
+            .event_format(crate::logjson::JsonLines)
+            .try_init(),
     };
     result.map_err(|e| format!("cannot install the logger: {e}"))
 }

@@ -1,0 +1,616 @@
+//! `cri-driver`: a test helper for the VM scenarios. It makes pods through a real container
+//! runtime's CRI the way the kubelet does, so that oomwarden meets containerd and runc as a
+//! node runs them: the pod cgroup first (the kubelet's pod container manager, cgroupfs
+//! driver, `memory.max` for a limited pod), then `RunPodSandbox` with the kubelet's
+//! `io.kubernetes.pod.*` labels and `cgroup_parent`, then `CreateContainer` and
+//! `StartContainer` with the container's `oom_score_adj`. `kubelet` keeps the pod as the kubelet
+//! does for a Deployment's pod: a container that exits is started again (attempt + 1) in the
+//! same sandbox, a sandbox that dies is stopped, removed and made again with its containers.
+//! Every step is said on stdout as a JSON line for the scenario to count.
+//!
+//! Not the kubelet: no back-off (a container is restarted at once), no API server, no CNI
+//! (pods use the node's network namespace), the cgroupfs layout only.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use oomwarden_cri::Runtime;
+use oomwarden_cri::v1;
+
+/// The kubelet's pod labels (pkg/kubelet/types/labels.go).
+const POD_NAME: &str = "io.kubernetes.pod.name";
+const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+const POD_UID: &str = "io.kubernetes.pod.uid";
+const CONTAINER_NAME: &str = "io.kubernetes.container.name";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cri-driver",
+    about = "Makes pods through the CRI as the kubelet does (test helper)"
+)]
+struct Cli {
+    /// The runtime's CRI socket.
+    #[arg(long, default_value = oomwarden_cri::CONTAINERD_SOCKET)]
+    socket: PathBuf,
+    /// The cgroup v2 mount.
+    #[arg(long, default_value = "/sys/fs/cgroup")]
+    cgroup_root: PathBuf,
+    /// The kubelet's pod-log directory.
+    #[arg(long, default_value = "/var/log/pods")]
+    pod_logs: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Makes the pod, says so, and returns.
+    Run(PodArgs),
+    /// Makes the pod and keeps it as the kubelet would until SIGTERM or SIGINT, then deletes it.
+    Kubelet(PodArgs),
+    /// Deletes a pod: containers and sandboxes stopped and removed, pod cgroup and logs removed.
+    Delete {
+        /// The pod's UID.
+        #[arg(long)]
+        uid: String,
+    },
+    /// Prints every sandbox and container the runtime knows, one JSON object per line.
+    Ps,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Qos {
+    Besteffort,
+    Burstable,
+    Guaranteed,
+}
+
+#[derive(Debug, Clone, Args)]
+struct PodArgs {
+    #[arg(long)]
+    namespace: String,
+    #[arg(long)]
+    name: String,
+    #[arg(long)]
+    uid: String,
+    #[arg(long, value_enum, default_value = "besteffort")]
+    qos: Qos,
+    /// The pod cgroup's memory.max (bytes), as the kubelet sets it for a pod with limits.
+    #[arg(long)]
+    memory_max: Option<u64>,
+    /// Every container's oom_score_adj (default: the kubelet's for the QoS class: 1000
+    /// BestEffort, -997 Guaranteed, 500 Burstable).
+    #[arg(long, allow_hyphen_values = true)]
+    oom_score_adj: Option<i64>,
+    /// A pod label, KEY=VALUE (repeatable).
+    #[arg(long = "label")]
+    labels: Vec<String>,
+    /// A container, `NAME=IMAGE [ARG...]` (words split on spaces; repeatable).
+    #[arg(long = "container", required = true)]
+    containers: Vec<String>,
+}
+
+/// One container of the pod spec.
+#[derive(Debug, Clone)]
+struct ContainerSpec {
+    name: String,
+    image: String,
+    args: Vec<String>,
+}
+
+impl PodArgs {
+    fn container_specs(&self) -> Result<Vec<ContainerSpec>> {
+        self.containers
+            .iter()
+            .map(|c| {
+                let (name, rest) = c
+                    .split_once('=')
+                    .with_context(|| format!("--container {c:?}: expected NAME=IMAGE [ARG...]"))?;
+                let mut words = rest.split_whitespace().map(str::to_owned);
+                let image = words
+                    .next()
+                    .with_context(|| format!("--container {c:?}: no image"))?;
+                Ok(ContainerSpec {
+                    name: name.to_owned(),
+                    image,
+                    args: words.collect(),
+                })
+            })
+            .collect()
+    }
+
+    fn oom_score_adj(&self) -> i64 {
+        self.oom_score_adj.unwrap_or(match self.qos {
+            Qos::Besteffort => 1000,
+            Qos::Guaranteed => -997,
+            Qos::Burstable => 500,
+        })
+    }
+
+    /// The pod cgroup, relative to the cgroup mount (cgroupfs driver).
+    fn cgroup(&self) -> String {
+        match self.qos {
+            Qos::Guaranteed => format!("kubepods/pod{}", self.uid),
+            Qos::Besteffort => format!("kubepods/besteffort/pod{}", self.uid),
+            Qos::Burstable => format!("kubepods/burstable/pod{}", self.uid),
+        }
+    }
+
+    fn log_dir(&self, pod_logs: &Path) -> PathBuf {
+        pod_logs.join(format!("{}_{}_{}", self.namespace, self.name, self.uid))
+    }
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    rt.block_on(async {
+        // Generous: under TCG a sandbox takes seconds.
+        let mut driver = Driver {
+            runtime: Runtime::new(&cli.socket, Duration::from_secs(60)),
+            cgroup_root: cli.cgroup_root.clone(),
+            pod_logs: cli.pod_logs.clone(),
+        };
+        match &cli.command {
+            Command::Run(pod) => driver.run(pod).await.map(|_| ()),
+            Command::Kubelet(pod) => driver.kubelet(pod).await,
+            Command::Delete { uid } => driver.delete(uid).await,
+            Command::Ps => driver.ps().await,
+        }
+    })
+}
+
+/// The pod as it runs: its sandbox and containers (ID and attempt).
+#[derive(Debug)]
+struct Running {
+    sandbox: String,
+    sandbox_attempt: u32,
+    containers: Vec<(ContainerSpec, String, u32)>,
+}
+
+struct Driver {
+    runtime: Runtime,
+    cgroup_root: PathBuf,
+    pod_logs: PathBuf,
+}
+
+impl Driver {
+    /// The pod cgroup (as the kubelet's pod container manager makes it), the sandbox, and
+    /// every container started.
+    async fn run(&mut self, pod: &PodArgs) -> Result<Running> {
+        let cgroup = self.cgroup_root.join(pod.cgroup());
+        if !cgroup.is_dir() {
+            std::fs::create_dir(&cgroup).with_context(|| format!("mkdir {}", cgroup.display()))?;
+        }
+        write(&cgroup.join("cgroup.subtree_control"), "+memory +pids")?;
+        if let Some(max) = pod.memory_max {
+            write(&cgroup.join("memory.max"), &max.to_string())?;
+        }
+        let specs = pod.container_specs()?;
+        let (sandbox, attempt) = self.sandbox(pod, 0).await?;
+        let mut running = Running {
+            sandbox,
+            sandbox_attempt: attempt,
+            containers: Vec::new(),
+        };
+        for spec in specs {
+            let id = self.container(pod, &running.sandbox, &spec, 0).await?;
+            running.containers.push((spec, id, 0));
+        }
+        Ok(running)
+    }
+
+    async fn sandbox(&mut self, pod: &PodArgs, attempt: u32) -> Result<(String, u32)> {
+        let log_dir = pod.log_dir(&self.pod_logs);
+        std::fs::create_dir_all(&log_dir)
+            .with_context(|| format!("mkdir {}", log_dir.display()))?;
+        let config = sandbox_config(pod, attempt, &log_dir)?;
+        let result = self
+            .runtime
+            .client()
+            .run_pod_sandbox(v1::RunPodSandboxRequest {
+                config: Some(config),
+                runtime_handler: String::new(),
+            })
+            .await;
+        let id = self.runtime.check("RunPodSandbox", result)?.pod_sandbox_id;
+        say(serde_json::json!({
+            "event": "sandbox-started", "uid": pod.uid, "sandbox": id, "attempt": attempt,
+        }));
+        Ok((id, attempt))
+    }
+
+    async fn container(
+        &mut self,
+        pod: &PodArgs,
+        sandbox: &str,
+        spec: &ContainerSpec,
+        attempt: u32,
+    ) -> Result<String> {
+        let log_dir = pod.log_dir(&self.pod_logs);
+        // The kubelet makes the container's log directory; the runtime writes the file.
+        let container_logs = log_dir.join(&spec.name);
+        std::fs::create_dir_all(&container_logs)
+            .with_context(|| format!("mkdir {}", container_logs.display()))?;
+        let sandbox_config = sandbox_config(pod, 0, &log_dir)?;
+        let labels = HashMap::from([
+            (CONTAINER_NAME.to_owned(), spec.name.clone()),
+            (POD_NAME.to_owned(), pod.name.clone()),
+            (POD_NAMESPACE.to_owned(), pod.namespace.clone()),
+            (POD_UID.to_owned(), pod.uid.clone()),
+        ]);
+        let config = v1::ContainerConfig {
+            metadata: Some(v1::ContainerMetadata {
+                name: spec.name.clone(),
+                attempt,
+            }),
+            image: Some(v1::ImageSpec {
+                image: spec.image.clone(),
+                ..Default::default()
+            }),
+            args: spec.args.clone(),
+            labels,
+            log_path: format!("{}/{attempt}.log", spec.name),
+            linux: Some(v1::LinuxContainerConfig {
+                resources: Some(v1::LinuxContainerResources {
+                    oom_score_adj: pod.oom_score_adj(),
+                    memory_limit_in_bytes: 0,
+                    ..Default::default()
+                }),
+                security_context: Some(v1::LinuxContainerSecurityContext {
+                    namespace_options: Some(namespaces()),
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        };
+        let result = self
+            .runtime
+            .client()
+            .create_container(v1::CreateContainerRequest {
+                pod_sandbox_id: sandbox.to_owned(),
+                config: Some(config),
+                sandbox_config: Some(sandbox_config),
+            })
+            .await;
+        let id = self.runtime.check("CreateContainer", result)?.container_id;
+        let result = self
+            .runtime
+            .client()
+            .start_container(v1::StartContainerRequest {
+                container_id: id.clone(),
+            })
+            .await;
+        self.runtime.check("StartContainer", result)?;
+        say(serde_json::json!({
+            "event": "container-started", "uid": pod.uid, "container": spec.name, "id": id,
+            "attempt": attempt, "oomScoreAdj": pod.oom_score_adj(),
+        }));
+        Ok(id)
+    }
+
+    /// The kubelet's loop for one pod, every 200 ms, until SIGTERM or SIGINT.
+    async fn kubelet(&mut self, pod: &PodArgs) -> Result<()> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::flag::register(signal, Arc::clone(&stop)).context("signal handler")?;
+        }
+        let mut running = self.run(pod).await?;
+        while !stop.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Err(e) = self.reconcile(pod, &mut running).await {
+                // A runtime that is stopped (s16) is waited for, as the kubelet does.
+                say(
+                    serde_json::json!({"event": "error", "uid": pod.uid, "error": format!("{e:#}")}),
+                );
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        self.delete(&pod.uid).await
+    }
+
+    async fn reconcile(&mut self, pod: &PodArgs, running: &mut Running) -> Result<()> {
+        let result = self
+            .runtime
+            .client()
+            .pod_sandbox_status(v1::PodSandboxStatusRequest {
+                pod_sandbox_id: running.sandbox.clone(),
+                verbose: false,
+            })
+            .await;
+        let state = self
+            .runtime
+            .check("PodSandboxStatus", result)?
+            .status
+            .map_or(v1::PodSandboxState::SandboxNotready as i32, |s| s.state);
+        if state != v1::PodSandboxState::SandboxReady as i32 {
+            // The sandbox died: the kubelet kills the pod's containers, stops the sandbox and
+            // makes a new one (its garbage collector removes the old; done here at once).
+            say(
+                serde_json::json!({"event": "sandbox-not-ready", "uid": pod.uid, "sandbox": running.sandbox}),
+            );
+            for (spec, id, _) in &running.containers {
+                let (exit, reason) = self.exit_status(id).await?;
+                say(serde_json::json!({
+                    "event": "container-exited", "uid": pod.uid, "container": spec.name, "id": id,
+                    "exitCode": exit, "reason": reason,
+                }));
+                self.remove_container(id).await?;
+            }
+            self.remove_sandbox(&running.sandbox).await?;
+            let (sandbox, attempt) = self.sandbox(pod, running.sandbox_attempt + 1).await?;
+            running.sandbox = sandbox;
+            running.sandbox_attempt = attempt;
+            let old = std::mem::take(&mut running.containers);
+            for (spec, _, attempt) in old {
+                let id = self
+                    .container(pod, &running.sandbox, &spec, attempt + 1)
+                    .await?;
+                running.containers.push((spec, id, attempt + 1));
+            }
+            return Ok(());
+        }
+        for entry in &mut running.containers {
+            let (spec, id, attempt) = entry;
+            let result = self
+                .runtime
+                .client()
+                .container_status(v1::ContainerStatusRequest {
+                    container_id: id.clone(),
+                    verbose: false,
+                })
+                .await;
+            let status = self.runtime.check("ContainerStatus", result)?.status;
+            let Some(status) = status else { continue };
+            if status.state != v1::ContainerState::ContainerExited as i32 {
+                continue;
+            }
+            say(serde_json::json!({
+                "event": "container-exited", "uid": pod.uid, "container": spec.name, "id": id,
+                "exitCode": status.exit_code, "reason": status.reason,
+            }));
+            // restartPolicy Always, no back-off: the dead one removed, a new attempt started.
+            let dead = id.clone();
+            self.remove_container(&dead).await?;
+            let new_id = self
+                .container(pod, &running.sandbox, spec, *attempt + 1)
+                .await?;
+            *id = new_id;
+            *attempt += 1;
+        }
+        Ok(())
+    }
+
+    async fn exit_status(&mut self, id: &str) -> Result<(i32, String)> {
+        let result = self
+            .runtime
+            .client()
+            .container_status(v1::ContainerStatusRequest {
+                container_id: id.to_owned(),
+                verbose: false,
+            })
+            .await;
+        Ok(self
+            .runtime
+            .check("ContainerStatus", result)?
+            .status
+            .map(|s| (s.exit_code, s.reason))
+            .unwrap_or_default())
+    }
+
+    async fn remove_container(&mut self, id: &str) -> Result<()> {
+        let result = self
+            .runtime
+            .client()
+            .stop_container(v1::StopContainerRequest {
+                container_id: id.to_owned(),
+                timeout: 0,
+            })
+            .await;
+        self.runtime.check("StopContainer", result)?;
+        let result = self
+            .runtime
+            .client()
+            .remove_container(v1::RemoveContainerRequest {
+                container_id: id.to_owned(),
+            })
+            .await;
+        self.runtime.check("RemoveContainer", result)?;
+        Ok(())
+    }
+
+    async fn remove_sandbox(&mut self, id: &str) -> Result<()> {
+        let result = self
+            .runtime
+            .client()
+            .stop_pod_sandbox(v1::StopPodSandboxRequest {
+                pod_sandbox_id: id.to_owned(),
+            })
+            .await;
+        self.runtime.check("StopPodSandbox", result)?;
+        let result = self
+            .runtime
+            .client()
+            .remove_pod_sandbox(v1::RemovePodSandboxRequest {
+                pod_sandbox_id: id.to_owned(),
+            })
+            .await;
+        self.runtime.check("RemovePodSandbox", result)?;
+        Ok(())
+    }
+
+    /// What the kubelet does when a pod is deleted: every container and sandbox of the pod
+    /// stopped and removed, then its cgroup and its log directory.
+    async fn delete(&mut self, uid: &str) -> Result<()> {
+        let result = self
+            .runtime
+            .client()
+            .list_pod_sandbox(v1::ListPodSandboxRequest {
+                filter: Some(v1::PodSandboxFilter {
+                    label_selector: HashMap::from([(POD_UID.to_owned(), uid.to_owned())]),
+                    ..Default::default()
+                }),
+            })
+            .await;
+        let sandboxes = self.runtime.check("ListPodSandbox", result)?.items;
+        for sandbox in &sandboxes {
+            let result = self
+                .runtime
+                .client()
+                .list_containers(v1::ListContainersRequest {
+                    filter: Some(v1::ContainerFilter {
+                        pod_sandbox_id: sandbox.id.clone(),
+                        ..Default::default()
+                    }),
+                })
+                .await;
+            for container in self.runtime.check("ListContainers", result)?.containers {
+                self.remove_container(&container.id).await?;
+            }
+            self.remove_sandbox(&sandbox.id).await?;
+        }
+        for qos in ["kubepods", "kubepods/besteffort", "kubepods/burstable"] {
+            let cgroup = self.cgroup_root.join(qos).join(format!("pod{uid}"));
+            if cgroup.is_dir() {
+                remove_cgroup(&cgroup).await?;
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.pod_logs) {
+            for entry in entries.flatten() {
+                if entry
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(&format!("_{uid}"))
+                {
+                    std::fs::remove_dir_all(entry.path())
+                        .with_context(|| format!("rm -r {}", entry.path().display()))?;
+                }
+            }
+        }
+        say(serde_json::json!({"event": "pod-deleted", "uid": uid, "sandboxes": sandboxes.len()}));
+        Ok(())
+    }
+
+    async fn ps(&mut self) -> Result<()> {
+        let sandboxes = self.runtime.pod_sandboxes().await?;
+        for s in &sandboxes {
+            let meta = s.metadata.clone().unwrap_or_default();
+            say(serde_json::json!({
+                "kind": "sandbox", "id": s.id, "namespace": meta.namespace, "name": meta.name,
+                "uid": meta.uid, "attempt": meta.attempt,
+                "state": v1::PodSandboxState::try_from(s.state).map_or("?", |s| s.as_str_name()),
+            }));
+        }
+        for c in self.runtime.containers().await? {
+            let (exit, reason) = self.exit_status(&c.id).await?;
+            say(serde_json::json!({
+                "kind": "container", "id": c.id, "sandbox": c.pod_sandbox_id,
+                "name": c.metadata.map(|m| m.name).unwrap_or_default(),
+                "state": v1::ContainerState::try_from(c.state).map_or("?", |s| s.as_str_name()),
+                "exitCode": exit, "reason": reason,
+            }));
+        }
+        Ok(())
+    }
+}
+
+/// The sandbox config the kubelet sends (kuberuntime_sandbox.go), less DNS and ports.
+fn sandbox_config(pod: &PodArgs, attempt: u32, log_dir: &Path) -> Result<v1::PodSandboxConfig> {
+    let mut labels = HashMap::from([
+        (POD_NAME.to_owned(), pod.name.clone()),
+        (POD_NAMESPACE.to_owned(), pod.namespace.clone()),
+        (POD_UID.to_owned(), pod.uid.clone()),
+    ]);
+    for label in &pod.labels {
+        let (key, value) = label
+            .split_once('=')
+            .with_context(|| format!("--label {label:?}: expected KEY=VALUE"))?;
+        labels.insert(key.to_owned(), value.to_owned());
+    }
+    Ok(v1::PodSandboxConfig {
+        metadata: Some(v1::PodSandboxMetadata {
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            attempt,
+        }),
+        // The kubelet names no hostname for a pod on the node's network (runc refuses one
+        // without a private UTS namespace).
+        hostname: String::new(),
+        log_directory: log_dir.to_string_lossy().into_owned(),
+        labels,
+        annotations: HashMap::from([("kubernetes.io/config.source".to_owned(), "api".to_owned())]),
+        linux: Some(v1::LinuxPodSandboxConfig {
+            cgroup_parent: format!("/{}", pod.cgroup()),
+            security_context: Some(v1::LinuxSandboxSecurityContext {
+                namespace_options: Some(namespaces()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+/// The node's network namespace (no CNI here), the pod's IPC, each container its own PIDs.
+fn namespaces() -> v1::NamespaceOption {
+    v1::NamespaceOption {
+        network: v1::NamespaceMode::Node as i32,
+        pid: v1::NamespaceMode::Container as i32,
+        ipc: v1::NamespaceMode::Pod as i32,
+        ..Default::default()
+    }
+}
+
+/// rmdir, retried while the last tasks are reaped (EBUSY), as the kubelet retries.
+async fn remove_cgroup(cgroup: &Path) -> Result<()> {
+    let mut last = None;
+    for _ in 0..50 {
+        // Child cgroups the runtime left (none normally) go first.
+        if let Ok(entries) = std::fs::read_dir(cgroup) {
+            for entry in entries.flatten() {
+                if entry.path().is_dir() {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
+        match std::fs::remove_dir(cgroup) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    match last {
+        Some(e) => Err(e).with_context(|| format!("rmdir {}", cgroup.display())),
+        None => bail!("rmdir {}: gave up", cgroup.display()),
+    }
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value).with_context(|| format!("write {value:?} to {}", path.display()))
+}
+
+/// One event on stdout, with the guest's uptime, flushed at once (the scenario reads it live).
+fn say(mut event: serde_json::Value) {
+    let uptime = std::fs::read_to_string("/proc/uptime").ok().and_then(|u| {
+        u.split_whitespace()
+            .next()
+            .and_then(|s| s.parse::<f64>().ok())
+    });
+    if let (Some(map), Some(uptime)) = (event.as_object_mut(), uptime) {
+        map.insert("uptime".to_owned(), uptime.into());
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{event}");
+    let _ = out.flush();
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the real-kernel scenarios, each in its own VM, and summarises the results.
 #   tests/vm/run.sh [--retries N] [SCENARIO[@LAYOUT]...]
+# A SCENARIO with a slash is a script's path (tests/vm/bench/cri-refresh.sh).
 # Default: every tests/vm/scenarios/*.sh on the Talos layout, plus S1 and S2 on the systemd
 # cgroup driver's layout (s1-hog@systemd, s2-order@systemd).
 # A failed scenario is run again up to N times (default 1): TCG timing varies from run to
@@ -26,6 +27,8 @@ for s in "${scenarios[@]}"; do
     layout=talos
     [[ $s == *@* ]] && layout=${s#*@}
     script="$here/scenarios/${s%@*}.sh"
+    # A path runs that script the same way (the benchmarks in bench/, outside the suite).
+    if [[ ${s%@*} == */* ]]; then script=${s%@*}; s=$(basename "$script" .sh); fi
     [[ -f $script ]] || { echo "vm: no scenario $s" >&2; exit 2; }
     # A scenario may ask for VM options in a line "# vm: --mem 1G --scratch-disk 2G".
     opts=$(sed -n 's/^# vm: //p' "$script" | head -n1)

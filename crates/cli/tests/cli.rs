@@ -1117,3 +1117,33 @@ fn layout_and_top_name_the_pods() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("(shop/web-1)"), "{out}");
 }
+
+/// Issue 16, item 3: `oomwarden record` keeps who the pods are (an `n` line), as the daemon's
+/// recorder does, so that a replay ranks by namespace and labels as the daemon would have.
+#[test]
+fn a_recording_names_the_pods() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("pods");
+    std::fs::create_dir_all(logs.join("shop_web-1_11111111-1111-4111-8111-111111111111/nginx"))
+        .unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ncontainerRuntime:\n  endpoint: none\n  podLogs: {}\n",
+            logs.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("named.rec");
+    let (code, err) = record_fixture(&out, &["--config", config.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let names: Vec<&str> = text.lines().filter(|l| l.starts_with("n ")).collect();
+    assert!(
+        names
+            .first()
+            .is_some_and(|l| l.contains("\"namespace\":\"shop\"") && l.contains("web-1")),
+        "{names:?}"
+    );
+}

@@ -347,6 +347,17 @@ impl Collector {
         (out, problems)
     }
 
+    /// The directories whose children are the kill candidates (the layout's patterns
+    /// expanded), relative to the cgroup root.
+    pub fn candidate_parents(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        self.layout
+            .candidates
+            .iter()
+            .flat_map(|source| self.expand(&source.dir, &mut problems))
+            .collect()
+    }
+
     /// The directories of the kill candidates, named only (nothing read): what is cheap to
     /// ask every cycle, to learn of a new pod before it is a candidate of a fired trigger.
     /// A directory that cannot be listed is left out (the next `candidates` reports it).

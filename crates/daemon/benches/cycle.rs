@@ -15,8 +15,14 @@
 //!   every cycle while recording), encoded by the recorder with a 5-minute window (the flight
 //!   recorder), against the quiet cycle.
 //!
+//! - identity: the daemon's whole quiet cycle (`Engine::cycle`) with the pod identity off,
+//!   with a cache that knows every pod (no refresher), and with a live cache (its refresher
+//!   reading the kubelet's pod-log directories every second, its inotify watch on the pod
+//!   cgroups): the cache must stay off the hot path.
+//!
 //! Batches of each are interleaved and the median batch is reported, so that machine noise
-//! affects all alike. Run: `cargo bench -p oomwarden-daemon --bench cycle`.
+//! affects all alike. Run: `cargo bench -p oomwarden-daemon --bench cycle`
+//! (`CYCLE_BENCH=identity` for the identity table alone).
 
 // A benchmark binary: setup failures may panic.
 #![allow(
@@ -38,7 +44,7 @@ use oomwarden_cgroupfs::{CgroupFs, Disk};
 use oomwarden_collect::Collector;
 use oomwarden_config::{DEFAULT_RANKING_EXPRESSION, DEFAULT_TRIGGER_EXPRESSION};
 use oomwarden_expr::{RankingExpr, TriggerExpr};
-use oomwarden_model::Layout;
+use oomwarden_model::{Identities, IdentitySource, Layout, PodIdentity};
 use oomwarden_policy::{State, build_context, rank, select};
 use oomwarden_procfs::ProcFs;
 
@@ -92,7 +98,7 @@ fn tree(base: &Path, pods: usize) -> PathBuf {
             ),
             _ => ("kubepods", Some(1 << 30)),
         };
-        let pod = format!("{parent}/pod{i:08x}-1111-2222-3333-444455556666");
+        let pod = format!("{parent}/pod{}", uid(i));
         cgroup(&root, &pod, 10_000_000 + i as u64 * 4096, limit);
         cgroup(
             &root,
@@ -102,6 +108,113 @@ fn tree(base: &Path, pods: usize) -> PathBuf {
         );
     }
     root
+}
+
+/// The pod UID of the `i`th pod of [`tree`].
+fn uid(i: usize) -> String {
+    format!("{i:08x}-1111-2222-3333-444455556666")
+}
+
+/// A whole daemon engine on `root` (recording fake actuator, the default configuration).
+fn engine(root: &Path, state: &Path) -> oomwarden_daemon::Engine {
+    let settings = oomwarden_config::Settings::from_yaml(
+        &format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n",
+            state.display()
+        ),
+        "bench.yaml",
+    )
+    .unwrap();
+    fs::set_permissions(state, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let (history, _) = oomwarden_daemon::History::open(state).unwrap();
+    let proc = oomwarden_testkit::proc_fixture();
+    let fake = oomwarden_actuate_fake::SharedRecorder::new(
+        oomwarden_actuate_fake::RecordingActuator::new(oomwarden_actuate_fake::KillEffect::Empty),
+    );
+    oomwarden_daemon::Engine::new(
+        settings,
+        Collector::new(
+            CgroupFs::new(root),
+            ProcFs::new(&proc),
+            Layout::talos(),
+            None,
+        ),
+        ProcFs::new(&proc),
+        history,
+        Box::new(fake.clone()),
+        Box::new(fake),
+    )
+}
+
+/// The daemon's quiet cycle with the identity off, known (a fixed cache) and live (refresher
+/// and watch running), at 100 and 1,000 pods.
+fn identity_table(base: &Path) {
+    println!();
+    println!(
+        "| pods | quiet cycle, identity off | identity known (fixed cache) | ratio | identity live (refresher every 1 s, watch) | ratio |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for pods in [100usize, 1000] {
+        let root = tree(base, pods);
+        let logs = base.join(format!("pod-logs-{pods}"));
+        let mut ids = Identities::default();
+        for i in 0..pods {
+            let uid = uid(i);
+            fs::create_dir_all(logs.join(format!("shop_app-{i}_{uid}/app"))).unwrap();
+            ids.pods.insert(
+                uid.clone(),
+                PodIdentity {
+                    uid,
+                    namespace: "shop".to_owned(),
+                    name: format!("app-{i}"),
+                    containers: vec!["app".to_owned()],
+                    source: IdentitySource::Cri,
+                    ..PodIdentity::default()
+                },
+            );
+        }
+        let states: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let mut off = engine(&root, states[0].path());
+        let mut known = engine(&root, states[1].path());
+        known.set_identity(oomwarden_identity::Cache::fixed(ids, IdentitySource::Cri));
+        let mut live = engine(&root, states[2].path());
+        let cache = oomwarden_identity::Cache::start(oomwarden_identity::Config {
+            endpoint: oomwarden_identity::Endpoint::Off,
+            pod_logs: logs,
+            refresh_every: Duration::from_secs(1),
+            timeout: Duration::from_secs(2),
+        })
+        .unwrap();
+        cache
+            .watch(live.pod_parents(), |name| {
+                oomwarden_kube::cgroup_identity(name).pod_uid.is_some()
+            })
+            .unwrap();
+        live.set_identity(cache.clone());
+        let iters = (20_000 / (pods + 20)).max(5);
+        let wall = "2026-12-01T00:00:00.000Z";
+        let cycle = |e: &mut oomwarden_daemon::Engine, t: &mut u64| {
+            *t += 500_000_000;
+            assert!(matches!(
+                e.cycle(*t, wall),
+                oomwarden_daemon::CycleOutcome::Quiet
+            ));
+        };
+        let (mut t0, mut t1, mut t2) = (0u64, 0u64, 0u64);
+        let mut a = || cycle(&mut off, &mut t0);
+        let mut b = || cycle(&mut known, &mut t1);
+        let mut c = || cycle(&mut live, &mut t2);
+        let m = measure(15, iters, &mut [&mut a, &mut b, &mut c]);
+        cache.stop();
+        println!(
+            "| {pods} | {} | {} | {:.2}x | {} | {:.2}x |",
+            us(m[0]),
+            us(m[1]),
+            m[1].as_secs_f64() / m[0].as_secs_f64(),
+            us(m[2]),
+            m[2].as_secs_f64() / m[0].as_secs_f64()
+        );
+    }
 }
 
 /// The files and listings a quiet cycle reads, as the collector would.
@@ -225,6 +338,8 @@ fn us(d: Duration) -> String {
     reason = "a benchmark: one block per measured case"
 )]
 fn main() {
+    // `CYCLE_BENCH=identity` runs the identity table alone.
+    let only_identity = std::env::var("CYCLE_BENCH").is_ok_and(|v| v == "identity");
     let base_dir = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
@@ -238,6 +353,10 @@ fn main() {
         "oomwarden cycle benchmark (tmpfs at {}; median of interleaved batches; µs per cycle)",
         base.path().display()
     );
+    if only_identity {
+        identity_table(base.path());
+        return;
+    }
     println!();
     println!(
         "| pods | floor quiet | quiet cycle | ratio | floor triggered | triggered cycle | ratio | candidates |"
@@ -359,4 +478,5 @@ fn main() {
             m[2].as_secs_f64() / m[1].as_secs_f64()
         );
     }
+    identity_table(base.path());
 }

@@ -228,6 +228,17 @@ impl Engine {
         Arc::clone(&self.metrics)
     }
 
+    /// The pod cgroups' parents (absolute): the directories a pod is made in.
+    pub fn pod_parents(&self) -> Vec<std::path::PathBuf> {
+        let root = self.collector.cgroups().root();
+        self.collector
+            .candidate_parents()
+            .into_iter()
+            .filter(|dir| dir.split('/').any(|c| c.starts_with("kubepods")))
+            .map(|dir| root.join(dir))
+            .collect()
+    }
+
     /// The settings in force.
     pub fn settings(&self) -> &Settings {
         &self.settings
@@ -302,8 +313,7 @@ impl Engine {
         // One snapshot for the whole cycle: the ranking and the record name the same pods.
         let identities = match &self.identity {
             Some(cache) => {
-                let (up, failures, pods) = cache.health();
-                self.metrics.identity(up, failures, pods);
+                self.metrics.identity(cache.health());
                 cache.snapshot()
             }
             None => Arc::default(),
@@ -415,8 +425,9 @@ impl Engine {
 
     /// Asks the identity cache to refresh soon when a candidate's pod is unknown to it (a pod
     /// started since the last refresh); this cycle goes on with what it has.
-    /// Once a second, the candidate directories are named (no file read) and a pod nobody
-    /// knows asks the identity cache for a refresh: a pod made since the last refresh is named
+    /// Once a second, unless the pod cgroups are watched (inotify, `Cache::watch`), the
+    /// candidate directories are named (no file read) and a pod nobody knows asks the
+    /// identity cache for a refresh: a pod made since the last refresh is named
     /// within seconds, before a trigger fires, so that a ranking's exemption by namespace or
     /// label holds for it (found in s15: a 30 s refresh left a new kube-system pod unnamed).
     fn look_for_new_pods(&mut self, identities: &Identities, now_ns: u64) {
@@ -431,6 +442,9 @@ impl Engine {
         let Some(cache) = &self.identity else {
             return;
         };
+        if cache.watching() {
+            return; // the kernel says when a pod cgroup is made (Cache::watch)
+        }
         let unknown = self.collector.candidate_dirs().iter().any(|dir| {
             oomwarden_kube::cgroup_identity(dir)
                 .pod_uid

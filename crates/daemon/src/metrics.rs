@@ -233,6 +233,7 @@ pub struct Metrics {
     runtime_up: Gauge,
     runtime_failures: Counter,
     pods_known: Gauge,
+    runtime_refresh: FloatGauge,
 }
 
 impl Default for Metrics {
@@ -380,6 +381,13 @@ impl Metrics {
             "Pods whose namespace and name are known (from the runtime or the pod-log directories)",
             pods_known.clone(),
         );
+        let runtime_refresh = FloatGauge::default();
+        registry.register_with_unit(
+            "container_runtime_refresh",
+            "How long the last identity refresh the container runtime answered took (ListPodSandbox, ListContainers and their decoding); 0 before the first",
+            Unit::Seconds,
+            runtime_refresh.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -449,6 +457,7 @@ impl Metrics {
             runtime_up,
             runtime_failures,
             pods_known,
+            runtime_refresh,
         }
     }
 
@@ -560,14 +569,16 @@ impl Metrics {
     }
 
     /// The identity cache's state: whether the runtime answers, its failures so far, the
-    /// pods known.
-    pub fn identity(&self, runtime_up: bool, runtime_failures: u64, pods_known: usize) {
-        self.runtime_up.set(i64::from(runtime_up));
+    /// pods known, how long its last refresh took.
+    pub fn identity(&self, health: oomwarden_identity::Health) {
+        self.runtime_up.set(i64::from(health.runtime_up));
         let seen = self.runtime_failures.get();
         self.runtime_failures
-            .inc_by(runtime_failures.saturating_sub(seen));
+            .inc_by(health.runtime_failures.saturating_sub(seen));
         self.pods_known
-            .set(i64::try_from(pods_known).unwrap_or(i64::MAX));
+            .set(i64::try_from(health.pods).unwrap_or(i64::MAX));
+        self.runtime_refresh
+            .set(health.last_refresh.map_or(0.0, |d| d.as_secs_f64()));
     }
 
     /// A firing that found no victim.

@@ -127,12 +127,11 @@ impl Target {
 /// The kubelet's `oom_score_adj` for a pod's sandbox (pause) process.
 const SANDBOX_OOM_SCORE_ADJ: i64 = -998;
 
-/// The container cgroups of pod `dir` (UID `uid`), the sandbox left out. When the runtime
-/// names some children as the pod's containers, those are the containers and any other child
-/// is the sandbox. When it names none (pods known from the pod-log directories, or not at
-/// all), a child is the sandbox when its processes have the sandbox's `oom_score_adj` (−998,
-/// which the kubelet gives no container), a container otherwise. Empty when the sandbox
-/// cannot be told apart (the caller then kills the whole pod).
+/// The container cgroups of pod `dir` (UID `uid`), the sandbox left out. A child is the
+/// sandbox when the runtime does not name it as one of the pod's containers and its processes
+/// have the sandbox's `oom_score_adj` (−998, which the kubelet gives no container); every
+/// other child is a container. Empty when neither a sandbox nor a named container is found
+/// (the caller then kills the whole pod).
 fn container_parts(
     dir: &str,
     uid: &str,
@@ -162,16 +161,24 @@ fn container_parts(
             .collect();
         !adjs.is_empty() && adjs.iter().all(|a| *a == SANDBOX_OOM_SCORE_ADJ)
     };
-    let containers: Vec<&String> = if children.iter().any(|c| named(c)) {
-        children.iter().filter(|c| named(c)).collect()
-    } else {
-        let kept: Vec<&String> = children.iter().filter(|c| !is_sandbox(c)).collect();
-        if kept.len() == children.len() {
-            // No sandbox found: the containers cannot be told from it.
-            return Vec::new();
-        }
-        kept
-    };
+    // The sandbox is told apart positively: a child the runtime does not name as a container
+    // whose processes have the pause process's oom_score_adj. Every other child is killed,
+    // named or not: a container restarted since the last refresh has an ID nobody knows yet,
+    // and sparing it would spare the memory the kill is for.
+    let sandbox: Vec<bool> = children
+        .iter()
+        .map(|c| !named(c) && is_sandbox(c))
+        .collect();
+    if !sandbox.iter().any(|s| *s) && !children.iter().any(|c| named(c)) {
+        // Neither a sandbox nor a known container: the whole pod.
+        return Vec::new();
+    }
+    let containers: Vec<&String> = children
+        .iter()
+        .zip(&sandbox)
+        .filter(|(_, is_sandbox)| !**is_sandbox)
+        .map(|(c, _)| c)
+        .collect();
     containers
         .into_iter()
         .map(|child| Part {

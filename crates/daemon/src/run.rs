@@ -494,7 +494,16 @@ fn attach_recorder(
 fn start_identity(engine: &mut Engine) {
     let config = identity_config(&engine.settings().warden.container_runtime);
     match oomwarden_identity::Cache::start(config) {
-        Ok(cache) => engine.set_identity(cache),
+        Ok(cache) => {
+            // New pods and containers ask for a refresh at once (inotify); without it, the
+            // quiet cycles' look for new pods and the period remain.
+            if let Err(e) = cache.watch(engine.pod_parents(), |name| {
+                oomwarden_kube::cgroup_identity(name).pod_uid.is_some()
+            }) {
+                tracing::warn!(error = %e, "cannot watch the pod cgroups; new containers are named at the next identity refresh");
+            }
+            engine.set_identity(cache);
+        }
         Err(e) => {
             tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only")
         }

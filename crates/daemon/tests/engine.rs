@@ -1332,3 +1332,91 @@ fn a_new_pod_is_named_before_any_trigger_fires() {
         "named by a refresh the quiet cycles asked for"
     );
 }
+
+/// `killScope: containers` with a container restarted since the last identity refresh: the
+/// runtime names the sidecar but not the new hog (its ID is new). The hog must be killed with
+/// the sidecar, the sandbox (−998) spared: sparing every unnamed child spared the memory (the
+/// rule before s14).
+#[test]
+fn kill_scope_containers_kills_a_container_nobody_has_named_yet() {
+    use oomwarden_model::{ContainerIdentity, Identities, IdentitySource, PodIdentity};
+    let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
+    let (sandbox, sidecar, hog) = ("b".repeat(64), "c".repeat(64), "d".repeat(64));
+    let cg = tempfile::tempdir().unwrap();
+    let r = cg.path();
+    write(r, "memory.pressure", HOT);
+    let pod = format!("kubepods/besteffort/pod{uid}");
+    write(
+        r,
+        &format!("{pod}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    write(r, &format!("{pod}/memory.current"), "500000000\n");
+    write(r, &format!("{pod}/memory.max"), "max\n");
+    write(r, &format!("{pod}/{sandbox}/cgroup.procs"), "10\n");
+    write(r, &format!("{pod}/{sidecar}/cgroup.procs"), "20\n");
+    write(r, &format!("{pod}/{hog}/cgroup.procs"), "30\n");
+    let proc = tempfile::tempdir().unwrap();
+    for (pid, cmd, adj) in [
+        ("10", "/pause\0", "-998\n"),
+        ("20", "/pause\0", "1000\n"),
+        ("30", "/hog\0", "1000\n"),
+    ] {
+        write(proc.path(), &format!("{pid}/cmdline"), cmd);
+        write(proc.path(), &format!("{pid}/oom_score_adj"), adj);
+    }
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        r,
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\n",
+            "killScope: containers\n",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let mut ids = Identities::default();
+    ids.pods.insert(
+        uid.to_owned(),
+        PodIdentity {
+            uid: uid.to_owned(),
+            namespace: "batch".to_owned(),
+            name: "storm".to_owned(),
+            containers: vec!["hog".to_owned(), "sidecar".to_owned()],
+            source: IdentitySource::Cri,
+            ..PodIdentity::default()
+        },
+    );
+    ids.containers.insert(
+        sidecar.clone(),
+        ContainerIdentity {
+            id: sidecar.clone(),
+            name: "sidecar".to_owned(),
+            image: "pause".to_owned(),
+            pod_uid: uid.to_owned(),
+        },
+    );
+    e.set_identity(oomwarden_identity::Cache::fixed(ids, IdentitySource::Cri));
+    let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
+    assert_eq!(rec.outcome, Outcome::Killed, "{rec:?}");
+    assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Containers));
+    let mut killed = rec.killed_cgroups.clone();
+    killed.sort();
+    assert_eq!(
+        killed,
+        [
+            format!("/sys/fs/cgroup/{pod}/{sidecar}"),
+            format!("/sys/fs/cgroup/{pod}/{hog}")
+        ]
+    );
+    let mut pids = rec.pids.clone();
+    pids.sort_unstable();
+    assert_eq!(
+        pids,
+        [20, 30],
+        "the pause process is spared, the hog is not"
+    );
+}

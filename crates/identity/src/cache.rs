@@ -51,8 +51,24 @@ pub struct Config {
     pub timeout: Duration,
 }
 
-/// The shortest gap between two refreshes asked for by [`Cache::refresh_soon`].
-const MIN_REFRESH_GAP: Duration = Duration::from_secs(2);
+/// The shortest gap between two refreshes asked for by [`Cache::refresh_soon`]: during a
+/// storm of restarts the runtime is listed at most once a second.
+const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
+
+/// The numbers the metrics show every cycle (a copy of three numbers and a duration, not of
+/// the whole status).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Health {
+    /// The runtime answered the last refresh.
+    pub runtime_up: bool,
+    /// Refreshes where it did not, so far.
+    pub runtime_failures: u64,
+    /// Pods known.
+    pub pods: usize,
+    /// How long the last refresh the runtime answered took (its two list calls and their
+    /// decoding).
+    pub last_refresh: Option<Duration>,
+}
 
 /// What the cache knows about its own state (for `status` and the metrics).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -85,6 +101,8 @@ struct Shared {
     asked: Mutex<bool>,
     wake: Condvar,
     stop: Arc<AtomicBool>,
+    /// A watch thread asks for refreshes ([`Cache::watch`]).
+    watching: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,6 +131,7 @@ impl Cache {
                 asked: Mutex::new(false),
                 wake: Condvar::new(),
                 stop: Arc::new(AtomicBool::new(true)),
+                watching: AtomicBool::new(false),
             }),
         }
     }
@@ -128,6 +147,7 @@ impl Cache {
                 asked: Mutex::new(false),
                 wake: Condvar::new(),
                 stop,
+                watching: AtomicBool::new(false),
             }),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -153,9 +173,14 @@ impl Cache {
 
     /// Whether the runtime answered the last refresh, its failures so far and the pods known
     /// (what the metrics show every cycle: no copy of the strings of [`Cache::status`]).
-    pub fn health(&self) -> (bool, u64, usize) {
+    pub fn health(&self) -> Health {
         let s = lock(&self.shared.status);
-        (s.runtime_up, s.runtime_failures, s.pods)
+        Health {
+            runtime_up: s.runtime_up,
+            runtime_failures: s.runtime_failures,
+            pods: s.pods,
+            last_refresh: s.last_refresh,
+        }
     }
 
     /// The cache's state.
@@ -169,11 +194,24 @@ impl Cache {
         *lock(&self.shared.identities) = identities;
     }
 
-    /// Asks for a refresh soon (a pod UID nobody knows was seen); at most one every
-    /// 2 s.
+    /// Asks for a refresh soon (a pod UID nobody knows was seen, a cgroup was made); at most
+    /// one a second.
     pub fn refresh_soon(&self) {
         *lock(&self.shared.asked) = true;
         self.shared.wake.notify_all();
+    }
+
+    /// Whether the pod cgroups are watched ([`Cache::watch`]).
+    pub fn watching(&self) -> bool {
+        self.shared.watching.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn shared_watching(&self) -> &AtomicBool {
+        &self.shared.watching
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::SeqCst)
     }
 
     /// Ends the refresher thread (within a second, or when a refresh under way ends); the

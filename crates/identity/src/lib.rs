@@ -2,7 +2,8 @@
 //! waiting.
 //!
 //! ```text
-//!   refresher thread (every refreshEvery, or soon after an unknown pod UID is seen)
+//!   refresher thread (every refreshEvery, or soon after an unknown pod UID is seen
+//!                     or a pod or container cgroup is made: the watch thread, inotify)
 //!     CRI ListPodSandbox + ListContainers ──ok──▶ identities (source cri)
 //!        │ unreachable, slow, failing (said once, counted)
 //!        ▼
@@ -18,10 +19,12 @@
 mod cache;
 mod cri;
 mod pod_logs;
+mod watch;
 
-pub use cache::{Cache, CacheStatus, Config, Endpoint, read_once};
+pub use cache::{Cache, CacheStatus, Config, Endpoint, Health, read_once};
 pub use cri::from_cri;
 pub use pod_logs::{PodLogsError, pod_logs};
+pub use watch::{IsPod, MAX_WATCHED_PODS};
 
 /// The kubelet's pod-log directory.
 pub const POD_LOGS_DIR: &str = "/var/log/pods";

@@ -27,7 +27,7 @@ HOG=$(pod_uid 2)
 P=$CG/kubepods/besteffort/pod$HOG
 # As s1: most of RAM at once, then a slow leak, in two containers of the pod.
 need cri run --namespace shop --name checkout-7f9c6d-hq2lm --uid "$HOG" --qos besteffort \
-    --container "hog=oomwarden.test/hog:1 -s 16 -i 20 -m ${FAST_MB:-430} -H -1" \
+    --container "hog=oomwarden.test/hog:1 -s 16 -i 20 -m ${FAST_MB:-600} -H -1" \
     --container "leak=oomwarden.test/hog:1 -s 5 -i 1000"
 setup_ok
 log "the hog pod runs: $(shims) shims; $(cat $P/cgroup.procs | wc -l) processes in $P"

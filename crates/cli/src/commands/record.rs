@@ -100,6 +100,22 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         )
     };
     let collector = Collector::new(cgroups, proc, setup.layout, None);
+    // Who the pods are, kept in the recording as the daemon keeps it, so that a replay ranks
+    // by namespace and labels as the daemon would have (a cache that cannot start records
+    // none, as a daemon without one would rank).
+    let identity = oomwarden_identity::Cache::start(oomwarden_daemon::identity_config(
+        &setup.settings.warden.container_runtime,
+    ))
+    .map_err(|e| writeln!(err, "oomwarden: no pod identity in this recording: {e}"))
+    .ok();
+    if let Some(cache) = &identity {
+        // The recording starts with the pods named (the first refresh is bounded by its
+        // deadline; a runtime that does not answer leaves the fallback's names).
+        let asked = Instant::now();
+        while cache.status().refreshes == 0 && asked.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     let mut recorder = Recorder::new(meta, None);
     let mut file = create(&args.out)?;
     let write_err = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", args.out.display());
@@ -127,7 +143,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         // under any trigger finds them).
         let _ = collector.metrics(at);
         let _ = collector.candidates();
-        let text = recorder.cycle(at, Wakeup::Tick, tap.take());
+        let identities = identity.as_ref().map(oomwarden_identity::Cache::snapshot);
+        let text = recorder.cycle_with(at, Wakeup::Tick, tap.take(), identities);
         file.write_all(text.as_bytes()).map_err(write_err)?;
         file.flush().map_err(write_err)?;
         done += 1;
@@ -146,6 +163,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             }
             std::thread::sleep(left.min(Duration::from_millis(50)));
         }
+    }
+    if let Some(cache) = &identity {
+        cache.stop();
     }
     file.write_all(oomwarden_recording::END_LINE.as_bytes())
         .and_then(|()| file.flush())

@@ -169,12 +169,20 @@ fn main() -> Result<()> {
     })
 }
 
-/// The pod as it runs: its sandbox and containers (ID and attempt).
+/// The pod as the driver keeps it: its sandbox and containers, each with the attempt that is
+/// (or was last) running; `None` when one is to be made at the next step.
 #[derive(Debug)]
 struct Running {
-    sandbox: String,
-    sandbox_attempt: u32,
-    containers: Vec<(ContainerSpec, String, u32)>,
+    sandbox: Option<String>,
+    sandbox_attempts: u32,
+    containers: Vec<Slot>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    spec: ContainerSpec,
+    id: Option<String>,
+    attempts: u32,
 }
 
 struct Driver {
@@ -185,8 +193,14 @@ struct Driver {
 
 impl Driver {
     /// The pod cgroup (as the kubelet's pod container manager makes it), the sandbox, and
-    /// every container started.
+    /// every container started; an error at any step is the command's.
     async fn run(&mut self, pod: &PodArgs) -> Result<Running> {
+        let mut running = self.new_pod(pod)?;
+        self.reconcile(pod, &mut running).await?;
+        Ok(running)
+    }
+
+    fn new_pod(&self, pod: &PodArgs) -> Result<Running> {
         let cgroup = self.cgroup_root.join(pod.cgroup());
         if !cgroup.is_dir() {
             std::fs::create_dir(&cgroup).with_context(|| format!("mkdir {}", cgroup.display()))?;
@@ -195,21 +209,23 @@ impl Driver {
         if let Some(max) = pod.memory_max {
             write(&cgroup.join("memory.max"), &max.to_string())?;
         }
-        let specs = pod.container_specs()?;
-        let (sandbox, attempt) = self.sandbox(pod, 0).await?;
-        let mut running = Running {
-            sandbox,
-            sandbox_attempt: attempt,
-            containers: Vec::new(),
-        };
-        for spec in specs {
-            let id = self.container(pod, &running.sandbox, &spec, 0).await?;
-            running.containers.push((spec, id, 0));
-        }
-        Ok(running)
+        let containers = pod
+            .container_specs()?
+            .into_iter()
+            .map(|spec| Slot {
+                spec,
+                id: None,
+                attempts: 0,
+            })
+            .collect();
+        Ok(Running {
+            sandbox: None,
+            sandbox_attempts: 0,
+            containers,
+        })
     }
 
-    async fn sandbox(&mut self, pod: &PodArgs, attempt: u32) -> Result<(String, u32)> {
+    async fn sandbox(&mut self, pod: &PodArgs, attempt: u32) -> Result<String> {
         let log_dir = pod.log_dir(&self.pod_logs);
         std::fs::create_dir_all(&log_dir)
             .with_context(|| format!("mkdir {}", log_dir.display()))?;
@@ -226,7 +242,7 @@ impl Driver {
         say(serde_json::json!({
             "event": "sandbox-started", "uid": pod.uid, "sandbox": id, "attempt": attempt,
         }));
-        Ok((id, attempt))
+        Ok(id)
     }
 
     async fn container(
@@ -290,7 +306,11 @@ impl Driver {
                 container_id: id.clone(),
             })
             .await;
-        self.runtime.check("StartContainer", result)?;
+        if let Err(e) = self.runtime.check("StartContainer", result) {
+            // Not left behind: the next step makes a new one.
+            let _ = self.remove_container(&id).await;
+            return Err(e.into());
+        }
         say(serde_json::json!({
             "event": "container-started", "uid": pod.uid, "container": spec.name, "id": id,
             "attempt": attempt, "oomScoreAdj": pod.oom_score_adj(),
@@ -298,99 +318,129 @@ impl Driver {
         Ok(id)
     }
 
-    /// The kubelet's loop for one pod, every 200 ms, until SIGTERM or SIGINT.
+    /// The kubelet's loop for one pod, every 200 ms, until SIGTERM or SIGINT. A step that
+    /// fails (a kill during a container's start, a runtime that is down) is said and tried
+    /// again, as the kubelet's pod worker does.
     async fn kubelet(&mut self, pod: &PodArgs) -> Result<()> {
         let stop = Arc::new(AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
             signal_hook::flag::register(signal, Arc::clone(&stop)).context("signal handler")?;
         }
-        let mut running = self.run(pod).await?;
+        let mut running = self.new_pod(pod)?;
         while !stop.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
             if let Err(e) = self.reconcile(pod, &mut running).await {
-                // A runtime that is stopped (s16) is waited for, as the kubelet does.
                 say(
                     serde_json::json!({"event": "error", "uid": pod.uid, "error": format!("{e:#}")}),
                 );
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         self.delete(&pod.uid).await
     }
 
+    /// One step towards a running pod: a dead sandbox is stopped with its containers (the
+    /// kubelet kills them, stops the sandbox and makes a new one), a missing one made; an
+    /// exited container made again (restartPolicy Always, no back-off). The dead are left to
+    /// the garbage collector, as the kubelet leaves them; `delete` removes them all.
     async fn reconcile(&mut self, pod: &PodArgs, running: &mut Running) -> Result<()> {
-        let result = self
-            .runtime
-            .client()
-            .pod_sandbox_status(v1::PodSandboxStatusRequest {
-                pod_sandbox_id: running.sandbox.clone(),
-                verbose: false,
-            })
-            .await;
-        let state = self
-            .runtime
-            .check("PodSandboxStatus", result)?
-            .status
-            .map_or(v1::PodSandboxState::SandboxNotready as i32, |s| s.state);
-        if state != v1::PodSandboxState::SandboxReady as i32 {
-            // The sandbox died: the kubelet kills the pod's containers, stops the sandbox and
-            // makes a new one (its garbage collector removes the old; done here at once).
+        if let Some(sandbox) = running.sandbox.clone()
+            && !self.sandbox_ready(&sandbox).await?
+        {
             say(
-                serde_json::json!({"event": "sandbox-not-ready", "uid": pod.uid, "sandbox": running.sandbox}),
+                serde_json::json!({"event": "sandbox-not-ready", "uid": pod.uid, "sandbox": sandbox}),
             );
-            for (spec, id, _) in &running.containers {
-                let (exit, reason) = self.exit_status(id).await?;
-                say(serde_json::json!({
-                    "event": "container-exited", "uid": pod.uid, "container": spec.name, "id": id,
-                    "exitCode": exit, "reason": reason,
-                }));
-                self.remove_container(id).await?;
+            for slot in &mut running.containers {
+                if let Some(id) = slot.id.take() {
+                    self.container_gone(pod, &slot.spec, &id).await?;
+                }
             }
-            self.remove_sandbox(&running.sandbox).await?;
-            let (sandbox, attempt) = self.sandbox(pod, running.sandbox_attempt + 1).await?;
-            running.sandbox = sandbox;
-            running.sandbox_attempt = attempt;
-            let old = std::mem::take(&mut running.containers);
-            for (spec, _, attempt) in old {
-                let id = self
-                    .container(pod, &running.sandbox, &spec, attempt + 1)
-                    .await?;
-                running.containers.push((spec, id, attempt + 1));
-            }
-            return Ok(());
+            self.stop_sandbox(&sandbox).await?;
+            running.sandbox = None;
         }
-        for entry in &mut running.containers {
-            let (spec, id, attempt) = entry;
-            let result = self
-                .runtime
-                .client()
-                .container_status(v1::ContainerStatusRequest {
-                    container_id: id.clone(),
-                    verbose: false,
-                })
-                .await;
-            let status = self.runtime.check("ContainerStatus", result)?.status;
-            let Some(status) = status else { continue };
-            if status.state != v1::ContainerState::ContainerExited as i32 {
-                continue;
+        let sandbox = match &running.sandbox {
+            Some(sandbox) => sandbox.clone(),
+            None => {
+                let sandbox = self.sandbox(pod, running.sandbox_attempts).await?;
+                running.sandbox_attempts += 1;
+                running.sandbox = Some(sandbox.clone());
+                sandbox
             }
-            say(serde_json::json!({
-                "event": "container-exited", "uid": pod.uid, "container": spec.name, "id": id,
-                "exitCode": status.exit_code, "reason": status.reason,
-            }));
-            // restartPolicy Always, no back-off: the dead one removed, a new attempt started.
-            let dead = id.clone();
-            self.remove_container(&dead).await?;
-            let new_id = self
-                .container(pod, &running.sandbox, spec, *attempt + 1)
+        };
+        for slot in &mut running.containers {
+            if let Some(id) = slot.id.clone() {
+                let Some((exit, reason)) = self.exit_status(&id).await? else {
+                    continue; // running
+                };
+                slot.id = None;
+                say(serde_json::json!({
+                    "event": "container-exited", "uid": pod.uid, "container": slot.spec.name,
+                    "id": id, "exitCode": exit, "reason": reason,
+                }));
+            }
+            let id = self
+                .container(pod, &sandbox, &slot.spec, slot.attempts)
                 .await?;
-            *id = new_id;
-            *attempt += 1;
+            slot.attempts += 1;
+            slot.id = Some(id);
         }
         Ok(())
     }
 
-    async fn exit_status(&mut self, id: &str) -> Result<(i32, String)> {
+    async fn sandbox_ready(&mut self, sandbox: &str) -> Result<bool> {
+        let result = self
+            .runtime
+            .client()
+            .pod_sandbox_status(v1::PodSandboxStatusRequest {
+                pod_sandbox_id: sandbox.to_owned(),
+                verbose: false,
+            })
+            .await;
+        match result {
+            Err(status) if status.code() == tonic::Code::NotFound => Ok(false),
+            result => Ok(self
+                .runtime
+                .check("PodSandboxStatus", result)?
+                .status
+                .is_some_and(|s| s.state == v1::PodSandboxState::SandboxReady as i32)),
+        }
+    }
+
+    /// Says how a container of a dead sandbox ended. The runtime may not have seen its exit
+    /// yet (the sandbox's comes first): waited for up to 5 s, then the container is stopped,
+    /// as the kubelet kills the containers of a dead sandbox. Left for the garbage collector
+    /// (here: `delete`), as the kubelet leaves dead containers.
+    async fn container_gone(
+        &mut self,
+        pod: &PodArgs,
+        spec: &ContainerSpec,
+        id: &str,
+    ) -> Result<()> {
+        let mut status = self.exit_status(id).await?;
+        for _ in 0..50 {
+            if status.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            status = self.exit_status(id).await?;
+        }
+        let (exit, reason) = match status {
+            Some(status) => status,
+            None => {
+                self.stop_container(id).await?;
+                self.exit_status(id).await?.unwrap_or_default()
+            }
+        };
+        say(serde_json::json!({
+            "event": "container-exited", "uid": pod.uid, "container": spec.name, "id": id,
+            "exitCode": exit, "reason": reason,
+        }));
+        Ok(())
+    }
+
+    /// How the container ended: `None` while it is created or running; a container the
+    /// runtime no longer knows has ended (exit code 0, reason "gone").
+    async fn exit_status(&mut self, id: &str) -> Result<Option<(i32, String)>> {
         let result = self
             .runtime
             .client()
@@ -399,15 +449,18 @@ impl Driver {
                 verbose: false,
             })
             .await;
-        Ok(self
-            .runtime
-            .check("ContainerStatus", result)?
-            .status
-            .map(|s| (s.exit_code, s.reason))
-            .unwrap_or_default())
+        if let Err(status) = &result
+            && status.code() == tonic::Code::NotFound
+        {
+            return Ok(Some((0, "gone".to_owned())));
+        }
+        let status = self.runtime.check("ContainerStatus", result)?.status;
+        Ok(status
+            .filter(|s| s.state == v1::ContainerState::ContainerExited as i32)
+            .map(|s| (s.exit_code, s.reason)))
     }
 
-    async fn remove_container(&mut self, id: &str) -> Result<()> {
+    async fn stop_container(&mut self, id: &str) -> Result<()> {
         let result = self
             .runtime
             .client()
@@ -416,7 +469,12 @@ impl Driver {
                 timeout: 0,
             })
             .await;
-        self.runtime.check("StopContainer", result)?;
+        self.runtime.check("StopContainer", gone_is_done(result))?;
+        Ok(())
+    }
+
+    async fn remove_container(&mut self, id: &str) -> Result<()> {
+        self.stop_container(id).await?;
         let result = self
             .runtime
             .client()
@@ -424,11 +482,12 @@ impl Driver {
                 container_id: id.to_owned(),
             })
             .await;
-        self.runtime.check("RemoveContainer", result)?;
+        self.runtime
+            .check("RemoveContainer", gone_is_done(result))?;
         Ok(())
     }
 
-    async fn remove_sandbox(&mut self, id: &str) -> Result<()> {
+    async fn stop_sandbox(&mut self, id: &str) -> Result<()> {
         let result = self
             .runtime
             .client()
@@ -436,7 +495,12 @@ impl Driver {
                 pod_sandbox_id: id.to_owned(),
             })
             .await;
-        self.runtime.check("StopPodSandbox", result)?;
+        self.runtime.check("StopPodSandbox", gone_is_done(result))?;
+        Ok(())
+    }
+
+    async fn remove_sandbox(&mut self, id: &str) -> Result<()> {
+        self.stop_sandbox(id).await?;
         let result = self
             .runtime
             .client()
@@ -444,13 +508,32 @@ impl Driver {
                 pod_sandbox_id: id.to_owned(),
             })
             .await;
-        self.runtime.check("RemovePodSandbox", result)?;
+        self.runtime
+            .check("RemovePodSandbox", gone_is_done(result))?;
         Ok(())
     }
 
     /// What the kubelet does when a pod is deleted: every container and sandbox of the pod
-    /// stopped and removed, then its cgroup and its log directory.
+    /// stopped and removed, then its cgroup and its log directory. Tried again while it fails
+    /// (a container caught starting refuses its removal until it is stopped), as the kubelet's
+    /// pod worker retries.
     async fn delete(&mut self, uid: &str) -> Result<()> {
+        let mut tries = 0;
+        loop {
+            match self.delete_once(uid).await {
+                Err(e) if tries < 10 => {
+                    say(
+                        serde_json::json!({"event": "error", "uid": uid, "error": format!("{e:#}")}),
+                    );
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn delete_once(&mut self, uid: &str) -> Result<()> {
         let result = self
             .runtime
             .client()
@@ -511,7 +594,7 @@ impl Driver {
             }));
         }
         for c in self.runtime.containers().await? {
-            let (exit, reason) = self.exit_status(&c.id).await?;
+            let (exit, reason) = self.exit_status(&c.id).await?.unwrap_or_default();
             say(serde_json::json!({
                 "kind": "container", "id": c.id, "sandbox": c.pod_sandbox_id,
                 "name": c.metadata.map(|m| m.name).unwrap_or_default(),
@@ -593,6 +676,18 @@ async fn remove_cgroup(cgroup: &Path) -> Result<()> {
     match last {
         Some(e) => Err(e).with_context(|| format!("rmdir {}", cgroup.display())),
         None => bail!("rmdir {}: gave up", cgroup.display()),
+    }
+}
+
+/// Stopping or removing what is already gone is done.
+fn gone_is_done<T: Default>(
+    result: Result<tonic::Response<T>, tonic::Status>,
+) -> Result<tonic::Response<T>, tonic::Status> {
+    match result {
+        Err(status) if status.code() == tonic::Code::NotFound => {
+            Ok(tonic::Response::new(T::default()))
+        }
+        result => result,
     }
 }
 

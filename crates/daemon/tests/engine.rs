@@ -1197,12 +1197,12 @@ fn a_namespace_exemption_spares_a_pod_and_the_record_names_the_victim() {
     );
 }
 
-/// Issue 16, item 4: `killScope: containers` kills each container cgroup of the pod and spares
-/// the sandbox, told apart here without a runtime by its pause process's oom_score_adj (−998).
-#[test]
-fn kill_scope_containers_spares_the_sandbox() {
-    let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
-    let (sandbox, app) = ("s".repeat(64), "a".repeat(64));
+/// A Talos node with one BestEffort pod `uid` (500 MB, pressure everywhere) whose child
+/// cgroups hold the given processes: `(child, [(pid, cmdline, oom_score_adj)])`.
+fn pod_with_children(
+    uid: &str,
+    children: &[(&str, &[(&str, &str, &str)])],
+) -> (tempfile::TempDir, tempfile::TempDir, String) {
     let cg = tempfile::tempdir().unwrap();
     let r = cg.path();
     write(r, "memory.pressure", HOT);
@@ -1214,17 +1214,38 @@ fn kill_scope_containers_spares_the_sandbox() {
     );
     write(r, &format!("{pod}/memory.current"), "500000000\n");
     write(r, &format!("{pod}/memory.max"), "max\n");
-    write(r, &format!("{pod}/{sandbox}/cgroup.procs"), "10\n");
-    write(r, &format!("{pod}/{app}/cgroup.procs"), "20\n21\n");
     let proc = tempfile::tempdir().unwrap();
-    for (pid, cmd, adj) in [
-        ("10", "/pause\0", "-998\n"),
-        ("20", "app\0", "1000\n"),
-        ("21", "app\0-w\0", "1000\n"),
-    ] {
-        write(proc.path(), &format!("{pid}/cmdline"), cmd);
-        write(proc.path(), &format!("{pid}/oom_score_adj"), adj);
+    for (child, processes) in children {
+        let pids: String = processes
+            .iter()
+            .map(|(pid, _, _)| format!("{pid}\n"))
+            .collect();
+        write(r, &format!("{pod}/{child}/cgroup.procs"), &pids);
+        for (pid, cmd, adj) in *processes {
+            write(proc.path(), &format!("{pid}/cmdline"), cmd);
+            write(proc.path(), &format!("{pid}/oom_score_adj"), adj);
+        }
     }
+    (cg, proc, pod)
+}
+
+/// Issue 16, item 4: `killScope: containers` kills each container cgroup of the pod and spares
+/// the sandbox, told apart here without a runtime by its pause process's oom_score_adj (−998).
+#[test]
+fn kill_scope_containers_spares_the_sandbox() {
+    let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
+    let (sandbox, app) = ("s".repeat(64), "a".repeat(64));
+    let (cg, proc, pod) = pod_with_children(
+        uid,
+        &[
+            (&sandbox, &[("10", "/pause\0", "-998\n")]),
+            (
+                &app,
+                &[("20", "app\0", "1000\n"), ("21", "app\0-w\0", "1000\n")],
+            ),
+        ],
+    );
+    let r = cg.path();
     let state = tempfile::tempdir().unwrap();
     let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
     let mut e = engine_with(
@@ -1342,29 +1363,15 @@ fn kill_scope_containers_kills_a_container_nobody_has_named_yet() {
     use oomwarden_model::{ContainerIdentity, Identities, IdentitySource, PodIdentity};
     let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
     let (sandbox, sidecar, hog) = ("b".repeat(64), "c".repeat(64), "d".repeat(64));
-    let cg = tempfile::tempdir().unwrap();
-    let r = cg.path();
-    write(r, "memory.pressure", HOT);
-    let pod = format!("kubepods/besteffort/pod{uid}");
-    write(
-        r,
-        &format!("{pod}/cgroup.events"),
-        "populated 1\nfrozen 0\n",
+    let (cg, proc, pod) = pod_with_children(
+        uid,
+        &[
+            (&sandbox, &[("10", "/pause\0", "-998\n")]),
+            (&sidecar, &[("20", "/pause\0", "1000\n")]),
+            (&hog, &[("30", "/hog\0", "1000\n")]),
+        ],
     );
-    write(r, &format!("{pod}/memory.current"), "500000000\n");
-    write(r, &format!("{pod}/memory.max"), "max\n");
-    write(r, &format!("{pod}/{sandbox}/cgroup.procs"), "10\n");
-    write(r, &format!("{pod}/{sidecar}/cgroup.procs"), "20\n");
-    write(r, &format!("{pod}/{hog}/cgroup.procs"), "30\n");
-    let proc = tempfile::tempdir().unwrap();
-    for (pid, cmd, adj) in [
-        ("10", "/pause\0", "-998\n"),
-        ("20", "/pause\0", "1000\n"),
-        ("30", "/hog\0", "1000\n"),
-    ] {
-        write(proc.path(), &format!("{pid}/cmdline"), cmd);
-        write(proc.path(), &format!("{pid}/oom_score_adj"), adj);
-    }
+    let r = cg.path();
     let state = tempfile::tempdir().unwrap();
     let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
     let mut e = engine_with(

@@ -42,15 +42,22 @@ check "the log says the runtime is unreachable" "log" wait_for 30 grep -q 'conta
 check "the runtime is down in the metrics" "oomwarden_container_runtime_up" [ "$(metric oomwarden_container_runtime_up)" = 0 ]
 check "and its failures are counted" "oomwarden_container_runtime_failures_total" \
     awk -v n="$(metric oomwarden_container_runtime_failures_total)" 'BEGIN { exit !(n >= 1) }'
-# Quiet cycles with the runtime down, over 10 s (five failed refreshes).
+# Quiet cycles with the runtime down, over 10 s (five failed refreshes), once containerd's own
+# exit has settled (under TCG a process exiting slows every other for a moment).
+sleep 3
+b3=$(metric 'oomwarden_cycle_duration_seconds_bucket{le="0.1"}')
 c3=$(metric oomwarden_cycle_duration_seconds_count) s3=$(metric oomwarden_cycle_duration_seconds_sum)
 sleep 10
 c4=$(metric oomwarden_cycle_duration_seconds_count) s4=$(metric oomwarden_cycle_duration_seconds_sum)
+b4=$(metric 'oomwarden_cycle_duration_seconds_bucket{le="0.1"}')
 up_ms=$(awk -v a="$s1" -v b="$s2" -v c="$c1" -v d="$c2" 'BEGIN { printf "%.3f", (b - a) / (d - c) * 1000 }')
 down_ms=$(awk -v a="$s3" -v b="$s4" -v c="$c3" -v d="$c4" 'BEGIN { printf "%.3f", (b - a) / (d - c) * 1000 }')
 echo "{\"quietCycleMsRuntimeUp\":$up_ms,\"quietCycleMsRuntimeDown\":$down_ms,\"cyclesUp\":$((c2 - c1)),\"cyclesDown\":$((c4 - c3))}" > "$OUT/cycles.json"
+# No cycle waited on the runtime (its deadline is 2 s): every one under 100 ms; and the mean
+# within TCG's noise (measured 10.0 / 11.1 ms, and 12.0 / 25.2 ms without the settling).
+check "no quiet cycle waited with the runtime down" "$((b4 - b3)) of $((c4 - c3)) under 100 ms" [ $((b4 - b3)) = $((c4 - c3)) ]
 check "quiet cycles as fast with the runtime down" "mean ${up_ms} ms up, ${down_ms} ms down" \
-    awk -v u="$up_ms" -v d="$down_ms" 'BEGIN { exit !(d <= 2 * u + 1) }'
+    awk -v u="$up_ms" -v d="$down_ms" 'BEGIN { exit !(d <= 2 * u + 5) }'
 check "cycles kept their pace" "$((c2 - c1)) cycles up, $((c4 - c3)) down in 10 s" [ $((c4 - c3)) -ge $(( (c2 - c1) * 8 / 10 )) ]
 kill -USR1 $(cat $P/*/cgroup.procs | while read -r pid; do [ "$(cat /proc/$pid/oom_score_adj)" = 1000 ] && echo "$pid"; done)
 check "the kill still comes" "actions.jsonl" wait_for 60 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"

@@ -1197,11 +1197,14 @@ fn a_namespace_exemption_spares_a_pod_and_the_record_names_the_victim() {
     );
 }
 
+/// A process of a fixture: PID, command line, `oom_score_adj`.
+type Process<'a> = (&'a str, &'a str, &'a str);
+
 /// A Talos node with one BestEffort pod `uid` (500 MB, pressure everywhere) whose child
 /// cgroups hold the given processes: `(child, [(pid, cmdline, oom_score_adj)])`.
 fn pod_with_children(
     uid: &str,
-    children: &[(&str, &[(&str, &str, &str)])],
+    children: &[(&str, &[Process<'_>])],
 ) -> (tempfile::TempDir, tempfile::TempDir, String) {
     let cg = tempfile::tempdir().unwrap();
     let r = cg.path();

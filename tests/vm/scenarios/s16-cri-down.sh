@@ -44,18 +44,27 @@ check "and its failures are counted" "oomwarden_container_runtime_failures_total
     awk -v n="$(metric oomwarden_container_runtime_failures_total)" 'BEGIN { exit !(n >= 1) }'
 # Quiet cycles with the runtime down, over 10 s (five failed refreshes), once containerd's own
 # exit has settled (under TCG a process exiting slows every other for a moment).
+# Bucket, count and sum come from one scrape each: two scrapes can straddle a cycle (a run once
+# counted "52 of 51").
 sleep 3
-b3=$(metric 'oomwarden_cycle_duration_seconds_bucket{le="0.1"}')
-c3=$(metric oomwarden_cycle_duration_seconds_count) s3=$(metric oomwarden_cycle_duration_seconds_sum)
+cycles() { wget -qO - http://127.0.0.1:9465/metrics | awk '
+    $1 == "oomwarden_cycle_duration_seconds_bucket{le=\"1.0\"}" { b = $2 }
+    $1 == "oomwarden_cycle_duration_seconds_count" { c = $2 }
+    $1 == "oomwarden_cycle_duration_seconds_sum" { s = $2 }
+    END { print b, c, s }'; }
+# shellcheck disable=SC2046
+set -- $(cycles); b3=$1 c3=$2 s3=$3
 sleep 10
-c4=$(metric oomwarden_cycle_duration_seconds_count) s4=$(metric oomwarden_cycle_duration_seconds_sum)
-b4=$(metric 'oomwarden_cycle_duration_seconds_bucket{le="0.1"}')
+# shellcheck disable=SC2046
+set -- $(cycles); b4=$1 c4=$2 s4=$3
 up_ms=$(awk -v a="$s1" -v b="$s2" -v c="$c1" -v d="$c2" 'BEGIN { printf "%.3f", (b - a) / (d - c) * 1000 }')
 down_ms=$(awk -v a="$s3" -v b="$s4" -v c="$c3" -v d="$c4" 'BEGIN { printf "%.3f", (b - a) / (d - c) * 1000 }')
 echo "{\"quietCycleMsRuntimeUp\":$up_ms,\"quietCycleMsRuntimeDown\":$down_ms,\"cyclesUp\":$((c2 - c1)),\"cyclesDown\":$((c4 - c3))}" > "$OUT/cycles.json"
-# No cycle waited on the runtime (its deadline is 2 s): every one under 100 ms; and the mean
-# within TCG's noise (measured 10.0 / 11.1 ms, and 12.0 / 25.2 ms without the settling).
-check "no quiet cycle waited with the runtime down" "$((b4 - b3)) of $((c4 - c3)) under 100 ms" [ $((b4 - b3)) = $((c4 - c3)) ]
+# No cycle waited on the runtime (its deadline is 2 s): every one under 1 s. The bound is not
+# 100 ms: under TCG a quiet cycle now and then takes over 100 ms with nothing to wait on (a suite
+# run: 48 of 50, mean 36 ms, on a slow host). And the mean within TCG's noise (measured 10.0 /
+# 11.1 ms, and 12.0 / 25.2 ms without the settling).
+check "no quiet cycle waited with the runtime down" "$((b4 - b3)) of $((c4 - c3)) under 1 s" [ $((b4 - b3)) = $((c4 - c3)) ]
 check "quiet cycles as fast with the runtime down" "mean ${up_ms} ms up, ${down_ms} ms down" \
     awk -v u="$up_ms" -v d="$down_ms" 'BEGIN { exit !(d <= 2 * u + 5) }'
 check "cycles kept their pace" "$((c2 - c1)) cycles up, $((c4 - c3)) down in 10 s" [ $((c4 - c3)) -ge $(( (c2 - c1) * 8 / 10 )) ]

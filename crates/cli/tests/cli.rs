@@ -680,6 +680,45 @@ fn actions_and_status_without_a_daemon() {
     );
 }
 
+/// The kernel's own OOM kills beside oomwarden's (a record without `kind` is oomwarden's):
+/// listed with their kind and constraint, and filtered with `--kind`.
+#[test]
+fn kernel_oom_kills_are_listed_and_filtered() {
+    let dir = "testdata/actions/kernel";
+    golden("actions-kernel", &["actions", "--state-dir", dir], None);
+    golden(
+        "actions-kernel-only",
+        &["actions", "--state-dir", dir, "--kind", "kernel-oom"],
+        None,
+    );
+    golden(
+        "actions-kernel-ours-json",
+        &[
+            "actions",
+            "--state-dir",
+            dir,
+            "--kind",
+            "oomwarden",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    golden(
+        "actions-kernel-yaml",
+        &[
+            "actions",
+            "--state-dir",
+            dir,
+            "--kind",
+            "kernel-oom",
+            "-o",
+            "yaml",
+        ],
+        None,
+    );
+}
+
 /// A `+Inf` score (cel-go's `x / 0.0`, eligible since it is above 0) is written as "+Inf",
 /// listed as such, and an older record's `null` reads as NaN instead of vanishing.
 #[test]

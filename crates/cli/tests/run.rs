@@ -68,7 +68,7 @@ fn dry_run_one_cycle_writes_the_expected_record() {
     assert_eq!(
         record,
         serde_json::json!({
-            "id": 0, "time": "<time>", "monotonicNs": 0, "outcome": "dry-run", "victim": victim,
+            "id": 0, "time": "<time>", "monotonicNs": 0, "kind": "oomwarden", "outcome": "dry-run", "victim": victim,
             "class": "Besteffort", "score": 222593024.0, "pids": [1], "processes": ["/pause"],
             "memoryCurrentBytes": 222593024, "triggerContext": context, "wakeup": "tick",
         })
@@ -939,4 +939,78 @@ fn the_daemon_raises_its_open_file_soft_limit() {
     let (soft, hard) = (numbers[0], numbers[1]);
     assert_eq!(soft, hard.min(65_536), "{line}");
     assert!(soft > 1024 || hard <= 1024, "{line}");
+}
+
+/// Issue 17: a kernel OOM kill written to the followed kernel log while the daemon runs
+/// (trigger off) is a `kernel-oom` record that `actions --kind kernel-oom` lists and that
+/// `status` counts.
+#[test]
+fn a_kernel_oom_kill_is_recorded_listed_and_counted() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let kmsg = state.path().join("kmsg");
+    std::fs::write(&kmsg, "").unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 50ms\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nkernelOomWatch:\n  kmsg: {}\n",
+            kmsg.display()
+        ),
+    )
+    .unwrap();
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
+    logs.wait_for("watching for kernel OOM kills");
+    let report = "\
+4,1001,8523000000,-;hog invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=1000
+6,1002,8523000100,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/kubepods/besteffort/pod123,task_memcg=/kubepods/besteffort/pod123,task=hog,pid=4242,uid=0
+3,1003,8523000200,-;Memory cgroup out of memory: Killed process 4242 (hog) total-vm:200000kB, anon-rss:180000kB, file-rss:1000kB, shmem-rss:0kB, UID:0 pgtables:400kB oom_score_adj:1000
+";
+    std::io::Write::write_all(
+        &mut std::fs::OpenOptions::new()
+            .append(true)
+            .open(&kmsg)
+            .unwrap(),
+        report.as_bytes(),
+    )
+    .unwrap();
+    logs.wait_for("the kernel OOM killer killed a process");
+    let listed = oomwarden()
+        .args(["actions", "--kind", "kernel-oom", "--json", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    let record: serde_json::Value = serde_json::from_str(listed.trim()).unwrap();
+    assert_eq!(record["kind"], "kernel-oom");
+    assert_eq!(record["constraint"], "memcg");
+    assert_eq!(record["victimPid"], 4242);
+    assert_eq!(
+        record["victim"],
+        "/sys/fs/cgroup/kubepods/besteffort/pod123"
+    );
+    assert_eq!(record["class"], "Besteffort");
+    let status = oomwarden()
+        .args(["status", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(
+        status.contains("kernel OOM kills since start: 1"),
+        "{status}"
+    );
+    let ours = oomwarden()
+        .args(["actions", "--kind", "oomwarden", "--json", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    assert!(
+        ours.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
 }

@@ -15,7 +15,7 @@ use std::fmt;
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::{
     BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
-    MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, SubtreeSample, glob_match,
+    MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, QosClass, SubtreeSample, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -250,7 +250,7 @@ impl Collector {
     fn subtree(
         &self,
         dir: &str,
-        class: Option<oomwarden_model::QosClass>,
+        class: Option<QosClass>,
         problems: &mut Vec<Problem>,
     ) -> SubtreeSample {
         let pressure = match self.cgroups.memory_pressure(dir) {
@@ -362,6 +362,14 @@ impl Collector {
     /// ask every cycle, to learn of a new pod before it is a candidate of a fired trigger.
     /// A directory that cannot be listed is left out (the next `candidates` reports it).
     pub fn candidate_dirs(&self) -> Vec<String> {
+        self.candidate_dirs_with_class()
+            .into_iter()
+            .map(|(dir, _)| dir)
+            .collect()
+    }
+
+    /// [`Self::candidate_dirs`] with each one's class.
+    pub fn candidate_dirs_with_class(&self) -> Vec<(String, QosClass)> {
         let mut problems = Vec::new();
         let mut out = Vec::new();
         for source in &self.layout.candidates {
@@ -371,12 +379,37 @@ impl Collector {
                         children
                             .iter()
                             .filter(|c| source.filter.admits(c))
-                            .map(|c| join(&parent, c)),
+                            .map(|c| (join(&parent, c), source.class)),
                     );
                 }
             }
         }
         out
+    }
+
+    /// The kill candidate that `dir` (relative to the cgroup root) is or lies in, with its
+    /// class: where a process the kernel killed belonged, in the layout's terms. Nothing is
+    /// read but the candidate parents' names, so a cgroup already removed is placed too.
+    pub fn candidate_containing(&self, dir: &str) -> Option<(String, QosClass)> {
+        let dir = dir.trim_matches('/');
+        let mut problems = Vec::new();
+        for source in &self.layout.candidates {
+            for parent in self.expand(&source.dir, &mut problems) {
+                let rest = if parent.is_empty() {
+                    Some(dir)
+                } else {
+                    dir.strip_prefix(parent.as_str())
+                        .and_then(|r| r.strip_prefix('/'))
+                };
+                let Some(child) = rest.and_then(|r| r.split('/').next()) else {
+                    continue;
+                };
+                if !child.is_empty() && source.filter.admits(child) {
+                    return Some((join(&parent, child), source.class));
+                }
+            }
+        }
+        None
     }
 
     /// Directories matching a layout path: components with `*` are matched against the

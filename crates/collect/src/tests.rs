@@ -131,3 +131,66 @@ fn a_process_is_found_by_pid_in_the_tree() {
     );
     assert_eq!(find_process_cgroup(&cg, 9, 8), None);
 }
+
+/// A kernel OOM kill names the victim's memory cgroup; its candidate (the pod) and class are
+/// found from the layout, also for a container cgroup already removed.
+#[test]
+fn the_candidate_containing_a_cgroup_is_found_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    for dir in [
+        "kubepods/besteffort/pod-a/c1",
+        "kubepods/burstable/pod-b",
+        "kubepods/pod-g",
+        "podruntime/runtime",
+        "system/udevd",
+        "init",
+    ] {
+        write(tmp.path(), &format!("{dir}/memory.current"), "1\n");
+    }
+    let c = Collector::new(
+        CgroupFs::new(tmp.path()),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
+        Layout::talos(),
+        None,
+    );
+    use QosClass::*;
+    let found = |dir: &str| c.candidate_containing(dir);
+    assert_eq!(
+        found("/kubepods/besteffort/pod-a/c1"),
+        Some(("kubepods/besteffort/pod-a".into(), Besteffort))
+    );
+    // Gone already: placed by its name.
+    assert_eq!(
+        found("kubepods/besteffort/pod-a/c2/deeper"),
+        Some(("kubepods/besteffort/pod-a".into(), Besteffort))
+    );
+    assert_eq!(
+        found("/kubepods/burstable/pod-b"),
+        Some(("kubepods/burstable/pod-b".into(), Burstable))
+    );
+    assert_eq!(
+        found("/kubepods/pod-g/ctr"),
+        Some(("kubepods/pod-g".into(), Guaranteed))
+    );
+    assert_eq!(
+        found("/podruntime/runtime"),
+        Some(("podruntime/runtime".into(), Podruntime))
+    );
+    assert_eq!(
+        found("/system/udevd"),
+        Some(("system/udevd".into(), System))
+    );
+    // A class directory itself, `init` (never a candidate in Talos) and the root are none.
+    assert_eq!(found("/kubepods/besteffort"), None);
+    assert_eq!(found("/init"), None);
+    assert_eq!(found("/"), None);
+    let named = c.candidate_dirs_with_class();
+    assert!(
+        named.contains(&("kubepods/pod-g".into(), Guaranteed)),
+        "{named:?}"
+    );
+    assert!(
+        !named.iter().any(|(d, _)| d == "kubepods/besteffort"),
+        "{named:?}"
+    );
+}

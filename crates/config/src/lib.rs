@@ -93,6 +93,31 @@ pub struct WardenSettings {
     pub flight_recorder: FlightRecorderSettings,
     /// Where pod identity comes from.
     pub container_runtime: ContainerRuntimeSettings,
+    /// The kernel-OOM watcher.
+    pub kernel_oom_watch: KernelOomWatchSettings,
+}
+
+/// The kernel-OOM watcher: the kernel's own OOM kills become `kernel-oom` records, from the
+/// kernel log and the `oom_kill` counters of `memory.events`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelOomWatchSettings {
+    /// Watch (on by default: reading it changes nothing).
+    pub enabled: bool,
+    /// The kernel log to follow (`/dev/kmsg`).
+    pub kmsg: PathBuf,
+    /// Take in the OOM kills the kernel log still holds from before the daemon started (off:
+    /// only those from the start on; a restarted daemon would record them twice).
+    pub from_boot: bool,
+}
+
+impl Default for KernelOomWatchSettings {
+    fn default() -> Self {
+        KernelOomWatchSettings {
+            enabled: true,
+            kmsg: PathBuf::from("/dev/kmsg"),
+            from_boot: false,
+        }
+    }
 }
 
 /// The flight recorder: the daemon keeps what it read during the last `window` in memory and
@@ -258,6 +283,7 @@ impl Default for WardenSettings {
             psi_triggers: PsiTriggerSettings::default(),
             flight_recorder: FlightRecorderSettings::default(),
             container_runtime: ContainerRuntimeSettings::default(),
+            kernel_oom_watch: KernelOomWatchSettings::default(),
         }
     }
 }

@@ -54,6 +54,15 @@ struct WardenDoc<'a> {
     psi_triggers: PsiDoc,
     flight_recorder: FlightDoc,
     container_runtime: RuntimeDoc,
+    kernel_oom_watch: KernelWatchDoc,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KernelWatchDoc {
+    enabled: bool,
+    kmsg: String,
+    from_boot: bool,
 }
 
 #[derive(Serialize)]
@@ -271,6 +280,11 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
             endpoint: s.warden.container_runtime.endpoint.text(),
             pod_logs: s.warden.container_runtime.pod_logs.display().to_string(),
             refresh_every: go_duration(s.warden.container_runtime.refresh_every),
+        },
+        kernel_oom_watch: KernelWatchDoc {
+            enabled: s.warden.kernel_oom_watch.enabled,
+            kmsg: s.warden.kernel_oom_watch.kmsg.display().to_string(),
+            from_boot: s.warden.kernel_oom_watch.from_boot,
         },
         hooks: HooksDoc {
             pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),

@@ -13,8 +13,8 @@ use crate::document::go_duration;
 use crate::fields::{self, Field, Flag, KeyPath, Problem, expected, leaf, mapping, text};
 use crate::layout::LayoutField;
 use crate::{
-    ContainerRuntimeSettings, FlightRecorderSettings, Hook, Hooks, LayoutSetting, MetricsSettings,
-    PsiTriggerSettings, RuntimeEndpoint, WardenSettings,
+    ContainerRuntimeSettings, FlightRecorderSettings, Hook, Hooks, KernelOomWatchSettings,
+    LayoutSetting, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, WardenSettings,
 };
 
 /// The document. The field order is the order "known fields are …" lists them in.
@@ -33,6 +33,15 @@ struct WardenDoc {
     psi_triggers: Field<Section<PsiDoc>>,
     flight_recorder: Field<Section<FlightDoc>>,
     container_runtime: Field<Section<RuntimeDoc>>,
+    kernel_oom_watch: Field<Section<KernelWatchDoc>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct KernelWatchDoc {
+    enabled: Field<Flag>,
+    kmsg: Field<AbsolutePath>,
+    from_boot: Field<Flag>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +110,9 @@ impl Described for PsiDoc {
 }
 impl Described for FlightDoc {
     const WHAT: &'static str = "a mapping with enabled, window, keep";
+}
+impl Described for KernelWatchDoc {
+    const WHAT: &'static str = "a mapping with enabled, kmsg, fromBoot";
 }
 impl Described for RuntimeDoc {
     const WHAT: &'static str = "a mapping with endpoint, podLogs, refreshEvery";
@@ -372,6 +384,7 @@ pub(crate) struct WardenRaw {
     psi_triggers: Option<PsiTriggerSettings>,
     flight_recorder: Option<FlightRecorderSettings>,
     container_runtime: Option<ContainerRuntimeSettings>,
+    kernel_oom_watch: Option<KernelOomWatchSettings>,
 }
 
 impl WardenRaw {
@@ -389,6 +402,7 @@ impl WardenRaw {
             psi_triggers: self.psi_triggers.unwrap_or(d.psi_triggers),
             flight_recorder: self.flight_recorder.unwrap_or(d.flight_recorder),
             container_runtime: self.container_runtime.unwrap_or(d.container_runtime),
+            kernel_oom_watch: self.kernel_oom_watch.unwrap_or(d.kernel_oom_watch),
         }
     }
 }
@@ -446,6 +460,19 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
         }
         if let Some(every) = r.refresh_every.into_option().and_then(|e| e.0) {
             settings.refresh_every = every;
+        }
+        settings
+    });
+    raw.kernel_oom_watch = doc.kernel_oom_watch.section().map(|k| {
+        let mut settings = KernelOomWatchSettings::default();
+        if let Some(Flag(on)) = k.enabled.get() {
+            settings.enabled = *on;
+        }
+        if let Some(path) = k.kmsg.into_option().and_then(|p| p.0) {
+            settings.kmsg = path;
+        }
+        if let Some(Flag(on)) = k.from_boot.get() {
+            settings.from_boot = *on;
         }
         settings
     });

@@ -54,6 +54,10 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Cycles that failed.
     pub errors: u64,
+    /// OOM kills the kernel did since the daemon started (records of `kind: kernel-oom`);
+    /// `null` when the watch is off (`kernelOomWatch.enabled: false`).
+    #[serde(default)]
+    pub kernel_oom_kills: Option<u64>,
 }
 
 /// What the API serves; the run loop updates it after every cycle.

@@ -586,6 +586,18 @@ impl Engine {
             ),
         }
         self.count_record_bounds(&record);
+        self.persist(&record);
+        if let Some(target) = target {
+            self.post_kill_hook(&record, target);
+        }
+        if let Some(ranking) = plan.ranking {
+            self.last_ranking = Some((plan.candidates, ranking));
+        }
+        CycleOutcome::Acted(Box::new(record))
+    }
+
+    /// Writes a record to the history (kept in memory when the disk refuses it).
+    fn persist(&mut self, record: &ActionRecord) {
         let compactions = self.history.compactions();
         if let Err(e) = self.history.push(record.clone()) {
             tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
@@ -597,13 +609,30 @@ impl Engine {
                 "the action history reached its bound and was rewritten with its newest records (logged once)",
             );
         }
-        if let Some(target) = target {
-            self.post_kill_hook(&record, target);
+    }
+
+    /// Records a kill the kernel did (`kind: kernel-oom`): the next id, the history and the
+    /// kernel's kill counter; no hook, no cooldown, not one of oomwarden's kills. Returns the
+    /// record as written.
+    pub fn record_kernel_kill(&mut self, mut record: ActionRecord, kills: u64) -> ActionRecord {
+        record.id = self.history.next_id();
+        if let Some(constraint) = record.constraint {
+            self.metrics.kernel_oom_kills(constraint, kills);
         }
-        if let Some(ranking) = plan.ranking {
-            self.last_ranking = Some((plan.candidates, ranking));
-        }
-        CycleOutcome::Acted(Box::new(record))
+        self.persist(&record);
+        record
+    }
+
+    /// The pods as the identity cache knows them now (empty without one).
+    pub fn identities(&self) -> Arc<Identities> {
+        self.identity
+            .as_ref()
+            .map_or_else(Arc::default, oomwarden_identity::Cache::snapshot)
+    }
+
+    /// The collector (for what the kernel-OOM watcher reads besides the cycle).
+    pub fn collector(&self) -> &Collector {
+        &self.collector
     }
 
     /// Counts the record bounds hit (PIDs or processes not listed, command lines cut) and

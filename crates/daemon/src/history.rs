@@ -551,35 +551,18 @@ mod tests {
         fs::write(path, text).unwrap();
         fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
     }
-    use oomwarden_model::Outcome;
+    use oomwarden_model::{Outcome, RecordKind};
 
     fn record(id: u64) -> ActionRecord {
         ActionRecord {
             id,
-            time: "2026-11-29T12:00:00.000Z".into(),
-            monotonic_ns: 1,
-            outcome: Outcome::NoEligibleCgroup,
-            victim: None,
-            class: None,
-            pod_uid: None,
-            containers: vec![],
-            namespace: None,
-            pod_name: None,
-            container_names: Vec::new(),
-            identity_source: None,
-            kill_scope: None,
-            killed_cgroups: Vec::new(),
-            score: 0.0,
-            pids: vec![],
-            processes: vec![],
-            memory_current_bytes: None,
-            kill_duration_ms: None,
-            error: None,
             trigger_context: "{}".into(),
-            wakeup: None,
-            recording: None,
-            processes_omitted: 0,
-            pids_omitted: 0,
+            ..ActionRecord::empty(
+                RecordKind::Oomwarden,
+                Outcome::NoEligibleCgroup,
+                "2026-11-29T12:00:00.000Z".into(),
+                1,
+            )
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod api;
 mod engine;
 pub mod history;
+pub mod kernel;
 pub mod metrics;
 mod ratelimit;
 pub mod recorder;

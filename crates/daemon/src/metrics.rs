@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use oomwarden_model::{Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind};
+use oomwarden_model::{
+    OomConstraint, Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind,
+};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -197,6 +199,31 @@ pub struct ResultLabel {
     pub result: ReloadResult,
 }
 
+/// A kernel OOM kill's constraint as a label value (`memcg`, `global`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConstraintLabel(pub OomConstraint);
+
+impl EncodeLabelValue for ConstraintLabel {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        label(encoder, self.0.name())
+    }
+}
+
+/// `constraint` label of kernel OOM kills.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct KernelKillLabels {
+    /// `memcg` or `global`.
+    pub constraint: ConstraintLabel,
+}
+
+/// `reason` label of the kernel-OOM watcher's problems (`open`, `read`, `lost`,
+/// `incomplete`, `dropped`, `unparsed`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct WatchProblemLabels {
+    /// The problem's short name.
+    pub reason: &'static str,
+}
+
 /// `version` label of the build info.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct VersionLabel {
@@ -234,6 +261,8 @@ pub struct Metrics {
     runtime_failures: Counter,
     pods_known: Gauge,
     runtime_refresh: FloatGauge,
+    kernel_kills: Family<KernelKillLabels, Counter>,
+    kernel_watch_problems: Family<WatchProblemLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -388,6 +417,18 @@ impl Metrics {
             Unit::Seconds,
             runtime_refresh.clone(),
         );
+        let kernel_kills = Family::<KernelKillLabels, Counter>::default();
+        registry.register(
+            "kernel_oom_kills",
+            "OOM kills done by the kernel itself (not by oomwarden), by constraint (memcg: a cgroup's limit; global: the node ran out), from the kernel log or the memory.events counters",
+            kernel_kills.clone(),
+        );
+        let kernel_watch_problems = Family::<WatchProblemLabels, Counter>::default();
+        registry.register(
+            "kernel_oom_watch_problems",
+            "Problems of the kernel-OOM watcher, by reason (open, read, lost, incomplete, dropped); each is logged once",
+            kernel_watch_problems.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -402,6 +443,11 @@ impl Metrics {
         }
         for result in [ReloadResult::Success, ReloadResult::Failure] {
             drop(reloads.get_or_create(&ResultLabel { result }));
+        }
+        for constraint in [OomConstraint::Memcg, OomConstraint::Global] {
+            drop(kernel_kills.get_or_create(&KernelKillLabels {
+                constraint: ConstraintLabel(constraint),
+            }));
         }
         for class in QosClass::ALL {
             for outcome in [
@@ -458,6 +504,8 @@ impl Metrics {
             runtime_failures,
             pods_known,
             runtime_refresh,
+            kernel_kills,
+            kernel_watch_problems,
         }
     }
 
@@ -579,6 +627,23 @@ impl Metrics {
             .set(i64::try_from(health.pods).unwrap_or(i64::MAX));
         self.runtime_refresh
             .set(health.last_refresh.map_or(0.0, |d| d.as_secs_f64()));
+    }
+
+    /// Kernel OOM kills seen (one per report of the kernel log; per process for kills known
+    /// from a counter alone).
+    pub fn kernel_oom_kills(&self, constraint: OomConstraint, n: u64) {
+        self.kernel_kills
+            .get_or_create(&KernelKillLabels {
+                constraint: ConstraintLabel(constraint),
+            })
+            .inc_by(n);
+    }
+
+    /// A problem of the kernel-OOM watcher (`reason` as [`WatchProblemLabels`] says).
+    pub fn kernel_oom_watch_problem(&self, reason: &'static str) {
+        self.kernel_watch_problems
+            .get_or_create(&WatchProblemLabels { reason })
+            .inc();
     }
 
     /// A firing that found no victim.

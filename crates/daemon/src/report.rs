@@ -5,7 +5,7 @@ use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, Part, millis};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
     ActionRecord, CandidateSample, Identities, IdentitySource, KillScope, MAX_CONTAINERS_LISTED,
-    Outcome, QosClass, TriggerContext, Wakeup, listed_pids,
+    Outcome, QosClass, RecordKind, TriggerContext, Wakeup, listed_pids,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -230,6 +230,8 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         time: cycle.time.to_owned(),
         monotonic_ns: cycle.monotonic_ns,
         outcome,
+        wakeup: Some(cycle.wakeup),
+        recording: cycle.recording.map(str::to_owned),
         victim: target.map(|t| t.path.clone()),
         class: target.map(|t| t.class),
         pod_uid: target.and_then(|t| t.pod_uid.clone()),
@@ -261,8 +263,12 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
             .context
             .map(TriggerContext::to_json)
             .unwrap_or_default(),
-        wakeup: Some(cycle.wakeup),
-        recording: cycle.recording.map(str::to_owned),
+        ..ActionRecord::empty(
+            RecordKind::Oomwarden,
+            outcome,
+            String::new(),
+            cycle.monotonic_ns,
+        )
     }
 }
 

@@ -341,10 +341,15 @@ pub fn run(
     let shared = starting_state(options, &settings, &collector, &why, &history);
     // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
     // record of this boot, so restarting the daemon (or its pod) never bypasses it.
-    let restored = history.recent().last().and_then(|last| {
-        crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
-            .map(|at| (at, last.id))
-    });
+    // Kernel OOM kills are no trigger of ours: the last of our own records counts.
+    let restored = history
+        .recent()
+        .filter(|r| r.kind == oomwarden_model::RecordKind::Oomwarden)
+        .last()
+        .and_then(|last| {
+            crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
+                .map(|at| (at, last.id))
+        });
     // Set on SIGTERM/SIGINT: hooks end at once and a kill's verification soon after, so the
     // loop stops within a second whatever the cycle was doing (a watchdog ends the process
     // if a cycle is blocked where no flag can reach, such as a read that never returns).
@@ -413,6 +418,7 @@ fn starting_state(
             configuration: settings.to_yaml(),
             layout: collector.layout().name.clone(),
             layout_reason: why.to_owned(),
+            kernel_oom_kills: settings.warden.kernel_oom_watch.enabled.then_some(0),
             ..Default::default()
         };
         s.records = history.recent().cloned().collect();
@@ -570,6 +576,13 @@ fn cycle_until_stopped(
     shared: &crate::api::SharedState,
     config_watch: &mut ConfigWatch,
 ) {
+    let mut kernel = crate::kernel::KernelWatch::start(
+        engine,
+        &engine.settings().warden.kernel_oom_watch.clone(),
+        monotonic_ns(),
+    );
+    // Its reads at start are no cycle's.
+    engine.discard_reads();
     let metrics = engine.metrics();
     let mut done = 0u64;
     let mut tick = Instant::now();
@@ -608,6 +621,7 @@ fn cycle_until_stopped(
             reload(engine, options, Some(shared));
             tick = Instant::now();
         }
+        rewatch_if_changed(engine, &mut kernel);
         let started = Instant::now();
         last_cycle = Some(started);
         let wall = wall_clock();
@@ -618,7 +632,18 @@ fn cycle_until_stopped(
         };
         let took = started.elapsed();
         metrics.cycle(took.as_secs_f64());
+        // After the cycle and outside its timing: the kernel's kills are recorded, not acted on.
+        let kernel_records = match kernel.as_mut() {
+            Some(k) => {
+                let written = k.poll(engine, monotonic_ns());
+                // Its counter reads are no cycle's: kept out of the recording.
+                engine.discard_reads();
+                written
+            }
+            None => Vec::new(),
+        };
         publish(shared, engine, &outcome, &wall, took);
+        publish_kernel(shared, engine, kernel.as_ref(), !kernel_records.is_empty());
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
             break;
@@ -808,6 +833,38 @@ fn publish(
             s.records = engine.history().recent().cloned().collect();
         }
     }
+}
+
+/// What the action API serves about the kernel's kills: the count, and the records when new
+/// ones were written.
+fn publish_kernel(
+    shared: &crate::api::SharedState,
+    engine: &Engine,
+    kernel: Option<&crate::kernel::KernelWatch>,
+    new_records: bool,
+) {
+    let mut s = shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    s.status.kernel_oom_kills = kernel.map(crate::kernel::KernelWatch::kills);
+    if new_records {
+        s.records = engine.history().recent().cloned().collect();
+    }
+}
+
+/// Starts, stops or restarts the kernel-OOM watch when a reload changed its settings (the
+/// count of kills starts again).
+fn rewatch_if_changed(engine: &Engine, kernel: &mut Option<crate::kernel::KernelWatch>) {
+    let wanted = &engine.settings().warden.kernel_oom_watch;
+    let running = kernel.as_ref().map(crate::kernel::KernelWatch::settings);
+    if running == Some(wanted) || (running.is_none() && !wanted.enabled) {
+        return;
+    }
+    if let Some(mut old) = kernel.take() {
+        old.stop();
+    }
+    *kernel = crate::kernel::KernelWatch::start(engine, wanted, monotonic_ns());
+    engine.discard_reads();
 }
 
 fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api::SharedState>) {

@@ -7,35 +7,25 @@
 use std::os::unix::fs::PermissionsExt;
 
 use oomwarden_daemon::api::{self, ApiError, SOCKET_NAME, Shared, SharedState, Status};
-use oomwarden_model::{ActionRecord, Outcome};
+use oomwarden_model::{ActionRecord, Outcome, RecordKind};
 
 fn record(id: u64) -> ActionRecord {
     ActionRecord {
         id,
-        time: format!("2026-11-29T12:00:0{id}.000Z"),
-        monotonic_ns: id,
-        outcome: Outcome::Killed,
         victim: Some("/sys/fs/cgroup/kubepods/besteffort/podx".into()),
         class: Some(oomwarden_model::QosClass::Besteffort),
-        pod_uid: None,
-        containers: Vec::new(),
-        namespace: None,
-        pod_name: None,
-        container_names: Vec::new(),
-        identity_source: None,
-        kill_scope: None,
-        killed_cgroups: Vec::new(),
         score: 1.0,
         pids: vec![100],
         processes: vec!["secret --token=xyz".into()],
         memory_current_bytes: Some(1),
         kill_duration_ms: Some(1.0),
-        error: None,
         trigger_context: "{}".into(),
-        wakeup: None,
-        recording: None,
-        processes_omitted: 0,
-        pids_omitted: 0,
+        ..ActionRecord::empty(
+            RecordKind::Oomwarden,
+            Outcome::Killed,
+            format!("2026-11-29T12:00:0{id}.000Z"),
+            id,
+        )
     }
 }
 

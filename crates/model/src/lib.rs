@@ -34,8 +34,8 @@ pub use layout::{
 };
 pub use limit::Limit;
 pub use record::{
-    ActionRecord, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
-    MAX_RECORD_CMDLINE_BYTES, Outcome, Wakeup, listed_pids,
+    ActionRecord, DetectedBy, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
+    MAX_RECORD_CMDLINE_BYTES, OomConstraint, Outcome, RecordKind, Wakeup, listed_pids,
 };
 pub use sample::{
     CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, SubtreeSample,

@@ -26,6 +26,59 @@ impl Wakeup {
     }
 }
 
+/// Who killed: oomwarden (a triggered cycle) or the kernel's OOM killer (seen by the daemon's
+/// kernel-OOM watcher). Records of versions without the field are oomwarden's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecordKind {
+    /// A decision of oomwarden's (a kill, a dry run, no eligible cgroup, …).
+    #[default]
+    Oomwarden,
+    /// A kill by the kernel's OOM killer.
+    KernelOom,
+}
+
+impl RecordKind {
+    /// `oomwarden` or `kernel-oom`, as in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Oomwarden => "oomwarden",
+            RecordKind::KernelOom => "kernel-oom",
+        }
+    }
+}
+
+/// What made the kernel's OOM killer act: a memory cgroup at its limit, or the whole node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OomConstraint {
+    /// A memory cgroup reached `memory.max` (a container's or a pod's limit).
+    Memcg,
+    /// The node ran out of memory.
+    Global,
+}
+
+impl OomConstraint {
+    /// `memcg` or `global`, as in records and metric labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            OomConstraint::Memcg => "memcg",
+            OomConstraint::Global => "global",
+        }
+    }
+}
+
+/// How the kernel-OOM watcher learnt of a kernel OOM kill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DetectedBy {
+    /// The kernel's log (`/dev/kmsg`): the report with its victim.
+    Kmsg,
+    /// Only the `oom_kill` counter of a cgroup's `memory.events` (the kernel log was unreadable
+    /// or lost the report): the cgroup and the count, no process.
+    MemoryEvents,
+}
+
 /// What a triggered cycle did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -69,7 +122,12 @@ pub struct ActionRecord {
     pub time: String,
     /// Monotonic clock reading of the trigger, nanoseconds since boot (`CLOCK_MONOTONIC`).
     pub monotonic_ns: u64,
-    /// What happened.
+    /// Whose action this is: `oomwarden` or `kernel-oom` (absent in older records: oomwarden).
+    /// Written just before `outcome`, so that a line filter can match both at once
+    /// (`"kind":"oomwarden","outcome":"killed"`).
+    #[serde(default)]
+    pub kind: RecordKind,
+    /// What happened (a kernel OOM kill is `killed`).
     pub outcome: Outcome,
     /// Absolute cgroup path of the victim; absent when there was none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,8 +192,37 @@ pub struct ActionRecord {
     /// Why the kill failed or was not verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The whole trigger context, byte-for-byte in Talos's `triggerContext` JSON format.
+    /// The whole trigger context, byte-for-byte in Talos's `triggerContext` JSON format
+    /// (absent, read as empty, in a kernel OOM kill's record).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub trigger_context: String,
+    /// Kernel OOM kill: `memcg` (a cgroup's limit) or `global` (the node ran out); absent when
+    /// the report was cut before saying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<OomConstraint>,
+    /// Kernel OOM kill: the PID the kernel chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim_pid: Option<u32>,
+    /// Kernel OOM kill: the victim's command name (at most 15 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub victim_comm: Option<String>,
+    /// Kernel OOM kill: the memory cgroup whose limit was hit (`oom_memcg=`), as the kernel
+    /// prints it (relative to the cgroup root; `/` for a global OOM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_memcg: Option<String>,
+    /// Kernel OOM kill: the victim's memory cgroup (`task_memcg=`), as the kernel prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_memcg: Option<String>,
+    /// Kernel OOM kill: the victim's container ID, decoded from `taskMemcg`.
+    #[serde(
+        rename = "containerID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub container_id: Option<String>,
+    /// Kernel OOM kill: how it was learnt, `kmsg` or `memory-events`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected_by: Option<DetectedBy>,
     /// What woke the cycle: `tick` (the sampling interval) or `pressure` (a kernel PSI
     /// trigger). Absent in records of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -204,6 +291,46 @@ pub const MAX_PIDS_LISTED: usize = 16_384;
 pub const MAX_CONTAINERS_LISTED: usize = 256;
 
 impl ActionRecord {
+    /// A record with only its id, time and outcome set (every other field empty), for the
+    /// builders that fill in the rest.
+    pub fn empty(kind: RecordKind, outcome: Outcome, time: String, monotonic_ns: u64) -> Self {
+        ActionRecord {
+            id: 0,
+            kind,
+            time,
+            monotonic_ns,
+            outcome,
+            victim: None,
+            class: None,
+            pod_uid: None,
+            containers: Vec::new(),
+            namespace: None,
+            pod_name: None,
+            container_names: Vec::new(),
+            identity_source: None,
+            kill_scope: None,
+            killed_cgroups: Vec::new(),
+            score: 0.0,
+            pids: Vec::new(),
+            pids_omitted: 0,
+            processes: Vec::new(),
+            processes_omitted: 0,
+            memory_current_bytes: None,
+            kill_duration_ms: None,
+            error: None,
+            trigger_context: String::new(),
+            constraint: None,
+            victim_pid: None,
+            victim_comm: None,
+            oom_memcg: None,
+            task_memcg: None,
+            container_id: None,
+            detected_by: None,
+            wakeup: None,
+            recording: None,
+        }
+    }
+
     /// Sets `pids` to the first [`MAX_PIDS_LISTED`] of `all` and counts the rest in
     /// `pids_omitted`.
     pub fn set_pids(&mut self, all: Vec<u32>) {

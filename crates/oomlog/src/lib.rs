@@ -384,6 +384,19 @@ impl Parser {
         }
     }
 
+    /// Whether the open report has a kill line: a live reader may close it (with
+    /// [`Parser::finish`]) once nothing more follows.
+    pub fn has_victim(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|open| !open.event.killed.is_empty())
+    }
+
+    /// Whether a report is open.
+    pub fn is_open(&self) -> bool {
+        self.current.is_some()
+    }
+
     /// Ends the input; returns the event still open, if any.
     pub fn finish(&mut self) -> Option<OomEvent> {
         self.close()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use oomwarden_daemon::api::{self, Status};
 use oomwarden_daemon::{history, load_settings};
-use oomwarden_model::{ActionRecord, QosClass};
+use oomwarden_model::{ActionRecord, QosClass, RecordKind};
 use serde::Serialize;
 
 use crate::exit::Exit;
@@ -58,6 +58,28 @@ pub(crate) struct ActionsArgs {
     /// Keep printing new records as they come (until interrupted).
     #[arg(long)]
     follow: bool,
+    /// Only records of this kind: oomwarden's own actions, or the kernel's OOM kills.
+    #[arg(long, value_enum)]
+    kind: Option<KindArg>,
+}
+
+/// `--kind` values (the records' `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum KindArg {
+    /// What oomwarden did (kills, dry runs, no eligible cgroup).
+    Oomwarden,
+    /// OOM kills the kernel did.
+    KernelOom,
+}
+
+impl KindArg {
+    fn admits(self, record: &ActionRecord) -> bool {
+        record.kind
+            == match self {
+                KindArg::Oomwarden => RecordKind::Oomwarden,
+                KindArg::KernelOom => RecordKind::KernelOom,
+            }
+    }
 }
 
 /// Arguments of `oomwarden status`.
@@ -113,6 +135,8 @@ pub(crate) fn actions(
         )?;
     }
     let mut last = records.last().map(|r| r.id);
+    let wanted = |r: &ActionRecord| args.kind.is_none_or(|k| k.admits(r));
+    let records: Vec<ActionRecord> = records.into_iter().filter(wanted).collect();
     print(&records, format, true, out)?;
     if !args.follow {
         return Ok(Exit::Ok);
@@ -130,6 +154,7 @@ pub(crate) fn actions(
         if let Some(r) = new.last() {
             last = Some(r.id);
         }
+        let new: Vec<ActionRecord> = new.into_iter().filter(wanted).collect();
         print(&new, format, false, out)?;
     }
 }
@@ -155,19 +180,44 @@ fn print(
             if header {
                 writeln!(
                     out,
-                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} VICTIM",
-                    "ID", "TIME", "OUTCOME", "CLASS", "SCORE", "NAMESPACE", "POD", "POD UID"
+                    "{:<5} {:<10} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} VICTIM",
+                    "ID",
+                    "KIND",
+                    "TIME",
+                    "OUTCOME",
+                    "CLASS",
+                    "SCORE",
+                    "NAMESPACE",
+                    "POD",
+                    "POD UID"
                 )?;
             }
             for r in records {
+                // The kernel's kills have no score; their constraint says why instead.
+                let (outcome, score) = match r.kind {
+                    RecordKind::Oomwarden => (
+                        r.outcome.name().to_owned(),
+                        oomwarden_model::format_number(r.score),
+                    ),
+                    RecordKind::KernelOom => (
+                        format!(
+                            "{} ({})",
+                            r.outcome.name(),
+                            r.constraint
+                                .map_or("?", oomwarden_model::OomConstraint::name)
+                        ),
+                        "-".to_owned(),
+                    ),
+                };
                 writeln!(
                     out,
-                    "{:<5} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} {}",
+                    "{:<5} {:<10} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} {}",
                     r.id,
+                    r.kind.name(),
                     r.time,
-                    r.outcome.name(),
+                    outcome,
                     r.class.map_or("-", QosClass::name),
-                    oomwarden_model::format_number(r.score),
+                    score,
                     r.namespace.as_deref().unwrap_or("-"),
                     r.pod_name.as_deref().unwrap_or("-"),
                     r.pod_uid.as_deref().unwrap_or("-"),
@@ -228,6 +278,17 @@ fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
         kill_duration_ms: Option<f64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'a str>,
+        // A kernel OOM kill's fields (absent from oomwarden's own records, as in Talos).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        constraint: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        victim_pid: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        victim_comm: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        task_memcg: Option<&'a str>,
     }
     #[derive(Serialize)]
     struct Doc<'a> {
@@ -261,6 +322,11 @@ fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
             memory_current_bytes: r.memory_current_bytes,
             kill_duration_ms: r.kill_duration_ms,
             error: r.error.as_deref(),
+            kind: (r.kind != RecordKind::Oomwarden).then(|| r.kind.name()),
+            constraint: r.constraint.map(oomwarden_model::OomConstraint::name),
+            victim_pid: r.victim_pid,
+            victim_comm: r.victim_comm.as_deref(),
+            task_memcg: r.task_memcg.as_deref(),
         },
     };
     Ok(format!("---\n{}", serde_saphyr::to_string(&doc)?))
@@ -322,6 +388,13 @@ pub(crate) fn status(
         opt(&status.last_cycle_result)
     )?;
     writeln!(out, "last trigger: {}", opt(&status.last_trigger_at))?;
+    writeln!(
+        out,
+        "kernel OOM kills since start: {}",
+        status
+            .kernel_oom_kills
+            .map_or("not watched".to_owned(), |n| n.to_string())
+    )?;
     writeln!(
         out,
         "errors: {}; last: {}",

@@ -634,7 +634,10 @@ fn check_against(
     {
         let r: ActionRecord = serde_json::from_str(line)
             .with_context(|| format!("{}:{}: not an action record", path.display(), n + 1))?;
-        if (first..=last).contains(&r.monotonic_ns) {
+        // The kernel's own kills are no decision of the daemon's; a replay makes none.
+        if r.kind == oomwarden_model::RecordKind::Oomwarden
+            && (first..=last).contains(&r.monotonic_ns)
+        {
             live.push(r);
         }
     }

@@ -126,8 +126,11 @@ alive() { kill -0 "$1" 2>/dev/null; }
 oom_kills() { awk '/^oom_kill /{print $2}' /proc/vmstat; }
 # One number each. (`grep -c` prints 0 *and* fails when nothing matches, so the former
 # `… && grep -c … || echo 0` printed two lines and the "wait for a kill" loops ended at once.)
-records() { local n; n=$(grep -c . "$STATE/actions.jsonl" 2>/dev/null) || true; echo "${n:-0}"; }
-count_outcome() { local n; n=$(grep -c "\"outcome\":\"$1\"" "$STATE/actions.jsonl" 2>/dev/null) || true; echo "${n:-0}"; }
+# Records of oomwarden's own actions (the kernel's OOM kills are recorded too, `kind: kernel-oom`).
+ours() { grep -h '"kind":"oomwarden"' "$STATE/actions.jsonl" 2>/dev/null; }
+records() { local n; n=$(ours | grep -c .) || true; echo "${n:-0}"; }
+kernel_records() { local n; n=$(grep -c '"kind":"kernel-oom"' "$STATE/actions.jsonl" 2>/dev/null) || true; echo "${n:-0}"; }
+count_outcome() { local n; n=$(grep -c "\"kind\":\"oomwarden\",\"outcome\":\"$1\"" "$STATE/actions.jsonl" 2>/dev/null) || true; echo "${n:-0}"; }
 
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n' ' ')"; }
 
@@ -148,8 +151,8 @@ finish() {
     cp "$STATE/actions.jsonl" "$OUT/actions.jsonl" 2>/dev/null
     passed=true; [ "$FAILED" = 0 ] || passed=false
     {
-        printf '{"scenario":%s,"layout":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelOomKills":%s,"checks":[' \
-            "$(json_str "$SCENARIO")" "$LAYOUT" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(oom_kills)"
+        printf '{"scenario":%s,"layout":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelRecords":%s,"kernelOomKills":%s,"checks":[' \
+            "$(json_str "$SCENARIO")" "$LAYOUT" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(kernel_records)" "$(oom_kills)"
         sed '$!s/$/,/' "$OUT/checks.jsonl" | tr -d '\n'
         printf ']}\n'
     } > "$OUT/result.json"

@@ -115,6 +115,8 @@ impl Engine {
         actuator: Box<dyn Actuator + Send>,
         hooks: Box<dyn Hooks + Send>,
     ) -> Self {
+        let metrics = Arc::new(Metrics::new());
+        metrics.sample_interval(settings.oom.sample_interval);
         Engine {
             settings,
             collector,
@@ -247,6 +249,7 @@ impl Engine {
     /// Swaps in new settings (a reload). Derivative state and the last trigger time are kept,
     /// as in Talos.
     pub fn set_settings(&mut self, settings: Settings) {
+        self.metrics.sample_interval(settings.oom.sample_interval);
         if let Some(r) = &self.recorder {
             // Windows saved from now on name the configuration they will be replayed under.
             r.set_config(settings.to_yaml());

@@ -263,6 +263,7 @@ pub struct Metrics {
     runtime_refresh: FloatGauge,
     kernel_kills: Family<KernelKillLabels, Counter>,
     kernel_watch_problems: Family<WatchProblemLabels, Counter>,
+    sample_interval: FloatGauge,
 }
 
 impl Default for Metrics {
@@ -429,6 +430,13 @@ impl Metrics {
             "Problems of the kernel-OOM watcher, by reason (open, read, lost, incomplete, dropped); each is logged once",
             kernel_watch_problems.clone(),
         );
+        let sample_interval = FloatGauge::default();
+        registry.register_with_unit(
+            "sample_interval",
+            "The configured sampleInterval: cycles per second times this is the share of ticks that ran (below 1: cycles overran)",
+            Unit::Seconds,
+            sample_interval.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -506,6 +514,7 @@ impl Metrics {
             runtime_refresh,
             kernel_kills,
             kernel_watch_problems,
+            sample_interval,
         }
     }
 
@@ -644,6 +653,11 @@ impl Metrics {
         self.kernel_watch_problems
             .get_or_create(&WatchProblemLabels { reason })
             .inc();
+    }
+
+    /// The sample interval in force (at start and after each reload).
+    pub fn sample_interval(&self, interval: Duration) {
+        self.sample_interval.set(interval.as_secs_f64());
     }
 
     /// A firing that found no victim.

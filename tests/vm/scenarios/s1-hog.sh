@@ -23,7 +23,7 @@ while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do
 done
 log "first action after $(awk -v a="$T0" -v b="$(up)" 'BEGIN{print b-a}')s"
 sleep 8   # would a second kill follow?
-check "oomwarden killed the hog's pod" "$P" grep -q "\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "oomwarden killed the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 check "exactly one kill" "$(count_outcome killed)" [ "$(count_outcome killed)" = 1 ]
 check "the pod cgroup is empty" "$P" sh -c "! grep -q 'populated 1' $P/cgroup.events"
 check "both hogs are gone" "$FAST $LEAK" sh -c "! kill -0 $FAST 2>/dev/null && ! kill -0 $LEAK 2>/dev/null"

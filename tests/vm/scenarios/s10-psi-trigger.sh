@@ -37,10 +37,10 @@ LEAK=$(start_in "$(ctr "$P")" hog -s 5 -i 1000)
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do sleep 1; i=$((i + 1)); done
 # The hogs die at the kill; the record follows the verification (up to killTimeout): wait for it.
-wait_for 10 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
+wait_for 10 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
 wget -qO "$OUT/metrics.txt" http://127.0.0.1:9465/metrics
-check "oomwarden killed the hog's pod" "$P" grep -q "\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
-check "the kill was a cycle the kernel woke" "actions.jsonl" grep -q '"outcome":"killed".*"wakeup":"pressure"' "$STATE/actions.jsonl"
+check "oomwarden killed the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "the kill was a cycle the kernel woke" "actions.jsonl" grep -q '"kind":"oomwarden","outcome":"killed".*"wakeup":"pressure"' "$STATE/actions.jsonl"
 check "cycles ran on pressure events" "$(grep '^oomwarden_pressure_events_total' "$OUT/metrics.txt")" \
     grep -q '^oomwarden_pressure_events_total [1-9]' "$OUT/metrics.txt"
 check "the kernel OOM killer did not fire" "$OOM_BEFORE -> $(oom_kills)" [ "$(oom_kills)" = "$OOM_BEFORE" ]

@@ -43,7 +43,7 @@ i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do sleep 1; i=$((i + 1)); done
 C3=$(cpu); T3=$(up)
 # The hogs die at the kill; the record follows the verification (up to killTimeout): wait for it.
-wait_for 10 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
+wait_for 10 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
 FLIGHT_ON=false; [ -n "${FLIGHT:-}" ] && FLIGHT_ON=true
 printf '{"flightRecorder":%s,"pods":100,"idleRssKb":%s,"peakRssKb":%s,"idleCpuPercent":%s,"pressureCpuPercent":%s,"idleSeconds":%s,"pressureSeconds":%s,"killed":%s}\n' \
     "$FLIGHT_ON" "$IDLE_RSS" "$(hwm_kb)" \
@@ -55,5 +55,5 @@ cat "$OUT/footprint.json"
 check "100 pods are candidates" "$(ls -d $CG/kubepods/besteffort/pod* $CG/kubepods/burstable/pod* $CG/kubepods/pod* | wc -l)" \
     sh -c "[ $(ls -d $CG/kubepods/besteffort/pod* $CG/kubepods/burstable/pod* $CG/kubepods/pod* | wc -l) -ge 100 ]"
 check "resident memory stays under 16 MiB" "peak $(hwm_kb) kB" [ "$(hwm_kb)" -lt 16384 ]
-check "the hog's pod was killed" "$P" grep -q "\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "the hog's pod was killed" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 finish

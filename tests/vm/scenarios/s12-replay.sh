@@ -33,7 +33,7 @@ done
 sleep 1
 oomwarden record --from-daemon --state-dir "$STATE" --out "$OUT/window.rec" 2>> "$OUT/replay.log"
 kill -TERM "$OOMWARDEN"; wait "$OOMWARDEN" 2>/dev/null
-check "oomwarden killed the hog's pod" "$P" grep -q "\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "oomwarden killed the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 oomwarden replay "$OUT/recording.rec" > "$OUT/replay.txt" 2>> "$OUT/replay.log"
 check "the recording reproduces the daemon's decisions" "$(records) records, $(grep -c '^c ' "$OUT/recording.rec") cycles" \
     oomwarden replay "$OUT/recording.rec" --check-against "$STATE/actions.jsonl"

@@ -38,7 +38,7 @@ while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && populated "$P"; do
 done
 sleep 5   # would a second kill follow?
 R=$OUT/record.json
-grep '"outcome":"killed"' "$STATE/actions.jsonl" | head -n1 > "$R"
+grep '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl" | head -n1 > "$R"
 check "oomwarden killed the hog's pod" "$P" grep -q "\"victim\":\"$P\"" "$R"
 check "exactly one kill" "$(count_outcome killed)" [ "$(count_outcome killed)" = 1 ]
 check "the record names the namespace" "namespace" grep -q '"namespace":"shop"' "$R"

@@ -31,7 +31,7 @@ log "before the storms: $SHIMS0 shims, $PAUSES0 pause processes"
 config pod
 start_oomwarden --config /root/oom.yaml
 # killed SCOPE -> kills recorded under that scope.
-killed() { local n; n=$(grep '"outcome":"killed"' "$STATE/actions.jsonl" 2>/dev/null | grep -c "\"killScope\":\"$1\"") || true; echo "${n:-0}"; }
+killed() { local n; n=$(grep '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl" 2>/dev/null | grep -c "\"killScope\":\"$1\"") || true; echo "${n:-0}"; }
 
 # hog_exits UID -> the hog container's exits with 137 that the runtime reported to the driver.
 hog_exits() {
@@ -66,7 +66,7 @@ storm() {
     kill -TERM "$DRIVER"; wait "$DRIVER"   # the driver deletes the pod, as the kubelet would
     check "$scope: $KILLS kills" "$(killed "$scope") in ${took}s" [ "$(killed "$scope")" -ge "$KILLS" ]
     check "$scope: the driver kept the pod all along" "running: $running" [ "$running" = yes ]
-    bad=$(grep "\"killScope\":\"$scope\"" "$STATE/actions.jsonl" | grep -vc '"outcome":"killed"') || true
+    bad=$(grep "\"killScope\":\"$scope\"" "$STATE/actions.jsonl" | grep -vc '"kind":"oomwarden","outcome":"killed"') || true
     check "$scope: every kill verified" "${bad:-0} not killed" [ "${bad:-0}" = 0 ]
     exits=$(hog_exits "$uid")
     check "$scope: the runtime saw the hog die (137) each time" "$exits exits" [ "$exits" -ge "$KILLS" ]

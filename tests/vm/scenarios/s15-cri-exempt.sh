@@ -37,11 +37,11 @@ PROT_BYTES=$(cat $CG/kubepods/besteffort/pod$PROT/memory.current)
 need cri run --namespace shop --name cart-6b8f-zt9wd --uid "$SHOP" \
     --container "cart=oomwarden.test/hog:1 -s 16 -i 20 -m 96 -H -1"
 setup_ok
-check "one kill" "actions.jsonl" wait_for 90 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
+check "one kill" "actions.jsonl" wait_for 90 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
 sleep 3
 log "records: $(cat "$STATE/actions.jsonl" | cut -c1-400)"
 check "exactly one record" "$(records)" [ "$(records)" = 1 ]
-check "the victim is the shop pod" "pod$SHOP" grep -q "\"victim\":\"$CG/kubepods/besteffort/pod$SHOP\"" "$STATE/actions.jsonl"
+check "the victim is the shop pod" "pod$SHOP" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"[a-z-]*\",\"victim\":\"$CG/kubepods/besteffort/pod$SHOP\"" "$STATE/actions.jsonl"
 check "named from the runtime" "shop/cart-6b8f-zt9wd, cri" \
     sh -c "grep -q '\"namespace\":\"shop\",\"podName\":\"cart-6b8f-zt9wd\"' $STATE/actions.jsonl && grep -q '\"identitySource\":\"cri\"' $STATE/actions.jsonl"
 for u in "$SYS" "$PROT"; do

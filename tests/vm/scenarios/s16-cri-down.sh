@@ -69,8 +69,8 @@ check "quiet cycles as fast with the runtime down" "mean ${up_ms} ms up, ${down_
     awk -v u="$up_ms" -v d="$down_ms" 'BEGIN { exit !(d <= 2 * u + 5) }'
 check "cycles kept their pace" "$((c2 - c1)) cycles up, $((c4 - c3)) down in 10 s" [ $((c4 - c3)) -ge $(( (c2 - c1) * 8 / 10 )) ]
 kill -USR1 $(cat $P/*/cgroup.procs | while read -r pid; do [ "$(cat /proc/$pid/oom_score_adj)" = 1000 ] && echo "$pid"; done)
-check "the kill still comes" "actions.jsonl" wait_for 60 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
-check "the victim is the hog's pod" "$P" grep -q "\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "the kill still comes" "actions.jsonl" wait_for 60 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
+check "the victim is the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"[a-z-]*\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 check "named from the pod-log directories" "shop/report-5f6d7-kq8vz, pod-logs" \
     sh -c "grep -q '\"namespace\":\"shop\",\"podName\":\"report-5f6d7-kq8vz\"' $STATE/actions.jsonl && grep -q '\"identitySource\":\"pod-logs\"' $STATE/actions.jsonl"
 check "unreachable said once" "$(grep -c 'container runtime unreachable' "$OUT/oomwarden.log")" \

@@ -15,7 +15,7 @@ run_case() { # config label
     LARGE=$(start_in "$(ctr "$BU")" hog -s 16 -i 20 -m 240 -H -1)
     rm -rf "$STATE"; mkdir -p "$STATE"
     start_oomwarden --config "$1"
-    wait_for 60 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
+    wait_for 60 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
     sleep 2
     kill -TERM "$OOMWARDEN"; wait "$OOMWARDEN" 2>/dev/null
     cp "$STATE/actions.jsonl" "$OUT/actions-$2.jsonl" 2>/dev/null

@@ -26,13 +26,13 @@ done
 leftover_alone() { [ "$(count_outcome no-eligible-cgroup)" -ge 1 ]; }
 wait_for 20 leftover_alone
 kills=$(count_outcome killed)
-victims=$(grep -c '"victim"' "$STATE/actions.jsonl")
+victims=$(ours | grep -c '"victim"')
 check "the restarted hog was killed each time" "$kills kills" [ "$kills" -ge 4 ]
 check "every kill was verified" "$kills of $victims" [ "$victims" = "$kills" ]
 # Talos would kill the leftover again and again; here a trigger with only it is a no-op record.
 check "the leftover alone gives no-eligible-cgroup" "$(count_outcome no-eligible-cgroup)" [ "$(count_outcome no-eligible-cgroup)" -ge 1 ]
-check "the empty leftover cgroup was never chosen" "$EMPTY" sh -c "! grep -q '\"victim\":\"$EMPTY\"' $STATE/actions.jsonl"
-gaps=$(sed -n 's/.*"monotonicNs":\([0-9]*\).*/\1/p' "$STATE/actions.jsonl" | awk 'NR > 1 { g = ($1 - p) / 1e9; if (min == "" || g < min) min = g } { p = $1 } END { print min }')
+check "the empty leftover cgroup was never chosen" "$EMPTY" sh -c "! grep -q '\"kind\":\"oomwarden\",\"outcome\":\"[a-z-]*\",\"victim\":\"$EMPTY\"' $STATE/actions.jsonl"
+gaps=$(ours | sed -n 's/.*"monotonicNs":\([0-9]*\).*/\1/p' | awk 'NR > 1 { g = ($1 - p) / 1e9; if (min == "" || g < min) min = g } { p = $1 } END { print min }')
 check "actions are at least one cooldown (5 s) apart" "smallest gap ${gaps}s" awk -v g="$gaps" 'BEGIN { exit !(g >= 5.0) }'
 check "kill verification took under a second" "killDurationMs" sh -c "sed -n 's/.*\"killDurationMs\":\([0-9.]*\).*/\1/p' $STATE/actions.jsonl | awk '\$1 >= 1000 { bad = 1 } END { exit bad }'"
 finish

@@ -15,9 +15,9 @@ P=$(pod besteffort hog)
 HOG=$(start_in "$(ctr "$P")" hog -s 16 -i 50 -m 200 -H -1)
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 start_oomwarden --config /root/oom.yaml --dry-run --metrics-listen 127.0.0.1:9465
-check "a dry-run record is written" "actions.jsonl" wait_for 60 grep -q '"outcome":"dry-run"' "$STATE/actions.jsonl"
+check "a dry-run record is written" "actions.jsonl" wait_for 60 grep -q '"kind":"oomwarden","outcome":"dry-run"' "$STATE/actions.jsonl"
 sleep 2
-check "the victim is the hog's pod" "$P" grep -q "\"victim\":\"$P\"" "$STATE/actions.jsonl"
+check "the victim is the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"[a-z-]*\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 check "the record lists the hog's PID" "pid $HOG" grep -q "\"pids\":\[$HOG\]" "$STATE/actions.jsonl"
 check "the hog is alive" "pid $HOG" alive "$HOG"
 check "the pod is still populated" "$P" populated "$P"

@@ -16,7 +16,7 @@ check "the old trigger (false) stays: nothing recorded, hog alive" "$(records) r
 printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: qos_memory_current[Besteffort] > 50.0 * 1048576.0 && time_since_trigger > duration("1h")\nsampleInterval: 200ms\n' > /root/oom.yaml
 kill -HUP "$OOMWARDEN"
 check "a valid config is applied" "log" wait_for 30 grep -q 'configuration reloaded' "$OUT/oomwarden.log"
-check "the new trigger kills the pod" "record" wait_for 60 grep -q '"outcome":"killed"' "$STATE/actions.jsonl"
+check "the new trigger kills the pod" "record" wait_for 60 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
 check "the hog is gone" "pid $HOG" sh -c "! kill -0 $HOG 2>/dev/null || { sleep 1; ! kill -0 $HOG 2>/dev/null; }"
 check "the pod cgroup is empty" "$P" sh -c "! grep -q 'populated 1' $P/cgroup.events"
 check "oomwarden survived its own kill decision" "pid $OOMWARDEN" alive "$OOMWARDEN"

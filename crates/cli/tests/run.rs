@@ -71,6 +71,10 @@ fn dry_run_one_cycle_writes_the_expected_record() {
             "id": 0, "time": "<time>", "monotonicNs": 0, "kind": "oomwarden", "outcome": "dry-run", "victim": victim,
             "class": "Besteffort", "score": 222593024.0, "pids": [1], "processes": ["/pause"],
             "memoryCurrentBytes": 222593024, "triggerContext": context, "wakeup": "tick",
+            "triggerExpression": "memory_full_avg10 > 12.0",
+            "rankingExpression": oomwarden_config::DEFAULT_RANKING_EXPRESSION,
+            "eligible": 2,
+            "runnersUp": [{"cgroup": "/sys/fs/cgroup/kubepods/burstable/podABC", "class": "Burstable", "score": 21.0}],
         })
     );
     // The context is Talos's format: rank1's pods add their memory to the class maps.

@@ -128,7 +128,7 @@ impl Engine {
             clock: Box::new(SystemClock),
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
             bounds_logged: HashSet::new(),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             wakeup: Wakeup::Tick,
             recorder: None,
             identity: None,
@@ -373,6 +373,14 @@ impl Engine {
             context: plan.context.as_ref(),
             wakeup: self.wakeup,
             recording: recording.as_deref(),
+            trigger_expression: self.settings.oom.trigger.source(),
+            ranking_expression: self.settings.oom.ranking.source(),
+            eligible: plan.ranking.as_ref().map(|r| r.eligible.len()),
+            runners_up: report::runners_up(
+                &plan,
+                self.settings.oom.strict_class_ordering,
+                &identities,
+            ),
         };
         let record = report::record(&cycle, target.as_ref().zip(acted));
         self.report(record, target.as_ref(), plan)

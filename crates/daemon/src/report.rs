@@ -5,7 +5,7 @@ use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, Part, millis};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
     ActionRecord, CandidateSample, Identities, IdentitySource, KillScope, MAX_CONTAINERS_LISTED,
-    Outcome, QosClass, RecordKind, TriggerContext, Wakeup, listed_pids,
+    MAX_RUNNERS_UP, Outcome, QosClass, RecordKind, RunnerUp, TriggerContext, Wakeup, listed_pids,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -189,7 +189,7 @@ fn container_parts(
 }
 
 /// What every record of a triggered cycle states, victim or not.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Cycle<'a> {
     pub(crate) id: u64,
     /// RFC 3339 wall time.
@@ -199,6 +199,43 @@ pub(crate) struct Cycle<'a> {
     pub(crate) wakeup: Wakeup,
     /// The flight window saved for this record.
     pub(crate) recording: Option<&'a str>,
+    /// The expressions in force.
+    pub(crate) trigger_expression: &'a str,
+    pub(crate) ranking_expression: &'a str,
+    /// How many candidates were eligible, when the ranking ran.
+    pub(crate) eligible: Option<usize>,
+    /// What would have been chosen instead of the victim.
+    pub(crate) runners_up: Vec<RunnerUp>,
+}
+
+/// The eligible candidates after the victim, in the order they would have been chosen, named
+/// from `identities`.
+pub(crate) fn runners_up(
+    plan: &oomwarden_policy::Plan,
+    strict: bool,
+    identities: &Identities,
+) -> Vec<RunnerUp> {
+    let (Some(ranking), Some((victim, _))) = (&plan.ranking, plan.victim()) else {
+        return Vec::new();
+    };
+    oomwarden_policy::order(ranking, &plan.candidates, strict)
+        .into_iter()
+        .filter_map(|s| plan.candidates.get(s.index).map(|c| (c, s.score)))
+        .filter(|(c, _)| c.path != victim.path)
+        .take(MAX_RUNNERS_UP)
+        .map(|(c, score)| {
+            let pod = oomwarden_kube::cgroup_identity(&c.dir)
+                .pod_uid
+                .and_then(|uid| identities.pod(&uid).cloned());
+            RunnerUp {
+                cgroup: c.path.clone(),
+                class: c.class,
+                score,
+                namespace: pod.as_ref().map(|p| p.namespace.clone()),
+                pod_name: pod.map(|p| p.name),
+            }
+        })
+        .collect()
 }
 
 /// The record's outcome for what acting came to (none: there was no victim).
@@ -263,6 +300,10 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
             .context
             .map(TriggerContext::to_json)
             .unwrap_or_default(),
+        trigger_expression: Some(cycle.trigger_expression.to_owned()),
+        ranking_expression: Some(cycle.ranking_expression.to_owned()),
+        eligible: cycle.eligible.map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
+        runners_up: cycle.runners_up.clone(),
         ..ActionRecord::empty(
             RecordKind::Oomwarden,
             outcome,
@@ -361,6 +402,16 @@ mod tests {
             context: None,
             wakeup: Wakeup::Pressure,
             recording: Some("flight/4.owrec.gz"),
+            trigger_expression: "memory_full_avg10 > 1.0",
+            ranking_expression: "1.0",
+            eligible: Some(2),
+            runners_up: vec![RunnerUp {
+                cgroup: "/sys/fs/cgroup/kubepods/besteffort/pod2".to_owned(),
+                class: QosClass::Besteffort,
+                score: 1.5,
+                namespace: None,
+                pod_name: None,
+            }],
         }
     }
 

@@ -34,6 +34,7 @@
 //!   recursive parser runs, so no expression can overflow the stack.
 
 mod check;
+mod compare;
 mod diag;
 mod env;
 mod limits;
@@ -48,6 +49,7 @@ use cel_core::{Ast, Env, MapKey, Program, Value, ValueMap};
 use oomwarden_model::{QosClass, TriggerContext, Variable};
 use thiserror::Error;
 
+pub use compare::Comparison;
 pub use diag::Diagnostic;
 pub use limits::{MAX_CODE_POINTS, MAX_RECURSION_DEPTH};
 
@@ -184,6 +186,7 @@ struct Compiled {
     source: Arc<str>,
     program: Arc<Program>,
     output: check::types::Type,
+    comparisons: Arc<[Comparison]>,
 }
 
 impl fmt::Debug for Compiled {
@@ -216,13 +219,14 @@ fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, C
         .stack_size(COMPILE_STACK_BYTES)
         .spawn(move || compile_on_this_thread(kind, dialect, &for_thread))
         .map_err(|e| CompileError::Internal(format!("cannot start the compiler thread: {e}")))?;
-    let (program, output) = handle
+    let (program, output, comparisons) = handle
         .join()
         .map_err(|_| CompileError::Internal("the CEL compiler failed unexpectedly".into()))??;
     Ok(Compiled {
         source: owned,
         program: Arc::new(program),
         output,
+        comparisons: comparisons.into(),
     })
 }
 
@@ -241,7 +245,7 @@ fn compile_on_this_thread(
     kind: ExprKind,
     dialect: Dialect,
     source: &str,
-) -> Result<(Program, check::types::Type), CompileError> {
+) -> Result<(Program, check::types::Type, Vec<Comparison>), CompileError> {
     // Same byte offsets as `source`, so diagnostics point into the user's text.
     let shortened = limits::shorten_unary_runs(source);
     let expr = parse::parse(&shortened)
@@ -251,6 +255,8 @@ fn compile_on_this_thread(
     if !checked.errors.is_empty() {
         return Err(CompileError::invalid(Stage::Check, checked.errors, source));
     }
+    // From the tree as written, before the runtime rewrite changes its shape.
+    let comparisons = compare::comparisons(&expr, source);
     runtime::prepare(&mut expr, &checked.types);
     // cel-core evaluates by the runtime types of the values, so the unchecked tree runs as
     // cel-go's checked program does.
@@ -259,7 +265,7 @@ fn compile_on_this_thread(
         .env()
         .program(&ast)
         .map_err(|e| CompileError::Internal(e.to_string()))?;
-    Ok((program, checked.output))
+    Ok((program, checked.output, comparisons))
 }
 
 /// Compiles and requires the kind's exact output type (`dyn` is not accepted), as Talos does.
@@ -309,6 +315,19 @@ fn expect_output(value: Value, expected: &str) -> Result<Value, EvalError> {
     }
 }
 
+/// A [`Comparison`] evaluated in one trigger context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvaluatedComparison {
+    /// The comparison.
+    pub comparison: Comparison,
+    /// Its left side's value.
+    pub left: AnyValue,
+    /// Its right side's value.
+    pub right: AnyValue,
+    /// Whether it held (`None` when it gave an error).
+    pub holds: Option<bool>,
+}
+
 /// A compiled `triggerExpression`: decides from a [`TriggerContext`] whether to act.
 #[derive(Debug, Clone)]
 pub struct TriggerExpr(Compiled);
@@ -356,6 +375,42 @@ impl TriggerExpr {
     /// The source text.
     pub fn source(&self) -> &str {
         &self.0.source
+    }
+
+    /// The comparisons written in it, in source order (see [`Comparison`]).
+    pub fn comparisons(&self) -> &[Comparison] {
+        &self.0.comparisons
+    }
+
+    /// Each comparison with the values of its two sides and its result in `ctx`: what a
+    /// person asks of a trigger that fired ("which threshold did it pass, by how much").
+    /// A comparison whose sides cannot be evaluated alone (they read a comprehension's
+    /// variable) is left out.
+    pub fn evaluate_comparisons(&self, ctx: &TriggerContext) -> Vec<EvaluatedComparison> {
+        let eval = |text: &str| -> Option<AnyValue> {
+            AnyExpr::compile(ExprKind::Trigger, text)
+                .ok()?
+                .eval_trigger(ctx)
+                .ok()
+        };
+        self.comparisons()
+            .iter()
+            .filter_map(|c| {
+                let left = eval(&c.left)?;
+                let right = eval(&c.right)?;
+                let holds = eval(&c.text).and_then(|v| match v.text.as_str() {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    _ => None,
+                });
+                Some(EvaluatedComparison {
+                    comparison: c.clone(),
+                    left,
+                    right,
+                    holds,
+                })
+            })
+            .collect()
     }
 
     /// Evaluates against one cycle's context.
@@ -488,6 +543,33 @@ pub struct AnyValue {
     pub type_name: String,
     /// The value: `true`, `1000.0`, `'text'`, `[2, 4, 6]`, `optional.of(1u)` …
     pub text: String,
+}
+
+impl AnyValue {
+    /// The value as a number: a double, int or uint as it is, a duration in seconds, a bool
+    /// as 0 or 1; `None` for anything else.
+    pub fn as_number(&self) -> Option<f64> {
+        match self.type_name.as_str() {
+            "double" => match self.text.as_str() {
+                "nan" => Some(f64::NAN),
+                "inf" => Some(f64::INFINITY),
+                "-inf" => Some(f64::NEG_INFINITY),
+                t => t.parse().ok(),
+            },
+            "int" | "uint" => self.text.parse().ok(),
+            "bool" => Some(if self.text == "true" { 1.0 } else { 0.0 }),
+            "google.protobuf.Duration" => {
+                let ns: f64 = self
+                    .text
+                    .strip_prefix("duration(")?
+                    .strip_suffix("ns)")?
+                    .parse()
+                    .ok()?;
+                Some(ns / 1e9)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl AnyExpr {

@@ -3,7 +3,7 @@
 
 use cel_core::{Expr, SpannedExpr};
 
-fn children(e: &SpannedExpr) -> Vec<&SpannedExpr> {
+pub(crate) fn children(e: &SpannedExpr) -> Vec<&SpannedExpr> {
     match &e.node {
         Expr::List(items) => items.iter().map(|i| &i.expr).collect(),
         Expr::Map(entries) => entries.iter().flat_map(|m| [&m.key, &m.value]).collect(),

@@ -231,7 +231,44 @@ pub struct ActionRecord {
     /// absent when the flight recorder is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording: Option<String>,
+    /// The `triggerExpression` that fired (absent in a kernel OOM kill's record and in
+    /// records of older versions), so that `oomwarden explain` shows its thresholds as they
+    /// were, whatever was reloaded since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_expression: Option<String>,
+    /// The `cgroupRankingExpression` that scored the candidates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranking_expression: Option<String>,
+    /// How many candidates were eligible (scored above 0), the victim included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<u64>,
+    /// The next [`MAX_RUNNERS_UP`] eligible candidates in the order the victim was chosen in:
+    /// what would have been killed instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runners_up: Vec<RunnerUp>,
 }
+
+/// A candidate that was not chosen, as a record lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerUp {
+    /// Its cgroup's node path.
+    pub cgroup: String,
+    /// Its class.
+    pub class: QosClass,
+    /// Its score.
+    #[serde(with = "score_json")]
+    pub score: f64,
+    /// Its pod's namespace, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Its pod's name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+}
+
+/// At most this many runners-up per record.
+pub const MAX_RUNNERS_UP: usize = 5;
 
 /// A score in JSON: a number when finite, else `"+Inf"`, `"-Inf"` or `"NaN"`. Reading also
 /// takes `"Inf"`, `"inf"` and `null` (what older versions wrote for any non-finite score:
@@ -328,6 +365,10 @@ impl ActionRecord {
             detected_by: None,
             wakeup: None,
             recording: None,
+            trigger_expression: None,
+            ranking_expression: None,
+            eligible: None,
+            runners_up: Vec::new(),
         }
     }
 

@@ -19,4 +19,4 @@ mod rank;
 
 pub use context::{State, build_context};
 pub use plan::{Decision, Plan, Rules, Skip, plan};
-pub use rank::{Exclusion, Ranking, Scored, Verdict, rank, rank_with, select};
+pub use rank::{Exclusion, Ranking, Scored, Verdict, order, rank, rank_with, select};

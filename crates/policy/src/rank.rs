@@ -173,21 +173,40 @@ pub fn select(ranking: &Ranking, candidates: &[CandidateSample], strict: bool) -
         ranking.eligible.iter().collect()
     };
     pool.into_iter()
-        .max_by(|a, b| {
-            let (ca, cb) = (candidates.get(a.index), candidates.get(b.index));
-            a.score
-                .total_cmp(&b.score)
-                .then_with(|| {
-                    let cur = |c: Option<&CandidateSample>| c.and_then(|c| c.memory.current).unwrap_or(0);
-                    cur(ca).cmp(&cur(cb))
-                })
-                // Smaller path wins, so compare reversed.
-                .then_with(|| match (ca, cb) {
-                    (Some(x), Some(y)) => y.path.cmp(&x.path),
-                    _ => Ordering::Equal,
-                })
-        })
+        .max_by(|a, b| preference(a, b, candidates))
         .copied()
+}
+
+/// Every eligible candidate in the order [`select`] would take them if each were gone in turn:
+/// the first is the victim, the next ones what would have been chosen instead.
+pub fn order(ranking: &Ranking, candidates: &[CandidateSample], strict: bool) -> Vec<Scored> {
+    let class_of = |s: &Scored| candidates.get(s.index).map(|c| c.class);
+    let mut all = ranking.eligible.clone();
+    all.sort_by(|a, b| {
+        let by_class = if strict {
+            class_of(a).cmp(&class_of(b))
+        } else {
+            Ordering::Equal
+        };
+        by_class.then_with(|| preference(b, a, candidates))
+    });
+    all
+}
+
+/// Which of two eligible candidates [`select`] prefers (`Greater`: `a`).
+fn preference(a: &Scored, b: &Scored, candidates: &[CandidateSample]) -> Ordering {
+    let (ca, cb) = (candidates.get(a.index), candidates.get(b.index));
+    a.score
+        .total_cmp(&b.score)
+        .then_with(|| {
+            let cur = |c: Option<&CandidateSample>| c.and_then(|c| c.memory.current).unwrap_or(0);
+            cur(ca).cmp(&cur(cb))
+        })
+        // Smaller path wins, so compare reversed.
+        .then_with(|| match (ca, cb) {
+            (Some(x), Some(y)) => y.path.cmp(&x.path),
+            _ => Ordering::Equal,
+        })
 }
 
 #[cfg(test)]
@@ -224,5 +243,60 @@ mod verdict_tests {
         );
         assert_eq!(all[4].reason(), "ranking failed: no such key");
         assert_eq!(all[2].score(), Some(0.0));
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use oomwarden_model::{CandidateSample, MemoryReading, QosClass};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn candidate(i: usize, class: QosClass, current: u64) -> CandidateSample {
+        CandidateSample {
+            path: format!("/sys/fs/cgroup/c{i}"),
+            dir: format!("c{i}"),
+            class,
+            memory: MemoryReading {
+                current: Some(current),
+                ..MemoryReading::default()
+            },
+            populated: true,
+            contains_self: false,
+            read_errors: Vec::new(),
+            identity: None,
+            oom_score_adj: None,
+        }
+    }
+
+    proptest! {
+        /// `order` is `select` taken again and again: its head is the victim, and each next
+        /// one is what `select` chooses once the ones before it are gone.
+        #[test]
+        fn order_is_select_repeated(
+            cands in prop::collection::vec((0usize..5, 0u64..4, 1u32..5), 0..12),
+            strict in any::<bool>(),
+        ) {
+            let candidates: Vec<CandidateSample> = cands
+                .iter()
+                .enumerate()
+                .map(|(i, (c, cur, _))| candidate(i, QosClass::ALL[*c], *cur))
+                .collect();
+            let mut ranking = Ranking {
+                eligible: cands
+                    .iter()
+                    .enumerate()
+                    .map(|(index, (_, _, s))| Scored { index, score: f64::from(*s) })
+                    .collect(),
+                excluded: Vec::new(),
+            };
+            for expected in order(&ranking, &candidates, strict) {
+                let chosen = select(&ranking, &candidates, strict);
+                prop_assert_eq!(chosen.map(|s| s.index), Some(expected.index));
+                ranking.eligible.retain(|s| s.index != expected.index);
+            }
+            prop_assert!(ranking.eligible.is_empty());
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 mod commands;
 mod exit;
+mod human;
 mod loghuman;
 mod logjson;
 
@@ -47,6 +48,9 @@ enum Command {
     Actions(commands::actions::ActionsArgs),
     /// The running daemon's state: configuration, layout, last cycle, last trigger, errors.
     Status(commands::actions::StatusArgs),
+    /// Why a pod was killed: the record, the trigger's values against its thresholds, the
+    /// victim against the other candidates, the kernel's OOM kills of the same pod.
+    Explain(commands::explain::Args),
     /// Record what the OOM handler reads, every interval, for `replay` (or fetch the running
     /// daemon's flight-recorder window).
     Record(commands::record::Args),
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
         Command::Actions(args) => commands::actions::actions(&args, &mut out, &mut err),
         Command::Status(args) => commands::actions::status(&args, &mut out, &mut err),
+        Command::Explain(args) => commands::explain::run(&args, &mut out, &mut err),
         Command::Record(args) => commands::record::run(&args, &mut out, &mut err),
         Command::Replay(args) => commands::replay::run(&args, &mut out, &mut err),
     };

@@ -1186,3 +1186,98 @@ fn a_recording_names_the_pods() {
         "{names:?}"
     );
 }
+
+/// Issue 17: `explain` answers "why was my pod killed?" from the history file: the trigger's
+/// comparisons with their values, the victim against every candidate of the flight window
+/// (a VM run's record and window, S12), or against the runners-up the record lists, and the
+/// kernel's OOM kills of the same pod before and after.
+#[test]
+fn explain_says_why() {
+    golden(
+        "explain-window",
+        &["explain", "0", "--state-dir", "testdata/explain/vm-s12"],
+        None,
+    );
+    golden(
+        "explain-pod",
+        &[
+            "explain",
+            "shop/cart-6b8f-zt9wd",
+            "--state-dir",
+            "testdata/explain/pod",
+        ],
+        None,
+    );
+    // A pod's UID finds its latest record; a kernel kill known from a counter only.
+    golden(
+        "explain-kernel",
+        &["explain", "2", "--state-dir", "testdata/actions/kernel"],
+        None,
+    );
+    // A record written before the expressions were recorded: the configuration's is used.
+    golden(
+        "explain-old-record",
+        &["explain", "0", "--state-dir", "testdata/actions/kernel"],
+        None,
+    );
+    golden(
+        "explain-nothing",
+        &[
+            "explain",
+            "shop/nope",
+            "--state-dir",
+            "testdata/explain/pod",
+        ],
+        None,
+    );
+}
+
+#[test]
+fn explain_json_holds_every_part() {
+    let (code, stdout, stderr) = run(
+        &[
+            "explain",
+            "a1b2c3d4-0000-4000-8000-000000000001",
+            "--state-dir",
+            "testdata/explain/pod",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["record"]["id"], 1,
+        "the UID finds oomwarden's record first"
+    );
+    let cmp = &v["trigger"]["comparisons"];
+    assert_eq!(cmp.as_array().unwrap().len(), 3);
+    assert_eq!(cmp[0]["right"], "3000.0");
+    assert_eq!(cmp[0]["holds"], true);
+    assert!(cmp[0]["leftNumber"].as_f64().unwrap() > 3000.0);
+    assert_eq!(cmp[2]["leftValue"], "never");
+    assert_eq!(v["ranking"]["source"], "record");
+    assert_eq!(v["ranking"]["candidates"][0]["victim"], true);
+    assert_eq!(
+        v["ranking"]["candidates"][1]["podName"],
+        "search-5c9d7-k2x8p"
+    );
+    assert_eq!(v["kernelOomKills"]["before"][0]["id"], 0);
+    assert_eq!(v["kernelOomKills"]["after"][0]["id"], 2);
+    // The window's replay ranks every candidate.
+    let (code, stdout, stderr) = run(
+        &[
+            "explain",
+            "0",
+            "--state-dir",
+            "testdata/explain/vm-s12",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["ranking"]["source"], "flight-recorder");
+    assert_eq!(v["ranking"]["candidates"].as_array().unwrap().len(), 7);
+}

@@ -99,7 +99,8 @@ mod tests {
 
     use crate::TriggerExpr;
 
-    const DEFAULT: &str = "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0}) > 3000.0 &&
+    const DEFAULT: &str =
+        "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0}) > 3000.0 &&
 multiply_qos_vectors(qos_memory_full_avg10, {System: 1.0, Podruntime: 1.0}) > 5.0 &&
 time_since_trigger > duration(\"5s\")";
 
@@ -113,7 +114,10 @@ time_since_trigger > duration(\"5s\")";
             "multiply_qos_vectors(d_qos_memory_full_total, {System: 8.0, Podruntime: 4.0})"
         );
         assert_eq!((c[0].op, c[0].right.as_str()), (">", "3000.0"));
-        assert_eq!((c[2].left.as_str(), c[2].right.as_str()), ("time_since_trigger", "duration(\"5s\")"));
+        assert_eq!(
+            (c[2].left.as_str(), c[2].right.as_str()),
+            ("time_since_trigger", "duration(\"5s\")")
+        );
         assert!(c.iter().all(|c| !c.left_constant && c.right_constant));
     }
 
@@ -122,7 +126,13 @@ time_since_trigger > duration(\"5s\")";
         let t = TriggerExpr::compile(DEFAULT).unwrap();
         let mut ctx = TriggerContext::new();
         ctx.add_class_psi(false, PsiKind::Full, PsiSpan::Avg10, QosClass::System, 4.0);
-        ctx.add_class_psi(false, PsiKind::Full, PsiSpan::Avg10, QosClass::Podruntime, 2.5);
+        ctx.add_class_psi(
+            false,
+            PsiKind::Full,
+            PsiSpan::Avg10,
+            QosClass::Podruntime,
+            2.5,
+        );
         let e = t.evaluate_comparisons(&ctx);
         assert_eq!(e.len(), 3);
         assert_eq!(e[1].left.as_number(), Some(6.5));

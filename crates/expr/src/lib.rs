@@ -546,6 +546,35 @@ pub struct AnyValue {
 }
 
 impl AnyValue {
+    /// The value as people read it: a duration in Go's form (`1m30s`), the saturated
+    /// `time_since_trigger` (before any trigger) as `never`, a double with at most three
+    /// decimals; anything else as [`AnyValue::text`].
+    pub fn shown(&self) -> String {
+        match self.type_name.as_str() {
+            "google.protobuf.Duration" => {
+                let ns = self
+                    .text
+                    .strip_prefix("duration(")
+                    .and_then(|t| t.strip_suffix("ns)"))
+                    .and_then(|t| t.parse::<i64>().ok());
+                match ns {
+                    Some(i64::MAX) => "never".to_owned(),
+                    Some(ns) => oomwarden_model::format_go_duration(ns),
+                    None => self.text.clone(),
+                }
+            }
+            "double" => match self.as_number() {
+                Some(x) if x.is_finite() => {
+                    let t = format!("{x:.3}");
+                    let t = t.trim_end_matches('0').trim_end_matches('.');
+                    if t == "-0" { "0".to_owned() } else { t.to_owned() }
+                }
+                _ => self.text.clone(),
+            },
+            _ => self.text.clone(),
+        }
+    }
+
     /// The value as a number: a double, int or uint as it is, a duration in seconds, a bool
     /// as 0 or 1; `None` for anything else.
     pub fn as_number(&self) -> Option<f64> {

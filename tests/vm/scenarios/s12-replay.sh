@@ -45,4 +45,15 @@ check "the saved window reproduces the kill" "$SAVED" \
 check "the window fetched from the running daemon replays" "window.rec" \
     oomwarden replay "$OUT/window.rec" -o json
 check "the quiet pod was not killed" "pid $QUIET" alive "$QUIET"
+# Why was it killed? `explain` on the kill's record, with the daemon stopped (the history file).
+ID=$(grep '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl" | head -n1 | sed 's/^{"id":\([0-9]*\),.*/\1/')
+oomwarden explain "$ID" --state-dir "$STATE" > "$OUT/explain.txt" 2>&1
+oomwarden explain "$ID" --state-dir "$STATE" -o json > "$OUT/explain.json" 2>> "$OUT/explain.txt"
+cat "$OUT/explain.txt"
+check "explain names the kill" "explain.txt" grep -q "^Record $ID at .*: oomwarden killed cgroup $P$" "$OUT/explain.txt"
+check "explain shows the trigger's thresholds, each held" "explain.txt" sh -c \
+    "[ \$(grep -c ' > 3000.0   held\| > 5.0   held\|never > 5s   held' $OUT/explain.txt) = 3 ]"
+check "explain ranks every candidate from the flight window, the victim first" "explain.json" sh -c \
+    "grep -q '\"source\":\"flight-recorder\"' $OUT/explain.json && grep -q '^  1 .*$P   ◀ chosen' $OUT/explain.txt"
+check "explain lists the quiet pod among the candidates" "$Q" grep -q " $Q$" "$OUT/explain.txt"
 finish

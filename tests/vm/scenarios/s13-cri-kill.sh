@@ -47,6 +47,9 @@ check "the record names both containers" "containerNames" \
     sh -c "grep -q '\"containerNames\":\[[^]]*\"hog\"' $R && grep -q '\"containerNames\":\[[^]]*\"leak\"' $R"
 check "the identity came from the runtime" "identitySource" grep -q '"identitySource":"cri"' "$R"
 check "the log names the victim pod" "pod=shop/checkout-…" grep -q '"pod":"shop/checkout-7f9c6d-hq2lm"' "$OUT/oomwarden.log"
+oomwarden explain shop/checkout-7f9c6d-hq2lm --state-dir "$STATE" > "$OUT/explain.txt" 2>&1
+check "explain finds the kill by NAMESPACE/POD" "explain.txt" sh -c \
+    "grep -q ': oomwarden killed shop/checkout-7f9c6d-hq2lm$' $OUT/explain.txt && grep -q '(named from cri)' $OUT/explain.txt && grep -Eq 'containers   (hog, leak|leak, hog)$' $OUT/explain.txt"
 wget -qO "$OUT/metrics.txt" http://127.0.0.1:9465/metrics
 check "the kills metric carries the namespace" "metrics.txt" \
     grep -q '^oomwarden_kills_total{class="Besteffort",outcome="killed",namespace="shop"} 1$' "$OUT/metrics.txt"

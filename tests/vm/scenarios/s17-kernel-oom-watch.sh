@@ -63,4 +63,8 @@ oomwarden actions --kind kernel-oom --state-dir "$STATE" > "$OUT/actions.txt" 2>
 cat "$OUT/actions.txt"
 check "oomwarden actions --kind kernel-oom lists both" "actions.txt" sh -c \
     "[ \$(grep -c '^[0-9].*kernel-oom.*killed (memcg)' $OUT/actions.txt) = 1 ] && [ \$(grep -c '^[0-9].*kernel-oom.*killed (global)' $OUT/actions.txt) = 1 ]"
+oomwarden explain "$UID1" --state-dir "$STATE" > "$OUT/explain-memcg.txt" 2>&1
+oomwarden explain "$UID2" --state-dir "$STATE" > "$OUT/explain-global.txt" 2>&1
+check "explain says why the kernel killed, by pod UID" "explain-*.txt" sh -c \
+    "grep -q \"killed hog (pid $M1)\" $OUT/explain-memcg.txt && grep -q '^  constraint   memcg: ' $OUT/explain-memcg.txt && grep -q \"killed hog (pid $M2)\" $OUT/explain-global.txt && grep -q '^  constraint   global: ' $OUT/explain-global.txt"
 finish

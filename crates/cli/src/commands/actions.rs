@@ -24,12 +24,16 @@ pub(crate) struct StateArgs {
 }
 
 impl StateArgs {
-    fn dir(&self) -> anyhow::Result<PathBuf> {
+    pub(crate) fn dir(&self) -> anyhow::Result<PathBuf> {
         if let Some(d) = &self.state_dir {
             return Ok(d.clone());
         }
-        let settings = load_settings(self.config.as_deref(), &Default::default())?;
-        Ok(settings.warden.state_dir)
+        Ok(self.settings()?.warden.state_dir)
+    }
+
+    /// The configuration named by `--config`, else the default file or the embedded defaults.
+    pub(crate) fn settings(&self) -> anyhow::Result<oomwarden_config::Settings> {
+        Ok(load_settings(self.config.as_deref(), &Default::default())?)
     }
 }
 

@@ -5,6 +5,7 @@ pub(crate) mod audit;
 pub(crate) mod builtin;
 pub(crate) mod check;
 pub(crate) mod eval;
+pub(crate) mod explain;
 pub(crate) mod layout;
 pub(crate) mod oomlog;
 pub(crate) mod record;

@@ -86,7 +86,13 @@ fn load_recording(args: &Args) -> anyhow::Result<(String, Recording)> {
             )
         }
     };
-    let (text, warning) = oomwarden_recording::decode(&bytes)
+    let recording = decode(&name, &bytes)?;
+    Ok((name, recording))
+}
+
+/// A recording from its bytes (gzip or text); one cut short is marked.
+pub(crate) fn decode(name: &str, bytes: &[u8]) -> anyhow::Result<Recording> {
+    let (text, warning) = oomwarden_recording::decode(bytes)
         .with_context(|| format!("{name} is not a usable recording"))?;
     let mut recording =
         parse(&text).with_context(|| format!("{name} is not a usable recording"))?;
@@ -96,7 +102,7 @@ fn load_recording(args: &Args) -> anyhow::Result<(String, Recording)> {
         (Some(w), None) => recording.mark_truncated(w),
         (None, _) => {}
     }
-    Ok((name, recording))
+    Ok(recording)
 }
 
 fn configs(args: &Args, recording: &Recording) -> anyhow::Result<Vec<Config>> {

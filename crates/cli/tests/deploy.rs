@@ -191,3 +191,55 @@ fn only_the_monitoring_namespace_reaches_the_metrics_port() {
         serde_json::json!([{"protocol": "TCP", "port": port}])
     );
 }
+
+/// Issue 17, item 2: the Events need create on events.k8s.io/events, bound to the
+/// DaemonSet's service account, and nothing more; the pod has its token and its Node's name.
+#[test]
+fn the_events_rbac_is_what_they_need_and_nothing_more() {
+    let docs = documents();
+    let ds = kind(&docs, "DaemonSet");
+    let spec = &ds["spec"]["template"]["spec"];
+    let account = kind(&docs, "ServiceAccount");
+    assert_eq!(spec["serviceAccountName"], account["metadata"]["name"]);
+    assert_eq!(
+        account["metadata"]["namespace"],
+        ds["metadata"]["namespace"]
+    );
+    assert_eq!(spec["automountServiceAccountToken"], true);
+    let role = kind(&docs, "ClusterRole");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]}])
+    );
+    let binding = kind(&docs, "ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}])
+    );
+    assert_eq!(
+        docs.iter()
+            .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+            .count(),
+        1
+    );
+    let env = &spec["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "NODE_NAME"
+                && e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"),
+        "{env}"
+    );
+    let config = kind(&docs, "ConfigMap")["data"]["oomwarden.yaml"]
+        .as_str()
+        .unwrap();
+    let settings = Settings::from_yaml(config, "ConfigMap oomwarden").unwrap();
+    assert!(settings.warden.events.enabled);
+    assert_eq!(
+        settings.warden.events.kubeconfig, None,
+        "the in-cluster service account"
+    );
+}

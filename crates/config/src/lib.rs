@@ -95,6 +95,22 @@ pub struct WardenSettings {
     pub container_runtime: ContainerRuntimeSettings,
     /// The kernel-OOM watcher.
     pub kernel_oom_watch: KernelOomWatchSettings,
+    /// Kubernetes Events for oomwarden's kills.
+    pub events: EventsSettings,
+}
+
+/// Kubernetes Events (`events.k8s.io/v1`) for oomwarden's kills and dry-run decisions: one on
+/// the victim Pod, one on the Node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventsSettings {
+    /// Send them (off by default: it needs API credentials and RBAC).
+    pub enabled: bool,
+    /// A kubeconfig file to reach the API server with; absent: the pod's service account
+    /// (in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// The Node's name; absent: `$NODE_NAME` (the DaemonSet sets it from `spec.nodeName`),
+    /// else the host name.
+    pub node_name: Option<String>,
 }
 
 /// The kernel-OOM watcher: the kernel's own OOM kills become `kernel-oom` records, from the
@@ -284,6 +300,7 @@ impl Default for WardenSettings {
             flight_recorder: FlightRecorderSettings::default(),
             container_runtime: ContainerRuntimeSettings::default(),
             kernel_oom_watch: KernelOomWatchSettings::default(),
+            events: EventsSettings::default(),
         }
     }
 }

@@ -55,6 +55,17 @@ struct WardenDoc<'a> {
     flight_recorder: FlightDoc,
     container_runtime: RuntimeDoc,
     kernel_oom_watch: KernelWatchDoc,
+    events: EventsDoc,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventsDoc {
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kubeconfig: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_name: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -285,6 +296,16 @@ pub(crate) fn to_yaml(s: &Settings) -> String {
             enabled: s.warden.kernel_oom_watch.enabled,
             kmsg: s.warden.kernel_oom_watch.kmsg.display().to_string(),
             from_boot: s.warden.kernel_oom_watch.from_boot,
+        },
+        events: EventsDoc {
+            enabled: s.warden.events.enabled,
+            kubeconfig: s
+                .warden
+                .events
+                .kubeconfig
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            node_name: s.warden.events.node_name.clone(),
         },
         hooks: HooksDoc {
             pre_kill: s.warden.hooks.pre_kill.as_ref().map(hook_doc),

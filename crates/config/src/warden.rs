@@ -13,8 +13,9 @@ use crate::document::go_duration;
 use crate::fields::{self, Field, Flag, KeyPath, Problem, expected, leaf, mapping, text};
 use crate::layout::LayoutField;
 use crate::{
-    ContainerRuntimeSettings, FlightRecorderSettings, Hook, Hooks, KernelOomWatchSettings,
-    LayoutSetting, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, WardenSettings,
+    ContainerRuntimeSettings, EventsSettings, FlightRecorderSettings, Hook, Hooks,
+    KernelOomWatchSettings, LayoutSetting, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint,
+    WardenSettings,
 };
 
 /// The document. The field order is the order "known fields are …" lists them in.
@@ -34,6 +35,15 @@ struct WardenDoc {
     flight_recorder: Field<Section<FlightDoc>>,
     container_runtime: Field<Section<RuntimeDoc>>,
     kernel_oom_watch: Field<Section<KernelWatchDoc>>,
+    events: Field<Section<EventsDoc>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct EventsDoc {
+    enabled: Field<Flag>,
+    kubeconfig: Field<AbsolutePath>,
+    node_name: Field<NodeName>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +124,9 @@ impl Described for FlightDoc {
 impl Described for KernelWatchDoc {
     const WHAT: &'static str = "a mapping with enabled, kmsg, fromBoot";
 }
+impl Described for EventsDoc {
+    const WHAT: &'static str = "a mapping with enabled, kubeconfig, nodeName";
+}
 impl Described for RuntimeDoc {
     const WHAT: &'static str = "a mapping with endpoint, podLogs, refreshEvery";
 }
@@ -162,6 +175,27 @@ impl<'de> Deserialize<'de> for AbsolutePath {
             })
         })
         .map(AbsolutePath)
+    }
+}
+
+/// A Node's name: a DNS subdomain (lower-case letters, digits, `-` and `.`, at most 253).
+#[derive(Debug)]
+struct NodeName(Option<String>);
+
+impl<'de> Deserialize<'de> for NodeName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |name| {
+                if oomwarden_kube::is_dns_subdomain(name) {
+                    Ok(name.to_owned())
+                } else {
+                    Err(format!(
+                        "must be a node name (a DNS subdomain: lower-case letters, digits, '-' and '.', at most 253), found {name:?}"
+                    ))
+                }
+            })
+        })
+        .map(NodeName)
     }
 }
 
@@ -385,6 +419,7 @@ pub(crate) struct WardenRaw {
     flight_recorder: Option<FlightRecorderSettings>,
     container_runtime: Option<ContainerRuntimeSettings>,
     kernel_oom_watch: Option<KernelOomWatchSettings>,
+    events: Option<EventsSettings>,
 }
 
 impl WardenRaw {
@@ -403,6 +438,7 @@ impl WardenRaw {
             flight_recorder: self.flight_recorder.unwrap_or(d.flight_recorder),
             container_runtime: self.container_runtime.unwrap_or(d.container_runtime),
             kernel_oom_watch: self.kernel_oom_watch.unwrap_or(d.kernel_oom_watch),
+            events: self.events.unwrap_or(d.events),
         }
     }
 }
@@ -474,6 +510,15 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
         if let Some(Flag(on)) = k.from_boot.get() {
             settings.from_boot = *on;
         }
+        settings
+    });
+    raw.events = doc.events.section().map(|e| {
+        let mut settings = EventsSettings::default();
+        if let Some(Flag(on)) = e.enabled.get() {
+            settings.enabled = *on;
+        }
+        settings.kubeconfig = e.kubeconfig.into_option().and_then(|p| p.0);
+        settings.node_name = e.node_name.into_option().and_then(|n| n.0);
         settings
     });
     raw.hooks = doc.hooks.section().map(|h| {

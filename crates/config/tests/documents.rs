@@ -604,3 +604,50 @@ fn kill_scope_settings() {
         )]
     );
 }
+
+/// Issue 17, item 2: `events` is off by default; a kubeconfig is an absolute path, a node
+/// name a DNS subdomain; the settings round-trip through `check`.
+#[test]
+fn events_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    let d = load("").unwrap().warden.events;
+    assert!(!d.enabled && d.kubeconfig.is_none() && d.node_name.is_none());
+    let text = format!(
+        "{w}events:\n  enabled: true\n  kubeconfig: /etc/kubernetes/kubelet.conf\n  nodeName: worker-1.example\n"
+    );
+    let s = load(&text).unwrap();
+    assert!(s.warden.events.enabled);
+    assert_eq!(
+        s.warden.events.kubeconfig.as_deref(),
+        Some(std::path::Path::new("/etc/kubernetes/kubelet.conf"))
+    );
+    assert_eq!(
+        s.warden.events.node_name.as_deref(),
+        Some("worker-1.example")
+    );
+    assert_eq!(load(&s.to_yaml()).unwrap().warden.events, s.warden.events);
+    let errors: Vec<(String, String)> = load(&format!(
+        "{w}events:\n  enabled: yes please\n  kubeconfig: kube.conf\n  nodeName: Worker_1\n  namespace: x\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| (e.key.unwrap_or_default(), e.message))
+    .collect();
+    let keys: Vec<&str> = errors.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "events.enabled",
+            "events.kubeconfig",
+            "events.nodeName",
+            "events.namespace"
+        ],
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].1.contains("must be an absolute path"),
+        "{errors:?}"
+    );
+    assert!(errors[2].1.contains("must be a node name"), "{errors:?}");
+}

@@ -85,6 +85,10 @@ pub struct Engine {
     recorder: Option<CycleRecorder>,
     /// Who the node's pods are (none: only what cgroup paths say).
     identity: Option<oomwarden_identity::Cache>,
+    /// Kubernetes Events for the kills (`events.enabled`).
+    events: Option<oomwarden_events::Events>,
+    /// Counts of the senders replaced by a reload, so the metrics keep counting forward.
+    events_before: oomwarden_events::Counts,
     /// When the candidate directories were last named ([`Self::look_for_new_pods`]).
     last_pod_scan_ns: Option<u64>,
     /// The identities this cycle ranks with, for the recording.
@@ -132,6 +136,8 @@ impl Engine {
             wakeup: Wakeup::Tick,
             recorder: None,
             identity: None,
+            events: None,
+            events_before: oomwarden_events::Counts::default(),
             last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,
@@ -144,6 +150,36 @@ impl Engine {
     /// trigger finds them.
     pub fn set_recorder(&mut self, recorder: CycleRecorder) {
         self.recorder = Some(recorder);
+    }
+
+    /// Sends Kubernetes Events for the kills from now on (`None`: no more), replacing the
+    /// sender running.
+    pub fn set_events(&mut self, events: Option<oomwarden_events::Events>) {
+        if let Some(old) = std::mem::replace(&mut self.events, events) {
+            let c = old.counts();
+            let b = &mut self.events_before;
+            b.sent += c.sent;
+            b.retries += c.retries;
+            for (total, n) in b.dropped.iter_mut().zip(c.dropped) {
+                *total += n;
+            }
+        }
+    }
+
+    /// The Events sender running, if any.
+    pub fn events(&self) -> Option<&oomwarden_events::Events> {
+        self.events.as_ref()
+    }
+
+    fn update_events_metrics(&self) {
+        let mut c = self.events.as_ref().map(|e| e.counts()).unwrap_or_default();
+        let b = &self.events_before;
+        c.sent += b.sent;
+        c.retries += b.retries;
+        for (n, before) in c.dropped.iter_mut().zip(b.dropped) {
+            *n += before;
+        }
+        self.metrics.events(&c);
     }
 
     /// Names pods from `cache` (the ranking's `pod_namespace`, `pod_name`, `labels`, …, and the
@@ -313,6 +349,7 @@ impl Engine {
             Ok(sample) => sample,
             Err(error) => return CycleOutcome::Skipped(error),
         };
+        self.update_events_metrics();
         // One snapshot for the whole cycle: the ranking and the record name the same pods.
         let identities = match &self.identity {
             Some(cache) => {
@@ -598,6 +635,10 @@ impl Engine {
         }
         self.count_record_bounds(&record);
         self.persist(&record);
+        // After the record is written: the API server never delays or loses a record.
+        if let Some(events) = &self.events {
+            events.offer(&record);
+        }
         if let Some(target) = target {
             self.post_kill_hook(&record, target);
         }

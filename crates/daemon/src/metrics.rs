@@ -264,6 +264,9 @@ pub struct Metrics {
     kernel_kills: Family<KernelKillLabels, Counter>,
     kernel_watch_problems: Family<WatchProblemLabels, Counter>,
     sample_interval: FloatGauge,
+    events_sent: Counter,
+    events_dropped: Family<WatchProblemLabels, Counter>,
+    events_retries: Counter,
 }
 
 impl Default for Metrics {
@@ -430,6 +433,31 @@ impl Metrics {
             "Problems of the kernel-OOM watcher, by reason (open, read, lost, incomplete, dropped); each is logged once",
             kernel_watch_problems.clone(),
         );
+        let events_sent = Counter::default();
+        registry.register(
+            "events_sent",
+            "Kubernetes Events created for oomwarden's kills and dry runs (events.enabled)",
+            events_sent.clone(),
+        );
+        let events_dropped = Family::<WatchProblemLabels, Counter>::default();
+        for reason in oomwarden_events::Dropped::ALL {
+            events_dropped
+                .get_or_create(&WatchProblemLabels {
+                    reason: reason.name(),
+                })
+                .inc_by(0);
+        }
+        registry.register(
+            "events_dropped",
+            "Kubernetes Events not created, by reason (queue-full, rejected, failed, unconfigured); each reason is logged once",
+            events_dropped.clone(),
+        );
+        let events_retries = Counter::default();
+        registry.register(
+            "events_retries",
+            "Kubernetes Event requests sent again after a failure (unreachable, a deadline, 429 or 5xx)",
+            events_retries.clone(),
+        );
         let sample_interval = FloatGauge::default();
         registry.register_with_unit(
             "sample_interval",
@@ -515,6 +543,9 @@ impl Metrics {
             kernel_kills,
             kernel_watch_problems,
             sample_interval,
+            events_sent,
+            events_dropped,
+            events_retries,
         }
     }
 
@@ -653,6 +684,23 @@ impl Metrics {
         self.kernel_watch_problems
             .get_or_create(&WatchProblemLabels { reason })
             .inc();
+    }
+
+    /// The Events sender's counts so far (read each cycle; counters only move forward).
+    pub fn events(&self, counts: &oomwarden_events::Counts) {
+        let forward = |c: &Counter, total: u64| {
+            c.inc_by(total.saturating_sub(c.get()));
+        };
+        forward(&self.events_sent, counts.sent);
+        forward(&self.events_retries, counts.retries);
+        for reason in oomwarden_events::Dropped::ALL {
+            forward(
+                &self.events_dropped.get_or_create(&WatchProblemLabels {
+                    reason: reason.name(),
+                }),
+                counts.dropped(reason),
+            );
+        }
     }
 
     /// The sample interval in force (at start and after each reload).

@@ -359,6 +359,7 @@ pub fn run(
     hooks.set_stop(Arc::clone(&stop));
     let mut engine = Engine::new(settings, collector, proc, history, actuator, hooks);
     start_identity(&mut engine);
+    start_events(&mut engine);
     if let Some((at, id)) = restored {
         engine.set_last_trigger(at);
         tracing::info!(
@@ -512,6 +513,33 @@ fn start_identity(engine: &mut Engine) {
         }
         Err(e) => {
             tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only")
+        }
+    }
+}
+
+/// Starts the Kubernetes Events sender of the settings in force (replacing one running), or
+/// none when `events.enabled` is off. Never fatal: Events are a report, the OOM handler runs
+/// without them.
+fn start_events(engine: &mut Engine) {
+    let wanted = engine.settings().warden.events.clone();
+    if !wanted.enabled {
+        if engine.events().is_some() {
+            tracing::info!("Kubernetes Events are no longer sent (events.enabled: false)");
+        }
+        engine.set_events(None);
+        return;
+    }
+    let reporter = oomwarden_events::Reporter {
+        node: oomwarden_events::node_name(wanted.node_name.as_deref()),
+    };
+    match oomwarden_events::Events::start(oomwarden_events::Options::new(
+        wanted.kubeconfig.clone(),
+        reporter,
+    )) {
+        Ok(events) => engine.set_events(Some(events)),
+        Err(e) => {
+            tracing::error!(error = %e, "Kubernetes Events are not sent");
+            engine.set_events(None);
         }
     }
 }
@@ -885,6 +913,7 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
             engine.set_layout(layout);
             let runtime_changed =
                 settings.warden.container_runtime != engine.settings().warden.container_runtime;
+            let events_changed = settings.warden.events != engine.settings().warden.events;
             if !has_warden_document && settings.warden != engine.settings().warden {
                 tracing::warn!(
                     "the OOMWardenConfig document is gone from the configuration file; oomwarden's own settings are back to their defaults"
@@ -905,6 +934,9 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
             engine.set_settings(settings);
             if runtime_changed {
                 start_identity(engine);
+            }
+            if events_changed {
+                start_events(engine);
             }
         }
         Err(e) => {

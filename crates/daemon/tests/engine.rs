@@ -1430,3 +1430,173 @@ fn kill_scope_containers_kills_a_container_nobody_has_named_yet() {
         "the pause process is spared, the hog is not"
     );
 }
+
+/// A node whose BestEffort pod is named `shop/cart-1` by the runtime, with Events sent to a
+/// fake API server (`oomwarden_testkit::apiserver`, which checks each request as the real one
+/// does: no real API server runs here).
+fn node_with_events(
+    server: &oomwarden_testkit::apiserver::FakeApiServer,
+    dry_run: bool,
+) -> (Dirs, tempfile::TempDir, Engine) {
+    use oomwarden_model::{Identities, IdentitySource, PodIdentity};
+    let (cg, proc) = node();
+    let uid = "5a5a5a5a-0000-4000-8000-000000000001";
+    let pod = format!("kubepods/besteffort/pod{uid}");
+    write(
+        cg.path(),
+        &format!("{pod}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    write(cg.path(), &format!("{pod}/memory.current"), "999999999\n");
+    write(cg.path(), &format!("{pod}/memory.max"), "max\n");
+    write(
+        cg.path(),
+        &format!("{pod}/{}/cgroup.procs", "c".repeat(64)),
+        "100\n",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let kube = tempfile::tempdir().unwrap();
+    let kubeconfig = server.kubeconfig(kube.path());
+    let warden = format!(
+        "dryRun: {dry_run}\nevents:\n  enabled: true\n  kubeconfig: {}\n  nodeName: worker-1\n",
+        kubeconfig.display()
+    );
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"memory_full_avg10 > 12.0\"\n",
+            &warden,
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let mut ids = Identities::default();
+    ids.pods.insert(
+        uid.to_owned(),
+        PodIdentity {
+            uid: uid.to_owned(),
+            namespace: "shop".to_owned(),
+            name: "cart-1".to_owned(),
+            containers: vec!["cart".to_owned()],
+            source: IdentitySource::Cri,
+            ..PodIdentity::default()
+        },
+    );
+    e.set_identity(oomwarden_identity::Cache::fixed(ids, IdentitySource::Cri));
+    let s = &e.settings().warden.events;
+    let options = oomwarden_events::Options::new(
+        s.kubeconfig.clone(),
+        oomwarden_events::Reporter {
+            node: oomwarden_events::node_name(s.node_name.as_deref()),
+        },
+    );
+    e.set_events(Some(oomwarden_events::Events::start(options).unwrap()));
+    (
+        Dirs {
+            _cg: cg,
+            _proc: proc,
+            state,
+        },
+        kube,
+        e,
+    )
+}
+
+fn wait_for_created(
+    server: &oomwarden_testkit::apiserver::FakeApiServer,
+    n: usize,
+) -> Vec<serde_json::Value> {
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while server.created().len() < n && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.created()
+}
+
+/// Issue 17: a kill makes a Warning Event on the Pod and one on the Node, after its record
+/// is written; every request is one the API server accepts; the metrics count them.
+#[test]
+fn a_kill_makes_two_kubernetes_events() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    let (dirs, _kube, mut e) = node_with_events(&server, false);
+    let rec = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(rec.outcome, Outcome::Killed);
+    assert_eq!(
+        persisted(dirs.state.path()).len(),
+        1,
+        "the record is written first"
+    );
+    let created = wait_for_created(&server, 2);
+    assert_eq!(created.len(), 2, "{:?}", server.requests());
+    assert!(server.requests().iter().all(|r| r.problems.is_empty()));
+    let (pod, node) = (&created[0], &created[1]);
+    assert_eq!(pod["metadata"]["namespace"], "shop");
+    assert_eq!(pod["regarding"]["name"], "cart-1");
+    assert_eq!(pod["reason"], "OOMWardenKilled");
+    assert_eq!(pod["type"], "Warning");
+    let note = pod["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "oomwarden killed this pod on node worker-1: class Besteffort, score 999999999"
+        ),
+        "{note}"
+    );
+    assert!(note.contains("memory_full_avg10 = 14.54 > 12.0"), "{note}");
+    assert!(note.contains(&format!("record {}", rec.id)), "{note}");
+    assert_eq!(node["metadata"]["namespace"], "default");
+    assert_eq!(node["regarding"]["kind"], "Node");
+    assert_eq!(node["regarding"]["name"], "worker-1");
+    // The next cycle's metrics count them.
+    e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z");
+    let text = e.metrics().encode();
+    assert!(text.contains("oomwarden_events_sent_total 2\n"), "{text}");
+    assert!(
+        text.contains("oomwarden_events_dropped_total{reason=\"queue-full\"} 0\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dry_run_makes_would_kill_events() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    let (_dirs, _kube, mut e) = node_with_events(&server, true);
+    let r = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(r.outcome, Outcome::DryRun);
+    let created = wait_for_created(&server, 2);
+    assert_eq!(created.len(), 2, "{:?}", server.requests());
+    assert!(
+        created.iter().all(|c| c["reason"] == "OOMWardenWouldKill"),
+        "{created:?}"
+    );
+}
+
+/// An API server that never answers costs the cycle nothing: the kill and its record come as
+/// fast as without Events; what cannot be sent is dropped and counted.
+#[test]
+fn a_hanging_api_server_never_delays_a_kill() {
+    use oomwarden_testkit::apiserver::Reply;
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    server.script((0..1000).map(|_| Reply::Delay(Duration::from_secs(60))));
+    let (_dirs, _kube, mut e) = node_with_events(&server, true);
+    for i in 0..100u64 {
+        let t = std::time::Instant::now();
+        // A dry run acts every cycle (the trigger holds, nothing is killed).
+        let wall = format!("2026-11-29T12:{:02}:{:02}.000Z", i / 60, i % 60);
+        let r = acted(e.cycle(5_000_000_000 + i * 1_000_000_000, &wall));
+        assert_eq!(r.outcome, Outcome::DryRun);
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "cycle {i}: {:?}",
+            t.elapsed()
+        );
+    }
+    let text = e.metrics().encode();
+    let dropped: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("oomwarden_events_dropped_total{reason=\"queue-full\"} "))
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    // 64 records wait in the queue, one is being sent: the others' Events are dropped.
+    assert!(dropped >= 2 * (100 - 66), "{dropped}\n{text}");
+}

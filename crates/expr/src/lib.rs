@@ -567,7 +567,11 @@ impl AnyValue {
                 Some(x) if x.is_finite() => {
                     let t = format!("{x:.3}");
                     let t = t.trim_end_matches('0').trim_end_matches('.');
-                    if t == "-0" { "0".to_owned() } else { t.to_owned() }
+                    if t == "-0" {
+                        "0".to_owned()
+                    } else {
+                        t.to_owned()
+                    }
                 }
                 _ => self.text.clone(),
             },

@@ -15,10 +15,12 @@
 //!   `memory.max` and whether oomwarden's default ranking can choose it.
 
 pub mod audit;
+mod names;
 pub mod node;
 mod path;
 pub mod pod;
 mod quantity;
 
+pub use names::{is_dns_subdomain, is_qualified_name};
 pub use path::{CgroupIdentity, cgroup_identity};
 pub use quantity::{Quantity, QuantityError};

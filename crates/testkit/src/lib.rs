@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod apiserver;
+
 /// Writes `content` to `root/rel`, creating directories.
 pub fn write(root: &Path, rel: &str, content: &str) {
     let path = root.join(rel);

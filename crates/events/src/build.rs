@@ -1,0 +1,356 @@
+//! The Events of one action record (pure): one on the victim Pod, one on the Node.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use oomwarden_expr::TriggerExpr;
+use oomwarden_model::{ActionRecord, Outcome, RecordKind, TriggerContext};
+
+/// `reportingController` of every Event (a qualified name, as the API requires).
+pub const REPORTING_CONTROLLER: &str = "oomwarden.io/oomwarden";
+/// `reason` of a kill's Events.
+pub const REASON_KILLED: &str = "OOMWardenKilled";
+/// `reason` of a dry-run decision's Events.
+pub const REASON_WOULD_KILL: &str = "OOMWardenWouldKill";
+/// The API server refuses a longer `note`.
+pub const NOTE_LIMIT: usize = 1024;
+/// Events about cluster-scoped objects (the Node) go to this namespace, as client-go puts
+/// them.
+pub const NODE_EVENT_NAMESPACE: &str = "default";
+
+/// One Event to create, in its namespace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// Where it is created (`POST /apis/events.k8s.io/v1/namespaces/<namespace>/events`).
+    pub namespace: String,
+    /// The object.
+    pub event: Event,
+}
+
+/// Who sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reporter {
+    /// The Node oomwarden runs on.
+    pub node: String,
+}
+
+impl Reporter {
+    /// `reportingInstance`: at most 128 characters, as the API requires.
+    pub fn instance(&self) -> String {
+        let mut s = format!("oomwarden-{}", self.node);
+        s.truncate(floor_char_boundary(&s, 128));
+        s
+    }
+}
+
+/// The Events of `record`: for a kill (`killed`, `not-verified`) reason `OOMWardenKilled`, for
+/// a dry run `OOMWardenWouldKill`, each on the Pod (when its namespace and name are known) and
+/// on the Node; none for anything else (the kernel's kills, no victim, a failed kill).
+pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
+    if record.kind != RecordKind::Oomwarden {
+        return Vec::new();
+    }
+    let (reason, action, verb) = match record.outcome {
+        Outcome::Killed | Outcome::NotVerified => (REASON_KILLED, "Kill", "killed"),
+        Outcome::DryRun => (
+            REASON_WOULD_KILL,
+            "DryRunKill",
+            "would have killed (dry run)",
+        ),
+        _ => return Vec::new(),
+    };
+    let Ok(time) = record.time.parse::<Timestamp>() else {
+        return Vec::new();
+    };
+    let why = why(record);
+    let pod = match (&record.namespace, &record.pod_name) {
+        (Some(ns), Some(name)) => Some(ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            namespace: Some(ns.clone()),
+            name: Some(name.clone()),
+            uid: record.pod_uid.clone(),
+            ..ObjectReference::default()
+        }),
+        _ => None,
+    };
+    let node = ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Node".to_owned()),
+        name: Some(reporter.node.clone()),
+        // As the kubelet refers to its Node in Events.
+        uid: Some(reporter.node.clone()),
+        ..ObjectReference::default()
+    };
+    let victim = match (&record.namespace, &record.pod_name, &record.pod_uid) {
+        (Some(ns), Some(name), _) => format!("pod {ns}/{name}"),
+        (_, _, Some(uid)) => format!("pod {uid}"),
+        _ => format!("cgroup {}", record.victim.as_deref().unwrap_or("?")),
+    };
+    let event = |namespace: &str, name: String, regarding, related, note: String| NewEvent {
+        namespace: namespace.to_owned(),
+        event: Event {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(MicroTime(time)),
+            reporting_controller: Some(REPORTING_CONTROLLER.to_owned()),
+            reporting_instance: Some(reporter.instance()),
+            action: Some(action.to_owned()),
+            reason: Some(reason.to_owned()),
+            type_: Some("Warning".to_owned()),
+            note: Some(cut(note, NOTE_LIMIT)),
+            regarding: Some(regarding),
+            related,
+            ..Event::default()
+        },
+    };
+    let suffix = unique_suffix(record, time);
+    let mut out = Vec::new();
+    if let (Some(pod_ref), Some(ns), Some(name)) = (&pod, &record.namespace, &record.pod_name) {
+        out.push(event(
+            ns,
+            object_name(name, &suffix),
+            pod_ref.clone(),
+            Some(node.clone()),
+            format!("oomwarden {verb} this pod on node {}: {why}", reporter.node),
+        ));
+    }
+    out.push(event(
+        NODE_EVENT_NAMESPACE,
+        object_name(&reporter.node, &suffix),
+        node,
+        pod,
+        format!("oomwarden {verb} {victim}: {why}"),
+    ));
+    out
+}
+
+/// The same for every attempt (a retry after a timeout that did create it gets 409, which is
+/// success) and different for every record: the record's id and time.
+fn unique_suffix(record: &ActionRecord, time: Timestamp) -> String {
+    format!("oomwarden-{}-{:x}", record.id, time.as_nanosecond())
+}
+
+/// `<object>.<suffix>`, cut to the 253 characters a name may have (client-go's
+/// `<name>.<hex time>` form).
+fn object_name(object: &str, suffix: &str) -> String {
+    let room = 253usize.saturating_sub(suffix.len() + 1);
+    let head = object
+        .get(..floor_char_boundary(object, room))
+        .unwrap_or(object);
+    let head = head.trim_end_matches(['-', '.']);
+    format!("{head}.{suffix}")
+}
+
+/// The class, score, memory and the trigger's comparisons that held, with their values.
+fn why(record: &ActionRecord) -> String {
+    let mut parts = Vec::new();
+    if let Some(class) = record.class {
+        parts.push(format!("class {}", class.name()));
+    }
+    parts.push(format!(
+        "score {}",
+        oomwarden_model::format_number(record.score)
+    ));
+    if let Some(m) = record.memory_current_bytes {
+        parts.push(format!("memory.current {} MiB", m >> 20));
+    }
+    let mut text = parts.join(", ");
+    let held = record
+        .trigger_expression
+        .as_deref()
+        .and_then(|t| TriggerExpr::compile(t).ok())
+        .zip(TriggerContext::from_json(&record.trigger_context).ok())
+        .map(|(expr, ctx)| {
+            expr.evaluate_comparisons(&ctx)
+                .into_iter()
+                .filter(|c| c.holds == Some(true))
+                .map(|c| {
+                    let value = c.left.shown();
+                    format!(
+                        "{} = {value} {} {}",
+                        shorten(&c.comparison.left, 80),
+                        c.comparison.op,
+                        c.comparison.right
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    if !held.is_empty() {
+        text.push_str("; trigger: ");
+        text.push_str(&held.join(", "));
+    }
+    if record.outcome == Outcome::NotVerified {
+        text.push_str("; the cgroup was not empty within killTimeout");
+    }
+    text.push_str(&format!(
+        "; record {} (oomwarden explain {})",
+        record.id, record.id
+    ));
+    text
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.len() <= max {
+        return one_line;
+    }
+    let cut_at = floor_char_boundary(&one_line, max.saturating_sub(1));
+    format!("{}…", one_line.get(..cut_at).unwrap_or(""))
+}
+
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let at = floor_char_boundary(&s, max.saturating_sub('…'.len_utf8()));
+        s.truncate(at);
+        s.push('…');
+    }
+    s
+}
+
+/// The largest char boundary at or below `at`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    (0..=at.min(s.len()))
+        .rev()
+        .find(|i| s.is_char_boundary(*i))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use oomwarden_model::QosClass;
+
+    use super::*;
+
+    fn kill() -> ActionRecord {
+        let mut r = ActionRecord::empty(
+            RecordKind::Oomwarden,
+            Outcome::Killed,
+            "2026-11-29T15:31:44.102Z".to_owned(),
+            1,
+        );
+        r.id = 12;
+        r.victim = Some("/sys/fs/cgroup/kubepods/besteffort/poda1".to_owned());
+        r.class = Some(QosClass::Besteffort);
+        r.pod_uid = Some("a1".to_owned());
+        r.namespace = Some("shop".to_owned());
+        r.pod_name = Some("cart-6b8f-zt9wd".to_owned());
+        r.score = 844_935_168.0;
+        r.memory_current_bytes = Some(844_935_168);
+        r.trigger_expression =
+            Some("memory_full_avg10 > 12.0 && time_since_trigger > duration(\"5s\")".to_owned());
+        r.trigger_context = "{\"memory_full_avg10\":14.54}".to_owned();
+        r
+    }
+
+    fn reporter() -> Reporter {
+        Reporter {
+            node: "worker-1".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_kill_makes_a_pod_event_and_a_node_event() {
+        let e = events_for(&kill(), &reporter());
+        assert_eq!(e.len(), 2);
+        let pod = &e[0];
+        assert_eq!(pod.namespace, "shop");
+        let name = pod.event.metadata.name.as_deref().unwrap();
+        assert!(name.starts_with("cart-6b8f-zt9wd.oomwarden-12-"), "{name}");
+        assert!(oomwarden_kube::is_dns_subdomain(name), "{name}");
+        assert_eq!(pod.event.reason.as_deref(), Some(REASON_KILLED));
+        assert_eq!(pod.event.type_.as_deref(), Some("Warning"));
+        assert_eq!(
+            pod.event.regarding.as_ref().unwrap().kind.as_deref(),
+            Some("Pod")
+        );
+        assert_eq!(
+            pod.event.related.as_ref().unwrap().kind.as_deref(),
+            Some("Node")
+        );
+        let note = pod.event.note.as_deref().unwrap();
+        assert!(note.contains("class Besteffort, score 844935168"), "{note}");
+        assert!(note.contains("memory_full_avg10 = 14.54 > 12.0"), "{note}");
+        assert!(
+            note.contains("time_since_trigger = never > duration(\"5s\")"),
+            "{note}"
+        );
+        assert!(note.contains("record 12"), "{note}");
+        let node = &e[1];
+        assert_eq!(node.namespace, NODE_EVENT_NAMESPACE);
+        assert_eq!(
+            node.event.regarding.as_ref().unwrap().name.as_deref(),
+            Some("worker-1")
+        );
+        assert!(
+            node.event
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("oomwarden killed pod shop/cart-6b8f-zt9wd: ")
+        );
+        assert!(oomwarden_kube::is_qualified_name(REPORTING_CONTROLLER));
+    }
+
+    #[test]
+    fn a_dry_run_would_kill_and_other_records_make_none() {
+        let mut r = kill();
+        r.outcome = Outcome::DryRun;
+        let e = events_for(&r, &reporter());
+        assert_eq!(e[0].event.reason.as_deref(), Some(REASON_WOULD_KILL));
+        for outcome in [
+            Outcome::KillFailed,
+            Outcome::Gone,
+            Outcome::NoEligibleCgroup,
+        ] {
+            r.outcome = outcome;
+            assert!(events_for(&r, &reporter()).is_empty(), "{outcome:?}");
+        }
+        let mut k = kill();
+        k.kind = RecordKind::KernelOom;
+        assert!(events_for(&k, &reporter()).is_empty());
+    }
+
+    #[test]
+    fn an_unnamed_pod_gets_the_node_event_only() {
+        let mut r = kill();
+        r.namespace = None;
+        r.pod_name = None;
+        let e = events_for(&r, &reporter());
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].event
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("oomwarden killed pod a1: ")
+        );
+        assert!(e[0].event.related.is_none());
+    }
+
+    #[test]
+    fn names_and_notes_stay_within_the_apis_limits() {
+        let mut r = kill();
+        r.pod_name = Some(format!("{}-x", "a".repeat(251)));
+        r.trigger_expression = Some(
+            (0..40)
+                .map(|i| format!("memory_full_avg10 > {i}.0"))
+                .collect::<Vec<_>>()
+                .join(" && "),
+        );
+        let long = Reporter {
+            node: "n".repeat(200),
+        };
+        for e in events_for(&r, &long) {
+            let name = e.event.metadata.name.as_deref().unwrap();
+            assert!(oomwarden_kube::is_dns_subdomain(name), "{name}");
+            assert!(e.event.note.as_deref().unwrap().len() <= NOTE_LIMIT);
+            assert!(e.event.reporting_instance.as_deref().unwrap().len() <= 128);
+        }
+    }
+}

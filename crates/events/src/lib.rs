@@ -1,0 +1,515 @@
+//! Kubernetes Events for oomwarden's kills, sent where Kubernetes users look
+//! (`kubectl describe pod`, `kubectl get events`).
+//!
+//! ```text
+//! Engine (after the record is written) ──try_send──▶ queue (bounded) ──▶ sender thread
+//!                                                      full: dropped       rate limit, retries
+//!                                                                          POST events.k8s.io/v1
+//! ```
+//!
+//! Nothing here can delay a kill or grow without bound: the cycle only offers the record to a
+//! bounded queue (a full queue drops it, counted); the sender thread has its own
+//! current-thread tokio runtime, a deadline on every request, a token bucket, and a bounded
+//! number of retries with backoff. Outcomes are counted ([`Counts`]) and each kind of
+//! problem is logged once.
+
+mod build;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use build::{
+    NODE_EVENT_NAMESPACE, NOTE_LIMIT, NewEvent, REASON_KILLED, REASON_WOULD_KILL,
+    REPORTING_CONTROLLER, Reporter, events_for,
+};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, PostParams};
+use oomwarden_model::{ActionRecord, Outcome, RecordKind};
+use thiserror::Error;
+
+/// How the sender is set up.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A kubeconfig file; `None`: the pod's service account (in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// Who sends (the Node's name).
+    pub reporter: Reporter,
+    /// Records waiting to be sent; more are dropped.
+    pub queue: usize,
+    /// Events sent at once before the rate applies.
+    pub burst: u32,
+    /// One more Event may be sent after each `refill`.
+    pub refill: Duration,
+    /// Connect and read deadline of one request.
+    pub timeout: Duration,
+    /// Attempts per Event (the first and the retries).
+    pub attempts: u32,
+    /// The first retry's wait; each next one doubles it.
+    pub backoff: Duration,
+}
+
+impl Options {
+    /// The defaults: 64 records queued, 20 Events at once then one every 3 s, 10 s per
+    /// request, 5 attempts 1, 2, 4 and 8 s apart.
+    pub fn new(kubeconfig: Option<PathBuf>, reporter: Reporter) -> Self {
+        Options {
+            kubeconfig,
+            reporter,
+            queue: 64,
+            burst: 20,
+            refill: Duration::from_secs(3),
+            timeout: Duration::from_secs(10),
+            attempts: 5,
+            backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why an Event was not created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dropped {
+    /// The queue was full (the API server is slow or down, or the rate limit holds).
+    QueueFull,
+    /// The API server refused it (403: the RBAC is missing; 404: the namespace is gone; 422).
+    Rejected,
+    /// Every attempt failed (unreachable, timeouts, 5xx, 429).
+    Failed,
+    /// No client: no kubeconfig and not in a cluster, or an unreadable kubeconfig.
+    Unconfigured,
+}
+
+impl Dropped {
+    /// Every reason, in the metric's label order.
+    pub const ALL: [Dropped; 4] = [
+        Dropped::QueueFull,
+        Dropped::Rejected,
+        Dropped::Failed,
+        Dropped::Unconfigured,
+    ];
+
+    /// `queue-full`, `rejected`, `failed`, `unconfigured` (the metric's `reason` label).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dropped::QueueFull => "queue-full",
+            Dropped::Rejected => "rejected",
+            Dropped::Failed => "failed",
+            Dropped::Unconfigured => "unconfigured",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Dropped::QueueFull => 0,
+            Dropped::Rejected => 1,
+            Dropped::Failed => 2,
+            Dropped::Unconfigured => 3,
+        }
+    }
+}
+
+/// What the sender has done since it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Events created (or found already there, after a retry).
+    pub sent: u64,
+    /// Events not created, in the order of [`Dropped::ALL`].
+    pub dropped: [u64; 4],
+    /// Requests sent again after a failure.
+    pub retries: u64,
+}
+
+impl Counts {
+    /// Events dropped for `reason`.
+    pub fn dropped(&self, reason: Dropped) -> u64 {
+        self.dropped.get(reason.index()).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    sent: AtomicU64,
+    dropped: [AtomicU64; 4],
+    retries: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn drop_events(&self, reason: Dropped, n: usize) {
+        if let Some(c) = self.dropped.get(reason.index()) {
+            c.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The running sender: offer it records; it ends when dropped.
+#[derive(Debug)]
+pub struct Events {
+    queue: SyncSender<ActionRecord>,
+    shared: Arc<Shared>,
+    reporter: Reporter,
+}
+
+/// The sender's thread could not be started.
+#[derive(Debug, Error)]
+#[error("cannot start the Kubernetes Events thread: {0}")]
+pub struct StartError(#[source] std::io::Error);
+
+impl Events {
+    /// Starts the sender thread. The client is made there (reading the kubeconfig or the
+    /// service account): a failure is logged and counted, never an error here, so that Events
+    /// can never keep the OOM handler from starting.
+    pub fn start(options: Options) -> Result<Events, StartError> {
+        let (queue, records) = sync_channel(options.queue);
+        let shared = Arc::new(Shared::default());
+        let reporter = options.reporter.clone();
+        let thread_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("events".into())
+            .spawn(move || sender(&options, &records, &thread_shared))
+            .map_err(StartError)?;
+        Ok(Events {
+            queue,
+            shared,
+            reporter,
+        })
+    }
+
+    /// Offers a record; returns at once. A record that makes no Event (the kernel's kills, a
+    /// failed kill) is ignored; a full queue drops its Events, counted.
+    pub fn offer(&self, record: &ActionRecord) {
+        let n = events_for(record, &self.reporter).len();
+        if n == 0 {
+            if matches!(
+                record.outcome,
+                Outcome::Killed | Outcome::NotVerified | Outcome::DryRun
+            ) && record.kind == RecordKind::Oomwarden
+            {
+                // Only a record without an RFC 3339 time gets here; the daemon writes none.
+                log_once(
+                    "no-time",
+                    "a record's time is not RFC 3339; no Kubernetes Event for it",
+                    &record.time,
+                );
+            }
+            return;
+        }
+        match self.queue.try_send(record.clone()) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.shared.drop_events(Dropped::QueueFull, n);
+                log_once(
+                    "queue-full",
+                    "Kubernetes Events dropped: the queue is full (the API server is slow or unreachable); counted in oomwarden_events_dropped_total",
+                    "",
+                );
+            }
+        }
+    }
+
+    /// What has been sent and dropped so far.
+    pub fn counts(&self) -> Counts {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Counts {
+            sent: get(&self.shared.sent),
+            dropped: [0, 1, 2, 3].map(|i| self.shared.dropped.get(i).map_or(0, get)),
+            retries: get(&self.shared.retries),
+        }
+    }
+
+    /// The Node the Events are about.
+    pub fn node(&self) -> &str {
+        &self.reporter.node
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        // The thread ends at its next look (a request in flight ends at its deadline); it is
+        // not waited for, so a stop never waits on the API server.
+        self.shared.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Problems said once per process and kind (they would repeat with every kill).
+fn log_once(kind: &str, message: &str, detail: &str) {
+    static SAID: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let first = SAID
+        .lock()
+        .map(|mut g| g.get_or_insert_with(HashSet::new).insert(kind.to_owned()))
+        .unwrap_or(true);
+    if first {
+        tracing::warn!(reason = kind, error = detail, "{message}");
+    }
+}
+
+/// A token bucket: `burst` at once, one more per `refill`.
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn new(burst: u32, refill: Duration) -> Self {
+        let secs = refill.as_secs_f64();
+        Bucket {
+            tokens: f64::from(burst),
+            burst: f64::from(burst.max(1)),
+            per_second: if secs > 0.0 {
+                1.0 / secs
+            } else {
+                f64::INFINITY
+            },
+            at: Instant::now(),
+        }
+    }
+
+    /// How long until a token is there (zero: take it now).
+    fn wait(&mut self, now: Instant) -> Duration {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64((1.0 - self.tokens) / self.per_second)
+        }
+    }
+}
+
+/// How one attempt ended.
+enum Attempt {
+    Created,
+    Retry(String),
+    Rejected(u16, String),
+}
+
+fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the Kubernetes Events runtime; Events are dropped");
+            drain(records, shared, &options.reporter, Dropped::Unconfigured);
+            return;
+        }
+    };
+    let client = runtime.block_on(client(options));
+    let client = match client {
+        Ok(c) => {
+            tracing::info!(
+                node = %options.reporter.node,
+                source = options.kubeconfig.as_ref().map_or_else(|| "in-cluster service account".to_owned(), |p| p.display().to_string()),
+                "sending Kubernetes Events for oomwarden's kills"
+            );
+            c
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot reach the Kubernetes API for Events; they are dropped and counted (oomwarden_events_dropped_total{{reason=\"unconfigured\"}})");
+            drain(records, shared, &options.reporter, Dropped::Unconfigured);
+            return;
+        }
+    };
+    let mut bucket = Bucket::new(options.burst, options.refill);
+    while !shared.stop.load(Ordering::Relaxed) {
+        let record = match records.recv_timeout(Duration::from_millis(200)) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        for new in events_for(&record, &options.reporter) {
+            if !wait(&mut bucket, shared) {
+                return;
+            }
+            deliver(&runtime, &client, options, shared, &new);
+        }
+    }
+}
+
+/// Waits for a token; false when stopped meanwhile.
+fn wait(bucket: &mut Bucket, shared: &Shared) -> bool {
+    loop {
+        let d = bucket.wait(Instant::now());
+        if d.is_zero() {
+            return true;
+        }
+        if pause(d, shared) {
+            return false;
+        }
+    }
+}
+
+/// Sleeps `d` in short steps; true when stopped meanwhile.
+fn pause(d: Duration, shared: &Shared) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if shared.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        std::thread::sleep(
+            end.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+        );
+    }
+    shared.stop.load(Ordering::Relaxed)
+}
+
+fn deliver(
+    runtime: &tokio::runtime::Runtime,
+    client: &kube::Client,
+    options: &Options,
+    shared: &Shared,
+    new: &NewEvent,
+) {
+    let api: Api<Event> = Api::namespaced(client.clone(), &new.namespace);
+    let mut backoff = options.backoff;
+    for attempt in 1..=options.attempts.max(1) {
+        if attempt > 1 {
+            shared.retries.fetch_add(1, Ordering::Relaxed);
+            if pause(backoff, shared) {
+                return;
+            }
+            backoff = backoff.saturating_mul(2);
+        }
+        let result = runtime.block_on(async {
+            tokio::time::timeout(
+                options.timeout,
+                api.create(&PostParams::default(), &new.event),
+            )
+            .await
+        });
+        match classify(result) {
+            Attempt::Created => {
+                shared.sent.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Attempt::Rejected(code, message) => {
+                shared.drop_events(Dropped::Rejected, 1);
+                log_once(
+                    &format!("rejected-{code}"),
+                    &format!(
+                        "the API server refused a Kubernetes Event ({code}){}; such Events are dropped and counted",
+                        if code == 403 {
+                            ": give oomwarden's service account create on events.k8s.io/events (deploy/kubernetes/oomwarden.yaml has the ClusterRole)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    &message,
+                );
+                return;
+            }
+            Attempt::Retry(why) => {
+                if attempt == options.attempts.max(1) {
+                    shared.drop_events(Dropped::Failed, 1);
+                    log_once(
+                        "failed",
+                        "a Kubernetes Event could not be sent after every attempt; such Events are dropped and counted",
+                        &why,
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn classify(result: Result<Result<Event, kube::Error>, tokio::time::error::Elapsed>) -> Attempt {
+    match result {
+        Ok(Ok(_)) => Attempt::Created,
+        Err(_) => Attempt::Retry("the request took longer than its deadline".to_owned()),
+        Ok(Err(kube::Error::Api(status))) => {
+            let code = status.code;
+            match code {
+                // An earlier attempt that timed out did create it: same name, so it exists.
+                409 if status.reason == "AlreadyExists" => Attempt::Created,
+                429 | 500..=599 => Attempt::Retry(format!("{code}: {}", status.message)),
+                _ => Attempt::Rejected(code, status.message.clone()),
+            }
+        }
+        Ok(Err(e)) => Attempt::Retry(e.to_string()),
+    }
+}
+
+/// No client: every record's Events are dropped as they come, until the stop.
+fn drain(records: &Receiver<ActionRecord>, shared: &Shared, reporter: &Reporter, why: Dropped) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        match records.recv_timeout(Duration::from_millis(200)) {
+            Ok(r) => shared.drop_events(why, events_for(&r, reporter).len()),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+async fn client(options: &Options) -> Result<kube::Client, String> {
+    let mut config = match &options.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => kube::Config::incluster().map_err(|e| {
+            format!("not in a cluster (no service account: {e}); set events.kubeconfig")
+        })?,
+    };
+    config.connect_timeout = Some(options.timeout);
+    config.read_timeout = Some(options.timeout);
+    config.write_timeout = Some(options.timeout);
+    // kube's own retry layer waits up to 1,000 s over 15 tries; ours is bounded and counted.
+    config.default_retry = false;
+    kube::Client::try_from(config).map_err(|e| e.to_string())
+}
+
+/// The Node's name: `configured`, else `$NODE_NAME`, else the host name.
+pub fn node_name(configured: Option<&str>) -> String {
+    if let Some(n) = configured {
+        return n.to_owned();
+    }
+    if let Ok(n) = std::env::var("NODE_NAME")
+        && !n.is_empty()
+    {
+        return n;
+    }
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_gives_the_burst_then_one_per_refill() {
+        let mut b = Bucket::new(2, Duration::from_secs(3));
+        let t = b.at;
+        assert_eq!(b.wait(t), Duration::ZERO);
+        assert_eq!(b.wait(t), Duration::ZERO);
+        let w = b.wait(t);
+        assert!(
+            w > Duration::from_millis(2900) && w <= Duration::from_secs(3),
+            "{w:?}"
+        );
+        assert_eq!(b.wait(t + Duration::from_secs(3)), Duration::ZERO);
+        // Never more than the burst, however long it waited.
+        let later = t + Duration::from_secs(3600);
+        assert_eq!(b.wait(later), Duration::ZERO);
+        assert_eq!(b.wait(later), Duration::ZERO);
+        assert!(b.wait(later) > Duration::ZERO);
+    }
+}

@@ -1,0 +1,261 @@
+//! Events against a fake API server that checks each request as the real one does
+//! (`oomwarden_testkit::apiserver`; no real API server runs on these machines).
+
+use std::time::{Duration, Instant};
+
+use oomwarden_events::{Dropped, Events, Options, REASON_KILLED, REASON_WOULD_KILL, Reporter};
+use oomwarden_model::{ActionRecord, Outcome, QosClass, RecordKind};
+use oomwarden_testkit::apiserver::{FakeApiServer, Reply};
+
+fn kill(id: u64) -> ActionRecord {
+    let mut r = ActionRecord::empty(
+        RecordKind::Oomwarden,
+        Outcome::Killed,
+        format!("2026-11-29T15:31:{:02}.102Z", id % 60),
+        id,
+    );
+    r.id = id;
+    r.victim = Some("/sys/fs/cgroup/kubepods/besteffort/poda1b2".to_owned());
+    r.class = Some(QosClass::Besteffort);
+    r.pod_uid = Some("a1b2c3d4-0000-4000-8000-000000000001".to_owned());
+    r.namespace = Some("shop".to_owned());
+    r.pod_name = Some("cart-6b8f-zt9wd".to_owned());
+    r.score = 1e9;
+    r.trigger_expression = Some("memory_full_avg10 > 12.0".to_owned());
+    r.trigger_context = "{\"memory_full_avg10\":14.5}".to_owned();
+    r
+}
+
+/// Quick retries, so that the tests do not wait seconds.
+fn options(server: &FakeApiServer, dir: &std::path::Path) -> Options {
+    let mut o = Options::new(
+        Some(server.kubeconfig(dir)),
+        Reporter {
+            node: "worker-1".to_owned(),
+        },
+    );
+    o.backoff = Duration::from_millis(20);
+    o.timeout = Duration::from_secs(2);
+    o
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_kill_creates_the_pod_event_and_the_node_event() {
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&kill(12));
+    wait_until("two events", || events.counts().sent == 2);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    for r in &requests {
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.method, "POST");
+    }
+    assert_eq!(
+        requests[0].path,
+        "/apis/events.k8s.io/v1/namespaces/shop/events"
+    );
+    assert_eq!(
+        requests[1].path,
+        "/apis/events.k8s.io/v1/namespaces/default/events"
+    );
+    let pod = &requests[0].body;
+    assert_eq!(pod["reason"], REASON_KILLED);
+    assert_eq!(pod["type"], "Warning");
+    assert_eq!(pod["regarding"]["kind"], "Pod");
+    assert_eq!(pod["regarding"]["name"], "cart-6b8f-zt9wd");
+    assert_eq!(
+        pod["regarding"]["uid"],
+        "a1b2c3d4-0000-4000-8000-000000000001"
+    );
+    assert_eq!(pod["related"]["kind"], "Node");
+    let note = pod["note"].as_str().unwrap();
+    assert!(note.contains("memory_full_avg10 = 14.5 > 12.0"), "{note}");
+    assert!(note.contains("record 12"), "{note}");
+    let node = &requests[1].body;
+    assert_eq!(node["regarding"]["kind"], "Node");
+    assert_eq!(node["regarding"]["name"], "worker-1");
+    assert_eq!(node["reportingInstance"], "oomwarden-worker-1");
+}
+
+#[test]
+fn a_dry_run_says_would_kill() {
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    let mut r = kill(3);
+    r.outcome = Outcome::DryRun;
+    events.offer(&r);
+    wait_until("two events", || events.counts().sent == 2);
+    assert!(
+        server
+            .created()
+            .iter()
+            .all(|e| e["reason"] == REASON_WOULD_KILL)
+    );
+}
+
+#[test]
+fn server_errors_are_retried_and_delivered_once() {
+    let server = FakeApiServer::start();
+    server.script([
+        Reply::Status(503, "ServiceUnavailable"),
+        Reply::Status(500, "InternalError"),
+        Reply::Status(429, "TooManyRequests"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&kill(1));
+    wait_until("two events", || events.counts().sent == 2);
+    let c = events.counts();
+    assert_eq!(c.retries, 3);
+    assert_eq!(server.created().len(), 2);
+    assert_eq!(server.requests().len(), 5);
+}
+
+/// A 409 AlreadyExists means an earlier attempt (that timed out for us) did create it: the
+/// Event's name is the same on every attempt.
+#[test]
+fn already_exists_is_success_and_a_timed_out_create_is_not_made_twice() {
+    let server = FakeApiServer::start();
+    // The first answer comes after the client's deadline; the server still creates it.
+    server.script([Reply::Delay(Duration::from_millis(2500))]);
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&kill(2));
+    wait_until("two events", || events.counts().sent == 2);
+    let statuses: Vec<u16> = server
+        .wait_for_requests(3, Duration::from_secs(10))
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(server.created().len(), 2, "{statuses:?}");
+    assert!(statuses.contains(&409), "{statuses:?}");
+    assert_eq!(events.counts().dropped, [0; 4]);
+}
+
+#[test]
+fn forbidden_is_dropped_at_once_and_counted() {
+    let server = FakeApiServer::start();
+    server.script([
+        Reply::Status(403, "Forbidden"),
+        Reply::Status(403, "Forbidden"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&kill(4));
+    wait_until("two refusals", || {
+        events.counts().dropped(Dropped::Rejected) == 2
+    });
+    assert_eq!(server.requests().len(), 2, "no retry of a 403");
+    assert_eq!(events.counts().sent, 0);
+}
+
+#[test]
+fn an_unreachable_server_never_blocks_the_caller_and_is_counted() {
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context: {{cluster: x, user: u}}\ncurrent-context: x\n"),
+    )
+    .unwrap();
+    let mut o = Options::new(
+        Some(path),
+        Reporter {
+            node: "n1".to_owned(),
+        },
+    );
+    o.backoff = Duration::from_millis(10);
+    o.attempts = 3;
+    let events = Events::start(o).unwrap();
+    let t = Instant::now();
+    events.offer(&kill(5));
+    assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
+    wait_until("two failures", || {
+        events.counts().dropped(Dropped::Failed) == 2
+    });
+    assert_eq!(events.counts().retries, 4);
+}
+
+/// A server that does not answer: the queue fills, the rest is dropped, the caller never
+/// waits.
+#[test]
+fn a_hanging_server_fills_the_bounded_queue_and_the_rest_is_dropped() {
+    let server = FakeApiServer::start();
+    server.script((0..50).map(|_| Reply::Delay(Duration::from_secs(30))));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(&server, dir.path());
+    o.queue = 2;
+    let events = Events::start(o).unwrap();
+    let t = Instant::now();
+    for i in 0..10 {
+        events.offer(&kill(100 + i));
+    }
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t.elapsed()
+    );
+    // One record is being sent, two wait: the other seven records' 14 Events are dropped.
+    wait_until("the drops", || {
+        events.counts().dropped(Dropped::QueueFull) >= 12
+    });
+    let dropped = events.counts().dropped(Dropped::QueueFull);
+    assert!((12..=16).contains(&dropped), "{dropped}");
+}
+
+#[test]
+fn without_credentials_events_are_dropped_as_unconfigured() {
+    // No kubeconfig, and not in a cluster (the suite never runs with a service account).
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        eprintln!("SKIPPED: this test runs outside a cluster only");
+        return;
+    }
+    let events = Events::start(Options::new(
+        None,
+        Reporter {
+            node: "n1".to_owned(),
+        },
+    ))
+    .unwrap();
+    events.offer(&kill(6));
+    wait_until("the drop", || {
+        events.counts().dropped(Dropped::Unconfigured) == 2
+    });
+}
+
+#[test]
+fn the_rate_limit_spaces_events_out() {
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(&server, dir.path());
+    o.burst = 2;
+    o.refill = Duration::from_millis(300);
+    let events = Events::start(o).unwrap();
+    let t = Instant::now();
+    events.offer(&kill(7));
+    events.offer(&kill(8));
+    wait_until("four events", || events.counts().sent == 4);
+    // Two at once, then one per 300 ms.
+    assert!(
+        t.elapsed() >= Duration::from_millis(550),
+        "{:?}",
+        t.elapsed()
+    );
+}

@@ -1,0 +1,336 @@
+//! A fake Kubernetes API server for the Events API only: no real API server can run on the
+//! machines the suite runs on, so this one checks each request as the real one does
+//! (method, path, credentials, and the fields `events.k8s.io/v1` requires on create, after
+//! `k8s.io/kubernetes/pkg/apis/core/validation/events.go`) and answers as it does: `201` with
+//! the object, `409 AlreadyExists` for a name it holds, `422 Invalid` for a bad object, and
+//! any status a test scripts (`403`, `5xx`, a hang). Its validation is written here
+//! independently of the product's code, so the product cannot agree with itself by mistake.
+
+// serde_json's `value["key"]` gives Null for anything missing: it cannot panic on a Value.
+#![allow(clippy::indexing_slicing)]
+
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use regex::Regex;
+use serde_json::{Value, json};
+
+/// The bearer token the fake accepts (the kubeconfig it writes carries it).
+pub const TOKEN: &str = "oomwarden-test-token";
+
+/// What the fake answers to the next create.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// As the real server: `201`, or `409`/`422` as the object deserves.
+    Normal,
+    /// A `Status` failure with this code and reason (`403 Forbidden`, `503
+    /// ServiceUnavailable`, `409 AlreadyExists`, `429 TooManyRequests` …).
+    Status(u16, &'static str),
+    /// The normal answer, sent this late (the object is made at once).
+    Delay(Duration),
+}
+
+/// One request the fake received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `POST` …
+    pub method: String,
+    /// `/apis/events.k8s.io/v1/namespaces/shop/events`.
+    pub path: String,
+    /// The body, when it was JSON.
+    pub body: Value,
+    /// What the real server would refuse in it (empty: a valid create).
+    pub problems: Vec<String>,
+    /// The status answered.
+    pub status: u16,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    script: VecDeque<Reply>,
+    requests: Vec<Request>,
+    created: HashSet<(String, String)>,
+}
+
+/// The running fake; it stops with the test process.
+#[derive(Debug, Clone)]
+pub struct FakeApiServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeApiServer {
+    /// Listens on a free loopback port (its own thread and runtime).
+    pub fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = Arc::clone(&state);
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let state = Arc::clone(&shared);
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(move |req| {
+                            let state = Arc::clone(&state);
+                            async move { Ok::<_, std::convert::Infallible>(answer(req, &state).await) }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+            });
+        });
+        FakeApiServer { addr, state }
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The answers to the next creates, in order; then [`Reply::Normal`].
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.state.lock().unwrap().script.extend(replies);
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    /// The Events created, in order.
+    pub fn created(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.status == 201)
+            .map(|r| r.body)
+            .collect()
+    }
+
+    /// Writes a kubeconfig for this server (token authentication) into `dir`.
+    pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\nusers:\n- name: oomwarden\n  user:\n    token: {TOKEN}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: oomwarden\ncurrent-context: fake\n",
+            self.url()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Waits up to `timeout` for `n` requests.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<Request> {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            let r = self.requests();
+            if r.len() >= n || std::time::Instant::now() > end {
+                return r;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+type Response = hyper::Response<Full<Bytes>>;
+
+async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>) -> Response {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let auth = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let bytes = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let reply = state
+        .lock()
+        .unwrap()
+        .script
+        .pop_front()
+        .unwrap_or(Reply::Normal);
+    let namespace = path
+        .strip_prefix("/apis/events.k8s.io/v1/namespaces/")
+        .and_then(|rest| rest.strip_suffix("/events"))
+        .filter(|ns| !ns.contains('/'))
+        .map(str::to_owned);
+    let mut problems = Vec::new();
+    let (status, out) = if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
+        (401, status_body(401, "Unauthorized", "Unauthorized"))
+    } else if method != "POST" || namespace.is_none() {
+        (
+            404,
+            status_body(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ),
+        )
+    } else if let Reply::Status(code, reason) = reply {
+        (
+            code,
+            status_body(code, reason, &format!("scripted {code} {reason}")),
+        )
+    } else {
+        let ns = namespace.unwrap_or_default();
+        if !content_type.starts_with("application/json") {
+            problems.push(format!("content type {content_type:?}"));
+        }
+        problems.extend(validate(&body, &ns));
+        if !problems.is_empty() {
+            (422, status_body(422, "Invalid", &problems.join("; ")))
+        } else {
+            let name = body["metadata"]["name"].as_str().unwrap_or("").to_owned();
+            let fresh = state.lock().unwrap().created.insert((ns, name.clone()));
+            if fresh {
+                let mut created = body.clone();
+                created["metadata"]["uid"] = json!("00000000-0000-4000-8000-00000000e7e1");
+                created["metadata"]["resourceVersion"] = json!("1");
+                created["metadata"]["creationTimestamp"] = json!("2026-12-01T00:00:00Z");
+                (201, created)
+            } else {
+                (
+                    409,
+                    status_body(
+                        409,
+                        "AlreadyExists",
+                        &format!("events.events.k8s.io \"{name}\" already exists"),
+                    ),
+                )
+            }
+        }
+    };
+    state.lock().unwrap().requests.push(Request {
+        method,
+        path,
+        body,
+        problems,
+        status,
+    });
+    // The object is made at once; only the answer is late (a client that gives up has it
+    // made all the same, as with a real server behind a slow network).
+    if let Reply::Delay(d) = reply {
+        tokio::time::sleep(d).await;
+    }
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(out.to_string())))
+        .unwrap()
+}
+
+fn status_body(code: u16, reason: &str, message: &str) -> Value {
+    json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Failure", "message": message, "reason": reason, "code": code,
+    })
+}
+
+/// What the API server refuses in a create of `events.k8s.io/v1` Event in namespace `ns`.
+fn validate(e: &Value, ns: &str) -> Vec<String> {
+    let subdomain =
+        Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$").unwrap();
+    let qualified =
+        Regex::new(r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$").unwrap();
+    let micro_time =
+        Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)$").unwrap();
+    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
+    let mut p = Vec::new();
+    if e["apiVersion"] != "events.k8s.io/v1" || e["kind"] != "Event" {
+        p.push(format!("apiVersion/kind {}/{}", e["apiVersion"], e["kind"]));
+    }
+    let name = text(&e["metadata"]["name"]);
+    if name.len() > 253 || !subdomain.is_match(&name) {
+        p.push(format!("metadata.name {name:?}: not a DNS-1123 subdomain"));
+    }
+    match e["metadata"]["namespace"].as_str() {
+        None => {}
+        Some(n) if n == ns => {}
+        Some(n) => p.push(format!(
+            "the namespace of the provided object ({n}) does not match the namespace sent on the request ({ns})"
+        )),
+    }
+    if !micro_time.is_match(&text(&e["eventTime"])) {
+        p.push(format!(
+            "eventTime: Required value (or not a MicroTime: {})",
+            e["eventTime"]
+        ));
+    }
+    let kind = text(&e["type"]);
+    if kind != "Normal" && kind != "Warning" {
+        p.push(format!("type: has invalid value: {kind}"));
+    }
+    let controller = text(&e["reportingController"]);
+    if !qualified.is_match(&controller) {
+        p.push(format!(
+            "reportingController {controller:?}: not a qualified name"
+        ));
+    }
+    for (field, limit) in [("reportingInstance", 128), ("action", 128), ("reason", 128)] {
+        let v = text(&e[field]);
+        if v.is_empty() || v.len() > limit {
+            p.push(format!(
+                "{field}: required, at most {limit} characters (found {})",
+                v.len()
+            ));
+        }
+    }
+    if text(&e["note"]).len() > 1024 {
+        p.push("note: can have at most 1024 characters".to_owned());
+    }
+    for field in [
+        "deprecatedCount",
+        "deprecatedFirstTimestamp",
+        "deprecatedLastTimestamp",
+        "deprecatedSource",
+    ] {
+        if !e[field].is_null() {
+            p.push(format!("{field}: needs to be unset"));
+        }
+    }
+    let regarding = &e["regarding"];
+    if text(&regarding["kind"]).is_empty() || text(&regarding["name"]).is_empty() {
+        p.push("regarding: kind and name are needed".to_owned());
+    }
+    match regarding["namespace"].as_str() {
+        None | Some("") => {
+            if ns != "default" && ns != "kube-system" {
+                p.push(format!("regarding.namespace: a cluster-scoped object's Event must be in default or kube-system, not {ns}"));
+            }
+        }
+        // Stricter than the API server, on purpose: `kubectl describe pod` finds a Pod's
+        // Events in the Pod's namespace only.
+        Some(n) if n != ns => p.push(format!(
+            "regarding.namespace {n} does not match the Event's namespace {ns}"
+        )),
+        Some(_) => {}
+    }
+    p
+}

@@ -120,7 +120,7 @@ impl Engine {
         hooks: Box<dyn Hooks + Send>,
     ) -> Self {
         let metrics = Arc::new(Metrics::new());
-        metrics.sample_interval(settings.oom.sample_interval);
+        metrics.settings(settings.oom.sample_interval, settings.warden.dry_run);
         Engine {
             settings,
             collector,
@@ -285,7 +285,8 @@ impl Engine {
     /// Swaps in new settings (a reload). Derivative state and the last trigger time are kept,
     /// as in Talos.
     pub fn set_settings(&mut self, settings: Settings) {
-        self.metrics.sample_interval(settings.oom.sample_interval);
+        self.metrics
+            .settings(settings.oom.sample_interval, settings.warden.dry_run);
         if let Some(r) = &self.recorder {
             // Windows saved from now on name the configuration they will be replayed under.
             r.set_config(settings.to_yaml());

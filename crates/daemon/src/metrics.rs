@@ -264,6 +264,7 @@ pub struct Metrics {
     kernel_kills: Family<KernelKillLabels, Counter>,
     kernel_watch_problems: Family<WatchProblemLabels, Counter>,
     sample_interval: FloatGauge,
+    dry_run: Gauge,
     events_sent: Counter,
     events_dropped: Family<WatchProblemLabels, Counter>,
     events_retries: Counter,
@@ -428,10 +429,21 @@ impl Metrics {
             kernel_kills.clone(),
         );
         let kernel_watch_problems = Family::<WatchProblemLabels, Counter>::default();
+        for reason in oomwarden_kernelwatch::kmsg::Problem::REASONS {
+            kernel_watch_problems
+                .get_or_create(&WatchProblemLabels { reason })
+                .inc_by(0);
+        }
         registry.register(
             "kernel_oom_watch_problems",
             "Problems of the kernel-OOM watcher, by reason (open, read, lost, incomplete, dropped); each is logged once",
             kernel_watch_problems.clone(),
+        );
+        let dry_run = Gauge::default();
+        registry.register(
+            "dry_run",
+            "1 when the configuration in force is a dry run (dryRun: decisions are recorded, nothing is killed), else 0",
+            dry_run.clone(),
         );
         let events_sent = Counter::default();
         registry.register(
@@ -543,6 +555,7 @@ impl Metrics {
             kernel_kills,
             kernel_watch_problems,
             sample_interval,
+            dry_run,
             events_sent,
             events_dropped,
             events_retries,
@@ -703,9 +716,10 @@ impl Metrics {
         }
     }
 
-    /// The sample interval in force (at start and after each reload).
-    pub fn sample_interval(&self, interval: Duration) {
+    /// The sample interval and the dry run in force (at start and after each reload).
+    pub fn settings(&self, interval: Duration, dry_run: bool) {
         self.sample_interval.set(interval.as_secs_f64());
+        self.dry_run.set(i64::from(dry_run));
     }
 
     /// A firing that found no victim.

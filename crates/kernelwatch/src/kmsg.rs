@@ -65,6 +65,10 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// Every [`Problem::reason`] (the metric's series are made at 0 from the start, so that a
+    /// rate or an alert sees the first one).
+    pub const REASONS: [&'static str; 5] = ["open", "read", "lost", "incomplete", "dropped"];
+
     /// A short name for metric labels and once-only logging: `open`, `read`, `lost`,
     /// `incomplete`, `dropped`.
     pub fn reason(&self) -> &'static str {

@@ -3,7 +3,11 @@
 //! (or Prometheus's `up`). A renamed metric fails here, not on a fleet's empty panels.
 
 // Test code: unwrap on expected outcomes is the assertion.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::disallowed_methods)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
 
 use std::collections::BTreeSet;
 
@@ -52,14 +56,23 @@ fn exported() -> BTreeSet<String> {
 fn metrics_in(expr: &str) -> BTreeSet<String> {
     let words = regex::Regex::new(r"[a-zA-Z_:][a-zA-Z0-9_:]*").unwrap();
     // Drop label matchers and strings: `{job="x"}`, `by (instance)`, `on (instance)`.
-    let no_braces = regex::Regex::new(r"\{[^}]*\}").unwrap().replace_all(expr, " ");
-    let no_groups = regex::Regex::new(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)")
+    let no_braces = regex::Regex::new(r"\{[^}]*\}")
         .unwrap()
-        .replace_all(&no_braces, " ");
-    let no_ranges = regex::Regex::new(r"\[[^\]]*\]").unwrap().replace_all(&no_groups, " ");
-    let no_strings = regex::Regex::new(r#""[^"]*""#).unwrap().replace_all(&no_ranges, " ");
+        .replace_all(expr, " ");
+    let no_groups =
+        regex::Regex::new(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)")
+            .unwrap()
+            .replace_all(&no_braces, " ");
+    let no_ranges = regex::Regex::new(r"\[[^\]]*\]")
+        .unwrap()
+        .replace_all(&no_groups, " ");
+    let no_strings = regex::Regex::new(r#""[^"]*""#)
+        .unwrap()
+        .replace_all(&no_ranges, " ");
     // Numbers and durations (`0.99`, `offset 10m`).
-    let no_strings = regex::Regex::new(r"\b[0-9][0-9.]*[a-z]*").unwrap().replace_all(&no_strings, " ");
+    let no_strings = regex::Regex::new(r"\b[0-9][0-9.]*[a-z]*")
+        .unwrap()
+        .replace_all(&no_strings, " ");
     words
         .find_iter(&no_strings)
         .filter(|m| {
@@ -136,7 +149,10 @@ fn the_alert_rules_use_only_exported_metrics_and_match_the_prometheusrule() {
     let object: serde_json::Value =
         serde_saphyr::from_str(&file("deploy/prometheus/oomwarden-prometheusrule.yaml")).unwrap();
     assert_eq!(object["kind"], "PrometheusRule");
-    assert_eq!(object["spec"]["groups"], rules["groups"], "the PrometheusRule's groups are the rule file's");
+    assert_eq!(
+        object["spec"]["groups"], rules["groups"],
+        "the PrometheusRule's groups are the rule file's"
+    );
 }
 
 #[test]

@@ -32,7 +32,8 @@
 #   --kernel-suite SUITE  Debian suite to take linux-image-cloud-amd64 from:
 #                         trixie (default, 6.12), bookworm (6.1),
 #                         bookworm-backports, or "host" (the host's apt sources)
-#   --accel tcg|kvm       accelerator (default tcg; see README for why)
+#   --accel tcg|kvm       accelerator (default tcg: the test machines have no usable
+#                         KVM; kvm where /dev/kvm works is 15-25x faster)
 #   --log FILE            also write the whole console log (CRs stripped) to FILE
 #   --quiet               do not stream the console to stdout (use with --log)
 #   --keep                keep the temporary work directory (printed on stderr)
@@ -42,7 +43,8 @@
 #   124 = timeout (qemu killed), 125 = harness/guest failure (no exit marker:
 #   kernel panic, qemu error, ...), 2 = usage error.
 #
-# Environment: VMTEST_CACHE (default /var/cache/vmtest), VMTEST_KERNEL (same as
+# Environment: VMTEST_CACHE (default /var/cache/oomwarden-vm: the kernel, busybox and
+#   package downloads, fetched once), VMTEST_KERNEL (same as
 #   --kernel), VMTEST_KERNEL_SUITE (same as --kernel-suite), VMTEST_KERNEL_PKG
 #   (default linux-image-cloud-amd64), VMTEST_DEBIAN_MIRROR (default: the
 #   first Debian archive URI configured in the host's apt sources),

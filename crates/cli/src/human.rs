@@ -1,20 +1,26 @@
 //! Numbers for people: sizes in binary units as kubectl prints quantities, other numbers
 //! rounded. JSON output keeps the exact values.
 
-/// `812.0 MiB`, `1.5 GiB`, `512 B`.
+/// A size as Kubernetes writes quantities: `256Mi` when exact, else one decimal (`805.8Mi`);
+/// below 1 Ki, bytes (`512B`).
 pub(crate) fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    const UNITS: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
     if n < 1024 {
-        return format!("{n} B");
+        return format!("{n}B");
     }
-    #[allow(clippy::cast_precision_loss)] // shown to one decimal
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
+    let mut unit = 0usize;
+    let mut scale: u64 = 1024;
+    while unit + 1 < UNITS.len() && n / scale >= 1024 {
+        scale = scale.saturating_mul(1024);
         unit += 1;
     }
-    format!("{value:.1} {}", UNITS.get(unit).copied().unwrap_or("EiB"))
+    let name = UNITS.get(unit).copied().unwrap_or("Ei");
+    if n.is_multiple_of(scale) {
+        return format!("{}{name}", n / scale);
+    }
+    #[allow(clippy::cast_precision_loss)] // shown to one decimal
+    let value = n as f64 / scale as f64;
+    format!("{value:.1}{name}")
 }
 
 /// At most three decimals, trailing zeros dropped (`4211.3`, `12.41`, `844935168`); `NaN`,
@@ -37,12 +43,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_in_binary_units() {
-        assert_eq!(bytes(0), "0 B");
-        assert_eq!(bytes(1023), "1023 B");
-        assert_eq!(bytes(1024), "1.0 KiB");
-        assert_eq!(bytes(851_443_712), "812.0 MiB");
-        assert_eq!(bytes(u64::MAX), "16.0 EiB");
+    fn sizes_as_quantities() {
+        assert_eq!(bytes(0), "0B");
+        assert_eq!(bytes(1023), "1023B");
+        assert_eq!(bytes(1024), "1Ki");
+        assert_eq!(bytes(268_435_456), "256Mi");
+        assert_eq!(bytes(844_935_168), "805.8Mi");
+        assert_eq!(bytes(1 << 30), "1Gi");
+        assert_eq!(bytes(u64::MAX), "16.0Ei");
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod exit;
 mod human;
 mod loghuman;
 mod logjson;
+mod output;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -17,7 +18,7 @@ use crate::exit::Exit;
 /// Userspace OOM handler and memory forensics for Kubernetes nodes, compatible with the Talos
 /// Linux OOM controller's configuration.
 #[derive(Debug, Parser)]
-#[command(name = "oomwarden", version, about, long_about = None)]
+#[command(name = "oomwarden", version = oomwarden_daemon::VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,6 +58,49 @@ enum Command {
     /// Run a recording through the OOM handler's decision code under one or more
     /// configurations: firings, rankings, victims, differences, a timeline picture.
     Replay(commands::replay::Args),
+    /// Print a shell completion script to standard output (bash: `source <(oomwarden
+    /// completions bash)`; zsh, fish, elvish, powershell likewise).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to standard output: `oomwarden man | man -l -`; with a
+    /// subcommand, its own page (`oomwarden man run`).
+    Man {
+        /// A subcommand.
+        subcommand: Option<String>,
+    },
+}
+
+fn completions(shell: clap_complete::Shell, out: &mut impl Write) -> anyhow::Result<Exit> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "oomwarden", out);
+    Ok(Exit::Ok)
+}
+
+fn man(
+    subcommand: Option<&str>,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<Exit> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let page = match subcommand {
+        None => command,
+        Some(name) => match command.find_subcommand(name) {
+            // Named as man pages of subcommands are: oomwarden-run(1).
+            Some(sub) => sub
+                .clone()
+                .name(format!("oomwarden-{name}"))
+                .version(oomwarden_daemon::VERSION),
+            None => {
+                writeln!(err, "oomwarden: no subcommand {name:?}")?;
+                return Ok(Exit::Usage);
+            }
+        },
+    };
+    clap_mangen::Man::new(page).render(out)?;
+    Ok(Exit::Ok)
 }
 
 fn main() -> ExitCode {
@@ -90,6 +134,8 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args, &mut out, &mut err),
         Command::Record(args) => commands::record::run(&args, &mut out, &mut err),
         Command::Replay(args) => commands::replay::run(&args, &mut out, &mut err),
+        Command::Completions { shell } => completions(shell, &mut out),
+        Command::Man { subcommand } => man(subcommand.as_deref(), &mut out, &mut err),
     };
     let code = match exit {
         Ok(code) => code,

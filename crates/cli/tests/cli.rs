@@ -404,7 +404,7 @@ fn layout_shows_classes_and_candidates() {
     );
     golden(
         "layout-unrecognised",
-        &["layout", "--cgroup-root", "testdata/talos/rank1"],
+        &["layout", "--cgroup-root", "testdata/layouts/unrecognised"],
         None,
     );
     golden(
@@ -433,7 +433,7 @@ fn layout_shows_classes_and_candidates() {
         &[
             "layout",
             "--cgroup-root",
-            "testdata/talos/rank1",
+            "testdata/layouts/systemd-node",
             "--layout",
             "talos",
         ],
@@ -848,8 +848,11 @@ fn two_configurations_show_their_differences() {
     );
     assert!(out.contains("differences (A vs B):"), "{out}");
     let diff = out.split("differences (A vs B):").nth(1).unwrap();
+    // Why A did not act, in words: the comparison that did not hold, with its value.
     assert!(
-        diff.contains("A: quiet") && diff.contains("B: killed"),
+        diff.contains("A: the trigger was false: ")
+            && diff.contains("multiply_qos_vectors(qos_memory_full_avg10, {System: 1.0, Podruntime: 1.0}) = 0 is not > 5.0")
+            && diff.contains("B: killed"),
         "{diff}"
     );
     // JSON: one object per decision, then a summary per configuration.
@@ -901,9 +904,56 @@ fn replay_draws_svg_and_png() {
     );
     assert!(text.contains("Podruntime") && text.contains("Besteffort"));
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
-    let (code, _, err) = run(&["replay", "--builtin", "hog", "--plot", "x.gif"], None);
-    assert_eq!(code, 1);
-    assert!(err.contains("must end in .svg or .png"), "{err}");
+    // Issue 18, item 6: in page-cache, every class is drawn (also the ones flat at zero), the
+    // trigger's threshold and the value it compares, the node's memory, the configuration.
+    let pc = dir.path().join("pc.svg");
+    let (code, _, err) = run(
+        &[
+            "replay",
+            "--builtin",
+            "page-cache",
+            "--plot",
+            pc.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&pc).unwrap();
+    for class in [
+        "Besteffort",
+        "Burstable",
+        "Guaranteed",
+        "Podruntime",
+        "System",
+        "node (root)",
+    ] {
+        // plotters writes each text on a line of its own.
+        assert!(text.lines().any(|l| l == class), "{class} is not drawn");
+    }
+    assert!(
+        text.contains("threshold: multiply_qos_vectors(qos_memory_full_avg10, {System: 1.0, Podruntime: 1.0}) &gt; 5.0"),
+        "no threshold"
+    );
+    assert!(text.contains("its compared value"));
+    assert!(
+        text.contains("node memory 967.7Mi"),
+        "no node memory in the title"
+    );
+    assert!(
+        text.contains("lines: the recording&apos;s configuration")
+            || text.contains("lines: the recording's configuration")
+    );
+    // Refused before any work: nothing is printed but the error (issue 18, item 6).
+    for (bad, says) in [
+        ("x.gif", "must end in .svg or .png"),
+        ("x.pdf", "must end in .svg or .png"),
+        ("no/such/dir/x.svg", "no/such/dir"),
+    ] {
+        let (code, out, err) = run(&["replay", "--builtin", "hog", "--plot", bad], None);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(out.is_empty(), "{bad}: the report was printed first: {out}");
+        assert!(err.contains(says), "{bad}: {err}");
+    }
 }
 
 #[test]
@@ -1035,7 +1085,8 @@ fn record_refuses_this_host_and_needs_a_daemon_for_its_window() {
     );
     assert_eq!(code, 3, "{err}");
     assert!(
-        err.contains("cannot be recorded") && err.contains("cgroup v2"),
+        err.starts_with("oomwarden: this host cannot run the OOM handler: ")
+            && err.contains("cgroup v2"),
         "{err}"
     );
     let (code, _, err) = run(
@@ -1280,4 +1331,210 @@ fn explain_json_holds_every_part() {
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["ranking"]["source"], "flight-recorder");
     assert_eq!(v["ranking"]["candidates"].as_array().unwrap().len(), 7);
+}
+
+/// Issue 18, item 3: on a host without a cgroup v2 memory controller, every command that reads
+/// the node says so in the same one line, with exit 3, before any layout detection; following
+/// the advice with `--layout` does not print numbers for cgroups that are not there.
+#[test]
+fn every_node_command_gives_the_same_host_diagnosis() {
+    let (cg, proc) = (
+        "testdata/layouts/v1-host/cgroup",
+        "testdata/layouts/v1-host/proc",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.rec");
+    let state = dir.path().join("state");
+    let runs: [Vec<&str>; 5] = [
+        vec!["layout", "--cgroup-root", cg, "--proc-root", proc],
+        vec![
+            "layout",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--layout",
+            "host",
+        ],
+        vec![
+            "top",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--layout",
+            "host",
+        ],
+        vec![
+            "record",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        vec![
+            "run",
+            "--cgroup-root",
+            cg,
+            "--proc-root",
+            proc,
+            "--dry-run",
+            "--cycles",
+            "1",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    ];
+    let mut lines = Vec::new();
+    for args in &runs {
+        let (code, stdout, err) = run(args, None);
+        assert_eq!(code, 3, "{args:?}: {err}");
+        assert!(stdout.is_empty(), "{args:?}: printed {stdout}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("oomwarden: "))
+            .unwrap_or_else(|| panic!("{args:?}: {err}"))
+            .to_owned();
+        lines.push(line);
+    }
+    assert!(lines.windows(2).all(|w| w[0] == w[1]), "{lines:#?}");
+    assert!(
+        lines[0].starts_with("oomwarden: this host cannot run the OOM handler: the memory controller is not available in the cgroup v2 hierarchy at testdata/layouts/v1-host/cgroup")
+            && lines[0].contains("bound to cgroup v1 (hierarchy 5"),
+        "{}",
+        lines[0]
+    );
+    assert!(!out.exists(), "nothing recorded");
+}
+
+/// Issue 18, item 4: every command that prints data takes `-o json` (and `-o yaml`, the same
+/// fields); `--json` stays as its alias; sizes are quantities.
+#[test]
+fn every_command_that_prints_data_takes_o_json() {
+    let node = ["--cgroup-root", "testdata/layouts/systemd-node"];
+    let top = [
+        "--cgroup-root",
+        "testdata/top/vm-6.12/cgroup",
+        "--proc-root",
+        "testdata/top/vm-6.12/proc",
+    ];
+    let cases: Vec<Vec<&str>> = vec![
+        [&["layout"][..], &node[..]].concat(),
+        [&["top"][..], &top[..]].concat(),
+        vec!["actions", "--state-dir", "testdata/actions/kernel"],
+        vec!["explain", "1", "--state-dir", "testdata/explain/pod"],
+        vec!["oomlog", "testdata/oomlog/vm-debian-bookworm-6.1-dmesg.txt"],
+        vec!["score", "examples/pods/web.yaml"],
+        vec!["audit", "examples/pods/node-pods.json"],
+        vec!["check"],
+        vec!["eval", "ranking", "--memory-current", "1Gi"],
+        vec!["replay", "--builtin", "hog"],
+    ];
+    for case in &cases {
+        for format in ["json", "yaml"] {
+            let mut args = case.clone();
+            args.extend(["-o", format]);
+            let (code, stdout, err) = run(&args, None);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            match format {
+                // Whole documents, or one a line (actions, replay).
+                "json" => assert!(
+                    serde_json::from_str::<serde_json::Value>(&stdout).is_ok()
+                        || stdout
+                            .lines()
+                            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+                    "{args:?}: not JSON: {stdout}"
+                ),
+                _ => assert!(
+                    serde_saphyr::from_multiple::<serde_json::Value>(&stdout)
+                        .is_ok_and(|d| !d.is_empty()),
+                    "{args:?}: not YAML: {stdout}"
+                ),
+            }
+        }
+    }
+    // The old flag is the same as -o json.
+    let (_, a, _) = run(
+        &[
+            "layout",
+            "--cgroup-root",
+            "testdata/layouts/systemd-node",
+            "--json",
+        ],
+        None,
+    );
+    let (_, b, _) = run(
+        &[
+            "layout",
+            "--cgroup-root",
+            "testdata/layouts/systemd-node",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(a, b);
+    // Sizes are quantities wherever a size is taken.
+    let (_, gi, _) = run(&["eval", "ranking", "--memory-current", "1Gi"], None);
+    let (_, bytes, _) = run(&["eval", "ranking", "--memory-current", "1073741824"], None);
+    assert_eq!(gi, bytes);
+    let (code, _, err) = run(&["eval", "ranking", "--memory-current", "-1Gi"], None);
+    assert_eq!(code, 2, "{err}");
+    // top and layout no longer take the daemon's flags.
+    let (code, _, err) = run(&[&["layout", "--dry-run"][..], &node[..]].concat(), None);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Issue 18, item 4: `replay` without a recording says how to name one; `actions` on a state
+/// directory without a history says so and exits 0.
+#[test]
+fn replay_without_a_recording_and_actions_without_a_history_say_what_to_do() {
+    let (code, _, err) = run(&["replay"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--builtin hog|page-cache|slow-leak"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = run(
+        &["actions", "--state-dir", dir.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no action history at"), "{err}");
+    assert!(out.starts_with("ID "), "{out}");
+}
+
+/// Issue 18, item 2: `--version` names the commit; completions and the man page come from the
+/// same definitions as `--help`.
+#[test]
+fn version_completions_and_man_page() {
+    let (code, out, _) = run(&["--version"], None);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("oomwarden 0.1.0 (commit "), "{out}");
+    let (code, bash, _) = run(&["completions", "bash"], None);
+    assert_eq!(code, 0);
+    assert!(
+        bash.contains("complete") && bash.contains("explain"),
+        "{bash}"
+    );
+    for shell in ["zsh", "fish"] {
+        let (code, script, _) = run(&["completions", shell], None);
+        assert_eq!(code, 0);
+        assert!(script.contains("replay"), "{shell}");
+    }
+    let (code, man, _) = run(&["man"], None);
+    assert_eq!(code, 0);
+    assert!(
+        man.contains(".TH oomwarden 1") && man.contains("explain"),
+        "{man}"
+    );
+    let (code, man, _) = run(&["man", "run"], None);
+    assert_eq!(code, 0);
+    assert!(
+        man.contains("oomwarden\\-run") && man.contains("dry\\-run"),
+        "{man}"
+    );
+    let (code, _, err) = run(&["man", "nope"], None);
+    assert_eq!(code, 2, "{err}");
 }

@@ -121,6 +121,32 @@ pub fn detect_layout(cgroups: &CgroupFs) -> Result<(Layout, String), DetectError
     }
 }
 
+/// The directories a layout reads (its metric and candidate sources; for a pattern, the part
+/// before its first `*`) that do not exist under the hierarchy, and how many it reads in all.
+/// A layout given by hand on a node it does not fit reads nothing but zeros: its commands say
+/// so instead.
+pub fn missing_dirs(layout: &Layout, cgroups: &CgroupFs) -> (Vec<String>, usize) {
+    let mut dirs: Vec<String> = Vec::new();
+    let sources = layout
+        .metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricSource::Root => None,
+            MetricSource::Dir { dir, .. } | MetricSource::Children { dir, .. } => Some(dir),
+        })
+        .chain(layout.candidates.iter().map(|c| &c.dir));
+    for dir in sources {
+        let fixed: Vec<&str> = dir.split('/').take_while(|c| !c.contains('*')).collect();
+        let fixed = fixed.join("/");
+        if !fixed.is_empty() && !dirs.contains(&fixed) {
+            dirs.push(fixed);
+        }
+    }
+    let total = dirs.len();
+    let missing = dirs.into_iter().filter(|d| !cgroups.is_dir(d)).collect();
+    (missing, total)
+}
+
 /// The cgroup (relative path) whose `cgroup.procs` lists `pid`, searched depth-first, children
 /// name-sorted, at most `max_depth` levels down; `None` when not found. For a process in a
 /// private cgroup namespace, whose `/proc/self/cgroup` says only `/`: with the host's tree

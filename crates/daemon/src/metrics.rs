@@ -229,6 +229,8 @@ pub struct WatchProblemLabels {
 pub struct VersionLabel {
     /// The crate version.
     pub version: String,
+    /// The commit it was built from (`unknown` when the build could not tell).
+    pub commit: String,
 }
 
 type FloatGauge = Gauge<f64, AtomicU64>;
@@ -481,9 +483,14 @@ impl Metrics {
         build
             .get_or_create(&VersionLabel {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
+                commit: crate::COMMIT.to_owned(),
             })
             .set(1);
-        registry.register("build_info", "oomwarden's version, as a label", build);
+        registry.register(
+            "build_info",
+            "oomwarden's version and the commit it was built from, as labels",
+            build,
+        );
         // Known label values start at 0, so that rates and alerts see the series from the
         // start rather than from their first event.
         for expression in [Expression::Trigger, Expression::Ranking] {

@@ -247,6 +247,23 @@ pub fn resolve_layout(
     }
 }
 
+/// A layout given by hand whose cgroups are not there: said at start (the daemon runs on, as
+/// cgroups such as `kubepods` appear when the kubelet starts; `oomwarden layout` refuses such
+/// a tree outright).
+fn warn_missing_dirs(settings: &Settings, layout: &Layout, cgroups: &CgroupFs) {
+    if matches!(settings.warden.layout, LayoutSetting::Auto) {
+        return;
+    }
+    let (missing, _) = oomwarden_collect::missing_dirs(layout, cgroups);
+    if !missing.is_empty() {
+        tracing::warn!(
+            layout = %layout.name,
+            missing = %missing.join(", "),
+            "cgroups of the layout given do not exist (yet); their classes read as empty"
+        );
+    }
+}
+
 /// Nanoseconds of `CLOCK_MONOTONIC` (time since boot, not counting suspend).
 pub fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
@@ -308,6 +325,7 @@ pub fn run(
     log_protection(protect_self());
     let self_cgroup = own_cgroup(&cgroups);
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
+    warn_missing_dirs(&settings, &layout, &cgroups);
     // Before anything in the state directory (the history's repairs, a recording) is touched:
     // a second daemon is refused without changing what the first one writes.
     let _state_lock = lock_state_dir(&settings.warden.state_dir)?;

@@ -538,7 +538,11 @@ fn metrics_are_served_scraped_and_parsed() {
     assert_eq!(
         value(
             "oomwarden_build_info",
-            &format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))
+            &format!(
+                "commit=\"{}\",version=\"{}\"",
+                oomwarden_daemon::COMMIT,
+                env!("CARGO_PKG_VERSION")
+            )
         ),
         Some(1.0)
     );
@@ -1547,7 +1551,12 @@ fn a_kill_makes_two_kubernetes_events() {
     assert_eq!(node["metadata"]["namespace"], "default");
     assert_eq!(node["regarding"]["kind"], "Node");
     assert_eq!(node["regarding"]["name"], "worker-1");
-    // The next cycle's metrics count them.
+    // The next cycle's metrics count them (once the client has the answers: the server
+    // records a create before its answer reaches the sender).
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while e.events().unwrap().counts().sent < 2 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z");
     let text = e.metrics().encode();
     assert!(text.contains("oomwarden_events_sent_total 2\n"), "{text}");

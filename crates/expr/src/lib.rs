@@ -546,7 +546,7 @@ pub struct AnyValue {
 }
 
 impl AnyValue {
-    /// The value as people read it: a duration in Go's form (`1m30s`), the saturated
+    /// The value as people read it: a duration in Go's form to the millisecond (`1m30.25s`), the saturated
     /// `time_since_trigger` (before any trigger) as `never`, a double with at most three
     /// decimals; anything else as [`AnyValue::text`].
     pub fn shown(&self) -> String {
@@ -559,6 +559,10 @@ impl AnyValue {
                     .and_then(|t| t.parse::<i64>().ok());
                 match ns {
                     Some(i64::MAX) => "never".to_owned(),
+                    // To the millisecond: nanoseconds of a sampling loop say nothing.
+                    Some(ns) if ns.unsigned_abs() >= 1_000_000 => {
+                        oomwarden_model::format_go_duration(ns - ns % 1_000_000)
+                    }
                     Some(ns) => oomwarden_model::format_go_duration(ns),
                     None => self.text.clone(),
                 }

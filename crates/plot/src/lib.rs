@@ -19,11 +19,35 @@ const FAMILY: &str = "sans-serif";
 pub struct Series {
     /// Legend text.
     pub name: String,
-    /// Its colour, an index into a fixed palette (the same index gives the same colour in
-    /// every panel: one colour per class).
+    /// Its colour, an index into the class palette (0 … 4 the QoS classes in their order,
+    /// 5 the node): the same index is the same colour in every panel, and no decision is
+    /// drawn in a class's colour.
     pub color: usize,
     /// (seconds, value) points, in time order.
     pub points: Vec<(f64, f64)>,
+}
+
+/// Which panel a threshold belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Panel {
+    /// The PSI panel.
+    Psi,
+    /// The memory panel.
+    Memory,
+}
+
+/// A constant the trigger compares a plotted quantity with, drawn as a dashed line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// The panel.
+    pub panel: Panel,
+    /// Where, in the panel's unit.
+    pub value: f64,
+    /// What it is (the comparison, shortened).
+    pub label: String,
+    /// The compared quantity over time (seconds, value), when it could be computed: the line
+    /// that crosses the threshold when the trigger's comparison holds.
+    pub values: Vec<(f64, f64)>,
 }
 
 /// What a decision was.
@@ -70,6 +94,8 @@ pub struct Timeline {
     pub psi_label: String,
     /// Memory lines (MiB).
     pub memory: Vec<Series>,
+    /// The first configuration's thresholds on the plotted quantities.
+    pub thresholds: Vec<Threshold>,
     /// One row of decisions per configuration.
     pub decisions: Vec<Decisions>,
 }
@@ -80,6 +106,14 @@ pub enum PlotError {
     /// The extension is neither `.svg` nor `.png`.
     #[error("{0}: the picture's name must end in .svg or .png")]
     Format(PathBuf),
+    /// The directory to write it in is not there.
+    #[error("{path}: cannot write the picture: {reason}")]
+    Path {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Drawing or writing failed.
     #[error("{path}: cannot draw: {reason}")]
     Draw {
@@ -93,21 +127,64 @@ pub enum PlotError {
 /// Picture size in pixels.
 const SIZE: (u32, u32) = (1200, 860);
 
-const CLASS_COLORS: [RGBColor; 7] = [
-    RGBColor(214, 39, 40),   // red
-    RGBColor(255, 127, 14),  // orange
-    RGBColor(44, 160, 44),   // green
-    RGBColor(31, 119, 180),  // blue
-    RGBColor(148, 103, 189), // purple
-    RGBColor(0, 0, 0),       // black
-    RGBColor(127, 127, 127), // grey
+/// One colour per class (Besteffort, Burstable, Guaranteed, Podruntime, System) and the
+/// node; the decisions' colours below are none of these.
+const CLASS_COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),  // Besteffort: blue
+    RGBColor(44, 160, 44),   // Burstable: green
+    RGBColor(23, 190, 207),  // Guaranteed: cyan
+    RGBColor(140, 86, 75),   // Podruntime: brown
+    RGBColor(0, 0, 0),       // System: black
+    RGBColor(127, 127, 127), // the node: grey
 ];
+
+/// A kill: red.
+const KILL: RGBColor = RGBColor(214, 39, 40);
+/// A dry-run decision: orange.
+const DRY_RUN: RGBColor = RGBColor(255, 127, 14);
+/// A kill that failed or was not verified: magenta.
+const FAILED: RGBColor = RGBColor(227, 0, 190);
+/// A firing with no victim: light grey.
+const NO_VICTIM: RGBColor = RGBColor(190, 190, 190);
+/// A threshold of the trigger: purple, dashed.
+const THRESHOLD: RGBColor = RGBColor(118, 42, 131);
 
 fn color(i: usize) -> RGBColor {
     CLASS_COLORS
         .get(i % CLASS_COLORS.len())
         .copied()
         .unwrap_or(BLACK)
+}
+
+/// Checks, before any work, that a picture can be written at `path`: a `.svg` or `.png` name
+/// in a directory that exists.
+pub fn check_output(path: &Path) -> Result<(), PlotError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png") => {}
+        _ => return Err(PlotError::Format(path.to_path_buf())),
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let problem = match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => None,
+        Ok(_) => Some(format!("{} is not a directory", dir.display())),
+        Err(e) => Some(format!("{}: {e}", dir.display())),
+    };
+    if let Some(reason) = problem {
+        return Err(PlotError::Path {
+            path: path.to_path_buf(),
+            reason,
+        });
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(PlotError::Path {
+            path: path.to_path_buf(),
+            reason: "it is a directory".to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// Draws `timeline` to `path` (`.svg` or `.png`).
@@ -153,10 +230,12 @@ fn span(timeline: &Timeline) -> f64 {
     series_end.max(event_end).max(1.0)
 }
 
-fn top(series: &[Series]) -> f64 {
+fn top(series: &[Series], thresholds: &[&Threshold]) -> f64 {
     let max = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1))
+        .chain(thresholds.iter().map(|t| t.value))
+        .chain(thresholds.iter().flat_map(|t| t.values.iter().map(|p| p.1)))
         .filter(|v| v.is_finite())
         .fold(0.0_f64, f64::max);
     if max <= 0.0 { 1.0 } else { max * 1.1 }
@@ -186,13 +265,33 @@ fn draw<DB: DrawingBackend>(
         .enumerate()
         .flat_map(|(i, d)| d.events.iter().map(move |ev| (i, ev)))
         .collect();
-    panel(psi_area, &timeline.psi, &timeline.psi_label, end, &events).map_err(e)?;
+    let config = timeline.decisions.first().map_or("", |d| d.config.as_str());
+    let on = |panel: Panel| -> Vec<&Threshold> {
+        timeline
+            .thresholds
+            .iter()
+            .filter(|t| t.panel == panel && t.value.is_finite())
+            .collect()
+    };
+    let lines = Lines {
+        events: &events,
+        config,
+        end,
+    };
+    panel(
+        psi_area,
+        &timeline.psi,
+        &timeline.psi_label,
+        &on(Panel::Psi),
+        &lines,
+    )
+    .map_err(e)?;
     panel(
         mem_area,
         &timeline.memory,
         "memory.current (MiB)",
-        end,
-        &events,
+        &on(Panel::Memory),
+        &lines,
     )
     .map_err(e)?;
     decisions(events_area, &timeline.decisions, end).map_err(e)?;
@@ -201,11 +300,27 @@ fn draw<DB: DrawingBackend>(
 
 fn event_style(kind: EventKind) -> ShapeStyle {
     match kind {
-        EventKind::Kill => RGBColor(200, 0, 0).stroke_width(2),
-        EventKind::Failed => RGBColor(120, 0, 120).stroke_width(2),
-        EventKind::DryRun => RGBColor(230, 140, 0).stroke_width(2),
-        EventKind::NoVictim => RGBColor(150, 150, 150).stroke_width(1),
+        EventKind::Kill => KILL.stroke_width(2),
+        EventKind::Failed => FAILED.stroke_width(2),
+        EventKind::DryRun => DRY_RUN.stroke_width(2),
+        EventKind::NoVictim => NO_VICTIM.stroke_width(1),
     }
+}
+
+fn event_name(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Kill => "kill",
+        EventKind::Failed => "kill failed",
+        EventKind::DryRun => "dry-run decision",
+        EventKind::NoVictim => "no eligible victim",
+    }
+}
+
+/// The decision lines drawn across the panels (the first configuration's), and its name.
+struct Lines<'a> {
+    events: &'a [(usize, &'a Event)],
+    config: &'a str,
+    end: f64,
 }
 
 /// The grid's fine lines.
@@ -231,11 +346,11 @@ fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[Series],
     label: &str,
-    end: f64,
-    events: &[(usize, &Event)],
+    thresholds: &[&Threshold],
+    lines: &Lines<'_>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let ymax = top(series);
-    let mut chart = chart(area, end, ymax)?;
+    let ymax = top(series, thresholds);
+    let mut chart = chart(area, lines.end, ymax)?;
     chart
         .configure_mesh()
         .y_desc(label)
@@ -244,12 +359,22 @@ fn panel<DB: DrawingBackend>(
         .axis_desc_style((FAMILY, 14))
         .light_line_style(LIGHT)
         .draw()?;
-    // Decisions as vertical lines under the data.
-    for (_, ev) in events {
-        chart.draw_series(std::iter::once(PathElement::new(
+    // Decisions as vertical lines under the data, each kind once in the legend.
+    let mut named: Vec<EventKind> = Vec::new();
+    for (_, ev) in lines.events {
+        let drawn = chart.draw_series(std::iter::once(PathElement::new(
             vec![(ev.at, 0.0), (ev.at, ymax)],
             event_style(ev.kind),
         )))?;
+        if !named.contains(&ev.kind) {
+            named.push(ev.kind);
+            let style = event_style(ev.kind);
+            drawn
+                .label(format!("{} ({})", event_name(ev.kind), lines.config))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x + 9, y - 6), (x + 9, y + 6)], style)
+                });
+        }
     }
     for s in series {
         let c = color(s.color);
@@ -258,12 +383,38 @@ fn panel<DB: DrawingBackend>(
             .label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     }
-    if !series.is_empty() {
+    // On top of the classes: the compared value crossing its threshold is the firing.
+    for t in thresholds {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(0.0, t.value), (lines.end, t.value)],
+                8,
+                5,
+                THRESHOLD.stroke_width(2),
+            ))?
+            .label(format!("threshold: {}", t.label))
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], THRESHOLD.stroke_width(2))
+            });
+        if !t.values.is_empty() {
+            chart
+                .draw_series(LineSeries::new(
+                    t.values.iter().copied(),
+                    THRESHOLD.mix(0.8).stroke_width(1),
+                ))?
+                .label("its compared value")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], THRESHOLD.stroke_width(1))
+                });
+        }
+    }
+    if !series.is_empty() || !thresholds.is_empty() || !named.is_empty() {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
             .label_font((FAMILY, 13))
-            .background_style(WHITE.mix(0.85))
+            // See-through, so that the lines behind it still show.
+            .background_style(WHITE.mix(0.55))
             .border_style(RGBColor(180, 180, 180))
             .draw()?;
     }
@@ -283,7 +434,7 @@ fn decisions<DB: DrawingBackend>(
         .configure_mesh()
         .disable_y_mesh()
         .disable_y_axis()
-        .x_desc("seconds: red = kill, orange = dry run, purple = kill failed, grey = no eligible victim")
+        .x_desc("seconds: red = kill, orange = dry run, magenta = kill failed, light grey = no eligible victim")
         .label_style((FAMILY, 13))
         .axis_desc_style((FAMILY, 14))
         .light_line_style(LIGHT)
@@ -332,6 +483,12 @@ mod tests {
                 color: 0,
                 points: vec![(0.0, 100.0), (2.0, 300.0)],
             }],
+            thresholds: vec![Threshold {
+                panel: Panel::Psi,
+                value: 5.0,
+                label: "qos_memory_full_avg10[System] > 5.0".into(),
+                values: vec![(0.0, 1.0), (2.0, 6.0)],
+            }],
             decisions: vec![Decisions {
                 config: "defaults".into(),
                 events: vec![Event {
@@ -350,6 +507,14 @@ mod tests {
         render(&timeline(), &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(text.starts_with("<svg") && text.contains("besteffort/pod-hog"));
+        assert!(
+            text.contains("threshold: qos_memory_full_avg10[System] &gt; 5.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kill (defaults)"),
+            "the legend names the configuration"
+        );
         let png = dir.path().join("t.png");
         render(&timeline(), &png).unwrap();
         let bytes = std::fs::read(&png).unwrap();
@@ -361,6 +526,32 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_name_or_a_missing_directory_is_refused_before_drawing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_output(&dir.path().join("a.svg")).is_ok());
+        assert!(check_output(Path::new("plain.PNG")).is_ok());
+        assert!(matches!(
+            check_output(&dir.path().join("a.pdf")),
+            Err(PlotError::Format(_))
+        ));
+        let e = check_output(&dir.path().join("no/such/dir/a.svg")).unwrap_err();
+        assert!(matches!(e, PlotError::Path { .. }), "{e}");
+        assert!(e.to_string().contains("no/such/dir"), "{e}");
+    }
+
+    /// One colour per meaning: no decision is drawn in a class's colour.
+    #[test]
+    fn decisions_and_thresholds_use_colours_no_class_uses() {
+        for c in [KILL, DRY_RUN, FAILED, NO_VICTIM, THRESHOLD] {
+            assert!(!CLASS_COLORS.contains(&c), "{c:?}");
+        }
+        let mut all = CLASS_COLORS.to_vec();
+        all.sort_by_key(|c| (c.0, c.1, c.2));
+        all.dedup();
+        assert_eq!(all.len(), CLASS_COLORS.len());
+    }
+
+    #[test]
     fn empty_timelines_still_draw() {
         let dir = tempfile::tempdir().unwrap();
         let t = Timeline {
@@ -368,6 +559,7 @@ mod tests {
             psi: vec![],
             psi_label: String::new(),
             memory: vec![],
+            thresholds: vec![],
             decisions: vec![],
         };
         render(&t, &dir.path().join("e.svg")).unwrap();

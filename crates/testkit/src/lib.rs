@@ -96,8 +96,19 @@ impl std::io::Write for LogBuffer {
     }
 }
 
-/// The log lines (plain text, no colours) that `f` emits on this thread.
+/// The log lines (plain text, no colours) that `f` emits on this thread (and on threads that
+/// take over its subscriber, as the identity cache's refresher does).
+///
+/// The first capture also installs, for the whole test process, a global subscriber that is
+/// interested in everything and writes nothing. Without it a callsite first reached by
+/// another test's thread (where no subscriber is set) could keep its interest cached as
+/// "never", and a span's fields went missing from a capture at random.
 pub fn capture_logs(f: impl FnOnce()) -> String {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        // A test binary that set its own first keeps it.
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+    });
     let buffer = LogBuffer::default();
     let writer = buffer.clone();
     let subscriber = tracing_subscriber::fmt()

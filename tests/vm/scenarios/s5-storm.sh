@@ -15,10 +15,15 @@ start_oomwarden --config /root/oom.yaml
 n=0
 while [ $n -lt 4 ]; do
     P=$(pod besteffort hog$n)
-    start_in "$(ctr "$P")" hog -s 16 -i 20 -m 64 -H -1 > /dev/null
-    wait_for 10 populated "$P" || break
+    H=$(start_in "$(ctr "$P")" hog -s 16 -i 20 -m 64 -H -1)
+    # Running, or already killed: the daemon's first cycle can kill the first hog within the
+    # 0.2 s between two looks at cgroup.events (that once ended this loop after one kill).
+    started() { populated "$P" || [ "$(count_outcome killed)" -gt "$n" ]; }
+    wait_for 10 started || { log "hog$n (pid $H) never ran in $P: $(tr '\n' ' ' < $P/cgroup.events), alive: $(alive $H && echo yes || echo no)"; break; }
+    log "hog$n (pid $H) runs in $P"
     # Restart right after the kill.
-    wait_for 60 sh -c "! grep -q 'populated 1' $P/cgroup.events" || break
+    wait_for 60 sh -c "! grep -q 'populated 1' $P/cgroup.events" || { log "hog$n was not killed within 60 s"; break; }
+    log "hog$n killed"
     n=$((n + 1))
 done
 # With no hog left, the next trigger (one cooldown after the last kill) finds the leftover

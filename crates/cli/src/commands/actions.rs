@@ -42,6 +42,8 @@ impl StateArgs {
 pub(crate) enum Format {
     /// A table.
     Table,
+    /// The table with the containers and the kernel's victim (PID, command) too.
+    Wide,
     /// Full records, one JSON object per line.
     Json,
     /// `talosctl get oomactions -o yaml`-style documents.
@@ -91,9 +93,8 @@ impl KindArg {
 pub(crate) struct StatusArgs {
     #[command(flatten)]
     state: StateArgs,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: crate::output::OutputArgs,
 }
 
 /// Records from the daemon (`actions since=N`), or from the file when it does not answer.
@@ -131,11 +132,19 @@ pub(crate) fn actions(
             return Ok(Exit::Failure);
         }
     };
-    if source == "file" && format == Format::Table {
+    let file = dir.join(history::FILE_NAME);
+    if source == "file" && !file.exists() {
+        // Not an error: a node where nothing was ever recorded.
+        writeln!(
+            err,
+            "oomwarden: no action history at {} (the daemon is not answering and has recorded nothing there)",
+            file.display()
+        )?;
+    } else if source == "file" && matches!(format, Format::Table | Format::Wide) {
         writeln!(
             err,
             "(the daemon is not answering; read {})",
-            dir.join(history::FILE_NAME).display()
+            file.display()
         )?;
     }
     let mut last = records.last().map(|r| r.id);
@@ -180,11 +189,12 @@ fn print(
                 write!(out, "{}", talos_yaml(r)?)?;
             }
         }
-        Format::Table => {
+        Format::Table | Format::Wide => {
+            let wide = format == Format::Wide;
             if header {
                 writeln!(
                     out,
-                    "{:<5} {:<10} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} VICTIM",
+                    "{:<5} {:<10} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} {}VICTIM",
                     "ID",
                     "KIND",
                     "TIME",
@@ -193,7 +203,12 @@ fn print(
                     "SCORE",
                     "NAMESPACE",
                     "POD",
-                    "POD UID"
+                    "POD UID",
+                    if wide {
+                        format!("{:<24} {:<24} ", "CONTAINERS", "KERNEL VICTIM")
+                    } else {
+                        String::new()
+                    }
                 )?;
             }
             for r in records {
@@ -213,9 +228,33 @@ fn print(
                         "-".to_owned(),
                     ),
                 };
+                let extra = if wide {
+                    let names: Vec<&str> = r
+                        .container_names
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|n| !n.is_empty())
+                        .collect();
+                    let victim = match (&r.victim_comm, r.victim_pid) {
+                        (Some(comm), Some(pid)) => format!("{comm} ({pid})"),
+                        (None, Some(pid)) => pid.to_string(),
+                        _ => "-".to_owned(),
+                    };
+                    format!(
+                        "{:<24} {:<24} ",
+                        if names.is_empty() {
+                            "-".to_owned()
+                        } else {
+                            names.join(",")
+                        },
+                        victim
+                    )
+                } else {
+                    String::new()
+                };
                 writeln!(
                     out,
-                    "{:<5} {:<10} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} {}",
+                    "{:<5} {:<10} {:<25} {:<19} {:<11} {:>14} {:<16} {:<24} {:<36} {extra}{}",
                     r.id,
                     r.kind.name(),
                     r.time,
@@ -370,8 +409,7 @@ pub(crate) fn status(
             return Ok(Exit::Failure);
         }
     };
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&status)?)?;
+    if args.output.structured(&status, out)? {
         return Ok(Exit::Ok);
     }
     let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".to_owned());

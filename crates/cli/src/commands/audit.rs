@@ -26,9 +26,8 @@ pub(crate) struct Args {
     /// cozystack.io/system=true.
     #[arg(long, value_name = "KEY=VALUE")]
     namespace_selector: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: crate::output::OutputArgs,
 }
 
 fn parse_limit(text: &str) -> Result<i64, String> {
@@ -67,7 +66,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             return Ok(Exit::Failure);
         }
     };
-    if args.json {
+    if !args.output.is_table() {
         let mut doc = serde_json::to_value(&audit)?;
         if let Some(map) = doc.as_object_mut() {
             map.insert("defaultLimitBytes".into(), args.default_limit.into());
@@ -75,7 +74,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 map.remove("blockers");
             }
         }
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        args.output.structured(&doc, out)?;
         return Ok(Exit::Ok);
     }
     writeln!(

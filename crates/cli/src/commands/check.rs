@@ -19,8 +19,22 @@ pub(crate) struct Args {
     /// Prints the effective OOMConfig document alone.
     #[arg(long)]
     talos: bool,
+    /// Output format of the effective settings: yaml (the documents, as a file would hold
+    /// them; `table` and `wide` are the same) or json (an array of the documents).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: Format,
     #[command(flatten)]
     overrides: OverrideArgs,
+}
+
+/// `-o` of `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// The YAML documents.
+    #[value(aliases = ["table", "wide"])]
+    Yaml,
+    /// The documents as a JSON array.
+    Json,
 }
 
 /// Loads the file (or the defaults), applies overrides, prints the result or every error.
@@ -42,7 +56,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             } else {
                 settings.to_yaml()
             };
-            out.write_all(rendered.as_bytes())?;
+            match args.output {
+                Format::Yaml => out.write_all(rendered.as_bytes())?,
+                Format::Json => {
+                    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&rendered)?;
+                    writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
+                }
+            }
             Ok(Exit::Ok)
         }
         Err(errors) => {

@@ -17,6 +17,7 @@ use serde_json::json;
 
 use crate::commands::read_input;
 use crate::exit::Exit;
+use crate::output::OutputArgs;
 
 /// Which expression to evaluate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -41,14 +42,15 @@ pub(crate) struct Args {
     /// subset of it. Missing variables are 0 and `time_since_trigger` "never".
     #[arg(long, value_name = "FILE")]
     context: Option<PathBuf>,
-    /// Ranking: `memory.max` in bytes; omit or `max` for no limit.
-    #[arg(long, value_name = "BYTES|max")]
-    memory_max: Option<String>,
-    /// Ranking: `memory.current` in bytes; omit for unknown.
-    #[arg(long, value_name = "BYTES")]
+    /// Ranking: `memory.max`, bytes or a quantity (`512Mi`, `1G`); omit or `max` for no
+    /// limit.
+    #[arg(long, value_name = "SIZE|max", value_parser = parse_limit)]
+    memory_max: Option<Limit>,
+    /// Ranking: `memory.current`, bytes or a quantity (`1Gi`); omit for unknown.
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_bytes)]
     memory_current: Option<u64>,
-    /// Ranking: `memory.peak` in bytes; omit for unknown.
-    #[arg(long, value_name = "BYTES")]
+    /// Ranking: `memory.peak`, bytes or a quantity; omit for unknown.
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_bytes)]
     memory_peak: Option<u64>,
     /// Ranking: the cgroup path.
     #[arg(
@@ -81,9 +83,19 @@ pub(crate) struct Args {
     /// Accept any result type (explore sub-expressions) instead of requiring bool/double.
     #[arg(long)]
     any: bool,
-    /// Print the result as JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// `--memory-max`: a size or `max`.
+#[derive(Debug, Clone, Copy)]
+struct Limit(Option<u64>);
+
+fn parse_limit(text: &str) -> Result<Limit, String> {
+    if text == "max" {
+        return Ok(Limit(None));
+    }
+    super::parse_bytes(text).map(|b| Limit(Some(b)))
 }
 
 fn parse_pair(text: &str) -> Result<(String, String), String> {
@@ -165,12 +177,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             evaluate_trigger(&expression, &ctx, args.any)
         }
         Kind::Ranking => {
-            let memory_max = match args.memory_max.as_deref() {
-                None | Some("max") => None,
-                Some(v) => Some(v.parse::<u64>().with_context(|| {
-                    format!("--memory-max: {v:?} is not a number of bytes or `max`")
-                })?),
-            };
+            let memory_max = args.memory_max.and_then(|l| l.0);
             let identity = oomwarden_kube::cgroup_identity(&args.path);
             let pod = pod_identity(args, identity.pod_uid.as_deref());
             let input = RankingInput {
@@ -259,15 +266,13 @@ fn print(
         Kind::Trigger => "trigger",
         Kind::Ranking => "ranking",
     };
-    if args.json {
-        let value = match &outcome.result {
-            Ok((type_name, text)) => {
-                json!({"kind": kind, "expression": outcome.expression, "type": type_name, "result": text})
-            }
-            Err(e) => json!({"kind": kind, "expression": outcome.expression, "error": e}),
-        };
-        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
-    } else {
+    let value = match &outcome.result {
+        Ok((type_name, text)) => {
+            json!({"kind": kind, "expression": outcome.expression, "type": type_name, "result": text})
+        }
+        Err(e) => json!({"kind": kind, "expression": outcome.expression, "error": e}),
+    };
+    if !args.output.structured(&value, out)? {
         match &outcome.result {
             Ok((type_name, text)) if args.any => writeln!(out, "{text} ({type_name})")?,
             Ok((_, text)) => writeln!(out, "{text}")?,

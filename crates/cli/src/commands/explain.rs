@@ -29,21 +29,8 @@ pub(crate) struct Args {
     what: String,
     #[command(flatten)]
     state: StateArgs,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    output: Format,
-    /// Same as `-o json`.
-    #[arg(long, conflicts_with = "output")]
-    json: bool,
-}
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Format {
-    /// For people.
-    Table,
-    /// One JSON object.
-    Json,
+    #[command(flatten)]
+    output: crate::output::OutputArgs,
 }
 
 /// Everything `explain` says, as `-o json` prints it.
@@ -155,9 +142,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Failure);
     };
     let explanation = explain(record, &records, &args.state, &dir);
-    if args.json || args.output == Format::Json {
-        writeln!(out, "{}", serde_json::to_string(&explanation)?)?;
-    } else {
+    if !args.output.structured(&explanation, out)? {
         text(&explanation, out)?;
     }
     Ok(Exit::Ok)

@@ -9,28 +9,32 @@ use oomwarden_policy::rank_with;
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
-use crate::commands::{NodeArgs, NodeSetup, OverrideArgs, node_and_layout};
+use crate::commands::{LayoutArg, NodeArgs, NodeSetup, node_and_layout};
 use crate::exit::Exit;
+use crate::human;
+use crate::output::OutputArgs;
 
 /// Arguments of `oomwarden layout`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     #[command(flatten)]
     node: NodeArgs,
-    /// Print JSON.
-    #[arg(long, conflicts_with = "definition")]
-    json: bool,
+    /// Root of procfs (what the host offers: `cgroups`, `pressure/memory`).
+    #[arg(long, value_name = "DIR", default_value = oomwarden_procfs::DEFAULT_PROC_ROOT)]
+    proc_root: std::path::PathBuf,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Print the layout in use as data: an OOMWardenConfig document with a custom layout, to
     /// copy and edit.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["output", "json"])]
     definition: bool,
     #[command(flatten)]
-    overrides: OverrideArgs,
+    layout: LayoutArg,
 }
 
 #[allow(
     clippy::too_many_lines,
-    reason = "one report (tree, layout, subtrees, candidates) printed as text or JSON from the same locals; to be split with the one CLI grammar of issue 18"
+    reason = "one report (tree, layout, subtrees, candidates) printed as a table or data from the same locals"
 )]
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
     let NodeSetup {
@@ -38,7 +42,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         cgroups,
         layout,
         why,
-    } = match node_and_layout(&args.node, &args.overrides, err)? {
+    } = match node_and_layout(
+        &args.node,
+        &args.proc_root,
+        &args.layout.to_overrides(),
+        err,
+    )? {
         Ok(v) => v,
         Err(exit) => return Ok(exit),
     };
@@ -52,7 +61,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Ok);
     }
     let name = layout.name.clone();
-    let collector = Collector::new(cgroups, ProcFs::new("/proc"), layout, None);
+    let collector = Collector::new(cgroups, ProcFs::new(&args.proc_root), layout, None);
     let (sample, problems) = collector.metrics(0);
     let (candidates, more) = collector.candidates();
     for p in problems.iter().chain(more.iter()) {
@@ -75,7 +84,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             .cloned()
             .unwrap_or_else(|| ranking.verdict(i))
     };
-    if args.json {
+    if !args.output.is_table() {
         let metrics: Vec<_> = sample
             .subtrees
             .iter()
@@ -108,9 +117,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             "cgroupRoot": args.node.cgroup_root.display().to_string(),
             "metrics": metrics, "candidates": cands,
         });
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        args.output.structured(&doc, out)?;
         return Ok(Exit::Ok);
     }
+    let wide = args.output.is_wide();
     writeln!(out, "layout: {name} ({why})")?;
     writeln!(out, "{}", super::tree_note(&args.node.cgroup_root))?;
     writeln!(out, "\nmetrics, summed per class:")?;
@@ -126,8 +136,17 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     writeln!(out, "\nkill candidates, in class order:")?;
     writeln!(
         out,
-        "  {:<11} {:>14} {:>12} {:<9} {:<36} CGROUP",
-        "CLASS", "MEMORY", "SCORE", "ELIGIBLE", "POD UID"
+        "  {:<11} {:>10} {}{:>12} {:<9} {:<36} CGROUP",
+        "CLASS",
+        "MEMORY",
+        if wide {
+            format!("{:>10} ", "MAX")
+        } else {
+            String::new()
+        },
+        "SCORE",
+        "ELIGIBLE",
+        "POD UID"
     )?;
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     order.sort_by_key(|i| candidates.get(*i).map(|c| (c.class, c.dir.clone())));
@@ -139,11 +158,21 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             .pod_uid
             .unwrap_or_else(|| "-".to_owned());
         let pod = pod_of(&c.dir).map_or_else(String::new, |p| format!(" ({})", p.qualified_name()));
+        let max = match c.memory.max {
+            Some(Limit::Max) => "max".to_owned(),
+            Some(Limit::Bytes(b)) => human::bytes(b),
+            None => "-".to_owned(),
+        };
         writeln!(
             out,
-            "  {:<11} {:>14} {:>12} {:<9} {:<36} {}{}{}",
+            "  {:<11} {:>10} {}{:>12} {:<9} {:<36} {}{}{}",
             c.class.name(),
-            c.memory.current.map_or("-".to_owned(), |m| m.to_string()),
+            c.memory.current.map_or("-".to_owned(), human::bytes),
+            if wide {
+                format!("{max:>10} ")
+            } else {
+                String::new()
+            },
             score.map_or("-".to_owned(), oomwarden_model::format_number),
             if eligible { "yes" } else { "no" },
             uid,

@@ -57,7 +57,50 @@ pub(crate) fn read_input_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Flags that override the configuration file.
+/// `--layout`: which of the node's cgroups are which class.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LayoutArg {
+    /// Node layout (`auto` detects it); overrides `layout`.
+    #[arg(long, value_name = "LAYOUT", value_parser = clap::builder::PossibleValuesParser::new(oomwarden_config::LAYOUTS))]
+    layout: Option<String>,
+}
+
+impl LayoutArg {
+    pub(crate) fn to_overrides(&self) -> Overrides {
+        Overrides {
+            layout: self
+                .layout
+                .as_deref()
+                .and_then(oomwarden_config::LayoutSetting::from_name),
+            ..Overrides::default()
+        }
+    }
+}
+
+/// The flags of `oomwarden record` that override the configuration file.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RecordOverrideArgs {
+    /// Sample interval, as a Go duration (`250ms`); overrides `sampleInterval`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    sample_interval: Option<std::time::Duration>,
+    /// State directory (absolute) of the daemon `--from-daemon` asks; overrides `stateDir`.
+    #[arg(long, value_name = "DIR", value_parser = parse_absolute_dir)]
+    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    layout: LayoutArg,
+}
+
+impl RecordOverrideArgs {
+    pub(crate) fn to_overrides(&self) -> Overrides {
+        Overrides {
+            sample_interval: self.sample_interval,
+            state_dir: self.state_dir.clone(),
+            ..self.layout.to_overrides()
+        }
+    }
+}
+
+/// Flags that override the configuration file (`run`, `check`).
 #[derive(Debug, clap::Args)]
 pub(crate) struct OverrideArgs {
     /// Sample interval, as a Go duration (`250ms`); overrides `sampleInterval`.
@@ -72,9 +115,8 @@ pub(crate) struct OverrideArgs {
     /// How long to wait for a killed cgroup to empty; overrides `killTimeout`.
     #[arg(long, value_name = "DURATION", value_parser = parse_kill_timeout)]
     kill_timeout: Option<std::time::Duration>,
-    /// Node layout (`auto` detects it); overrides `layout`.
-    #[arg(long, value_name = "LAYOUT", value_parser = clap::builder::PossibleValuesParser::new(oomwarden_config::LAYOUTS))]
-    layout: Option<String>,
+    #[command(flatten)]
+    layout: LayoutArg,
     /// Serve the metrics endpoint at this address (`IP:PORT`); overrides `metrics`.
     #[arg(long, value_name = "IP:PORT", value_parser = oomwarden_config::parse_listen)]
     metrics_listen: Option<std::net::SocketAddr>,
@@ -107,13 +149,24 @@ impl OverrideArgs {
             dry_run: self.dry_run.then_some(true),
             state_dir: self.state_dir.clone(),
             kill_timeout: self.kill_timeout,
-            layout: self
-                .layout
-                .as_deref()
-                .and_then(oomwarden_config::LayoutSetting::from_name),
             metrics_listen: self.metrics_listen,
+            ..self.layout.to_overrides()
         }
     }
+}
+
+/// A size on the command line: bytes (`1073741824`) or a Kubernetes quantity (`1Gi`, `512Mi`,
+/// `1G`), as the API server reads it; negative or fractional bytes are refused.
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
+    let q = oomwarden_kube::Quantity::parse(text)
+        .map_err(|e| format!("expected bytes or a quantity such as 512Mi or 1G: {e}"))?;
+    if q.is_negative() {
+        return Err(format!("{text:?}: a size cannot be negative"));
+    }
+    // A fraction of a byte is rounded up, as the API server does.
+    q.value_exact()
+        .and_then(|v| u64::try_from(v).ok())
+        .ok_or_else(|| format!("{text:?}: more bytes than 2^64"))
 }
 
 /// The node a command looks at: its configuration and its cgroup tree.
@@ -143,34 +196,73 @@ pub(crate) fn tree_note(root: &std::path::Path) -> String {
 }
 
 /// The settings (configuration file and overrides) and the layout of the node under
-/// `--cgroup-root`, or the exit after printing why not (an invalid configuration, a tree that
-/// matches no layout).
+/// `--cgroup-root`, or the exit after printing why not. Every command that reads the node
+/// (`run`, `record`, `top`, `layout`) says first, the same way and with exit 3, when the host
+/// cannot be used at all (no cgroup v2, no memory controller, no PSI); then an invalid
+/// configuration or a tree that matches no layout (exit 1); and a layout given by hand whose
+/// cgroups do not exist there is an error naming them, not a table of zeros.
 pub(crate) fn node_and_layout(
     node: &NodeArgs,
-    overrides: &OverrideArgs,
+    proc_root: &std::path::Path,
+    overrides: &Overrides,
     err: &mut impl std::io::Write,
 ) -> anyhow::Result<Result<NodeSetup, crate::exit::Exit>> {
-    let settings =
-        match oomwarden_daemon::load_settings(node.config.as_deref(), &overrides.to_overrides()) {
-            Ok(s) => s,
-            Err(e) => {
-                writeln!(err, "{e}")?;
-                return Ok(Err(crate::exit::Exit::Failure));
-            }
-        };
     let cgroups = oomwarden_cgroupfs::CgroupFs::new(&node.cgroup_root);
-    match oomwarden_daemon::resolve_layout(&settings, &cgroups) {
-        Ok((layout, why)) => Ok(Ok(NodeSetup {
-            settings,
-            cgroups,
-            layout,
-            why,
-        })),
+    if let Err(e) =
+        oomwarden_daemon::check_host(&cgroups, &oomwarden_procfs::ProcFs::new(proc_root))
+    {
+        writeln!(err, "{}", host_diagnosis(&e))?;
+        return Ok(Err(crate::exit::Exit::Unsupported));
+    }
+    let settings = match oomwarden_daemon::load_settings(node.config.as_deref(), overrides) {
+        Ok(s) => s,
         Err(e) => {
             writeln!(err, "{e}")?;
-            Ok(Err(crate::exit::Exit::Failure))
+            return Ok(Err(crate::exit::Exit::Failure));
+        }
+    };
+    let (layout, why) = match oomwarden_daemon::resolve_layout(&settings, &cgroups) {
+        Ok(v) => v,
+        Err(e) => {
+            writeln!(err, "{e}")?;
+            return Ok(Err(crate::exit::Exit::Failure));
+        }
+    };
+    if !matches!(
+        settings.warden.layout,
+        oomwarden_config::LayoutSetting::Auto
+    ) {
+        let (missing, total) = oomwarden_collect::missing_dirs(&layout, &cgroups);
+        let root = node.cgroup_root.display();
+        if !missing.is_empty() && missing.len() == total {
+            writeln!(
+                err,
+                "oomwarden: the {} layout does not fit the cgroup tree at {root}: none of its cgroups exists ({}); check --cgroup-root and the layout (`oomwarden layout` without --layout detects it)",
+                layout.name,
+                missing.join(", ")
+            )?;
+            return Ok(Err(crate::exit::Exit::Failure));
+        }
+        if !missing.is_empty() {
+            writeln!(
+                err,
+                "warning: the {} layout's cgroups {} do not exist under {root}; their classes read as empty",
+                layout.name,
+                missing.join(", ")
+            )?;
         }
     }
+    Ok(Ok(NodeSetup {
+        settings,
+        cgroups,
+        layout,
+        why,
+    }))
+}
+
+/// The one line every command that reads the node prints when this host cannot be used.
+pub(crate) fn host_diagnosis(e: &oomwarden_daemon::RunError) -> String {
+    format!("oomwarden: this host cannot run the OOM handler: {e}")
 }
 
 /// A node's settings, cgroup tree and layout (with the reason it was chosen).

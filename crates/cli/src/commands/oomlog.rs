@@ -18,9 +18,9 @@ pub(crate) struct Args {
     /// Kernel log text (`dmesg`, `journalctl -k`, syslog, or `/dev/kmsg` records); `-` for
     /// standard input. Default: the live kernel log (`/dev/kmsg`, needs root).
     file: Option<PathBuf>,
-    /// Print JSON (an array of events).
-    #[arg(long)]
-    json: bool,
+    /// `-o json`: an array of events; `-o yaml` the same as YAML.
+    #[command(flatten)]
+    output: crate::output::OutputArgs,
 }
 
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
@@ -54,8 +54,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             }
         }
     }
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&events)?)?;
+    if args.output.structured(&events, out)? {
         return Ok(Exit::Ok);
     }
     print_table(&events, out)?;

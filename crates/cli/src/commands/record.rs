@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use oomwarden_cgroupfs::{CgroupFs, Disk};
 use oomwarden_collect::Collector;
-use oomwarden_daemon::{api, check_host, monotonic_ns};
+use oomwarden_daemon::{api, monotonic_ns};
 use oomwarden_procfs::ProcFs;
 use oomwarden_recording::{Meta, Recorder, Tap, Wakeup};
 
-use crate::commands::{NodeArgs, OverrideArgs, node_and_layout};
+use crate::commands::{NodeArgs, RecordOverrideArgs, node_and_layout};
 use crate::exit::Exit;
 
 /// Arguments of `oomwarden record`.
@@ -43,7 +43,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "DIR", default_value = oomwarden_procfs::DEFAULT_PROC_ROOT)]
     proc_root: PathBuf,
     #[command(flatten)]
-    overrides: OverrideArgs,
+    overrides: RecordOverrideArgs,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -76,15 +76,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     if args.from_daemon {
         return from_daemon(args, out, err);
     }
-    let setup = match node_and_layout(&args.node, &args.overrides, err)? {
+    let setup = match node_and_layout(
+        &args.node,
+        &args.proc_root,
+        &args.overrides.to_overrides(),
+        err,
+    )? {
         Ok(setup) => setup,
         Err(exit) => return Ok(exit),
     };
-    let proc = ProcFs::new(&args.proc_root);
-    if let Err(e) = check_host(&setup.cgroups, &proc) {
-        writeln!(err, "oomwarden: this host cannot be recorded: {e}")?;
-        return Ok(Exit::Unsupported);
-    }
     let tap = Tap::new(Arc::new(Disk));
     let cgroups = CgroupFs::with_files(&args.node.cgroup_root, tap.clone());
     let proc = ProcFs::with_files(&args.proc_root, tap.clone());

@@ -21,10 +21,13 @@ use crate::exit::Exit;
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
-    /// For people.
+    /// For people (`table` and `wide` are the same report).
+    #[value(aliases = ["table", "wide"])]
     Text,
     /// One JSON object per decision, then one summary per configuration.
     Json,
+    /// The same objects as YAML documents.
+    Yaml,
 }
 
 /// Arguments of `oomwarden replay`.
@@ -32,7 +35,7 @@ pub(crate) enum Format {
 pub(crate) struct Args {
     /// The recording (`oomwarden record`, `run --record`, a flight-recorder file); `-` is
     /// standard input.
-    #[arg(value_name = "FILE", required_unless_present_any = ["builtin", "list_builtins"])]
+    #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
     /// Replay a recording shipped with oomwarden instead (`--list-builtins` names them).
     #[arg(long, value_name = "NAME", conflicts_with = "file")]
@@ -47,7 +50,7 @@ pub(crate) struct Args {
     /// Draw the timeline to this file (`.svg` or `.png`); may be repeated.
     #[arg(long, value_name = "FILE")]
     plot: Vec<PathBuf>,
-    /// Output format.
+    /// Output format: text (also `table`, `wide`), json or yaml.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     output: Format,
     /// Candidates shown per ranking (text output).
@@ -139,6 +142,21 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         }
         return Ok(Exit::Ok);
     }
+    if args.file.is_none() && args.builtin.is_none() {
+        writeln!(
+            err,
+            "oomwarden replay: give a recording FILE (made by `oomwarden record` or `run --record`, or a flight-recorder window), or replay one shipped with oomwarden: --builtin {} (--list-builtins says what each is)",
+            builtin::names().join("|")
+        )?;
+        return Ok(Exit::Usage);
+    }
+    // The pictures' paths and formats are checked before any work.
+    for path in &args.plot {
+        if let Err(e) = oomwarden_plot::check_output(path) {
+            writeln!(err, "oomwarden: {e}")?;
+            return Ok(Exit::Usage);
+        }
+    }
     let (name, recording) = match load_recording(args) {
         Ok((name, recording)) => {
             if let Some(reason) = &recording.truncated {
@@ -185,7 +203,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     match (args.output, &args.check_against) {
         (_, Some(_)) => {}
         (Format::Text, None) => text(out, &name, &recording, &configs, &replays, start, args.top)?,
-        (Format::Json, None) => json(out, &configs, &replays, start)?,
+        (Format::Json, None) => json(out, &configs, &replays, start, false)?,
+        (Format::Yaml, None) => json(out, &configs, &replays, start, true)?,
     }
     for path in &args.plot {
         let timeline = timeline(&name, &recording, &configs, &replays, start);
@@ -237,7 +256,10 @@ fn mentions(source: &str, name: &str) -> bool {
     })
 }
 
-/// The context variables the trigger expression reads, compactly.
+/// The context variables the trigger expression reads, compactly, with their units: PSI
+/// averages in percent, stall rates (`d_*_total`, µs of stall per second) in ms/s, memory
+/// in Ki/Mi/Gi and its rates per second, `time_since_trigger` rounded (`never` before the
+/// first trigger).
 fn why(ctx: &TriggerContext, trigger: &str) -> String {
     let mut parts = Vec::new();
     for (name, value) in ctx.variables() {
@@ -245,26 +267,84 @@ fn why(ctx: &TriggerContext, trigger: &str) -> String {
             continue;
         }
         let shown = match value {
-            oomwarden_model::Variable::Double(v) => oomwarden_model::format_go_float(v),
-            oomwarden_model::Variable::DurationNanos(ns) => oomwarden_model::format_go_duration(ns),
+            oomwarden_model::Variable::Double(v) => with_unit(name, v),
+            oomwarden_model::Variable::DurationNanos(ns) => duration_for_people(ns),
             oomwarden_model::Variable::ClassMap(map) => {
                 let entries: Vec<String> = QosClass::ALL
                     .iter()
                     .filter(|c| map.get(**c) != 0.0)
-                    .map(|c| {
-                        format!(
-                            "{}: {}",
-                            c.name(),
-                            oomwarden_model::format_go_float(map.get(*c))
-                        )
-                    })
+                    .map(|c| format!("{} {}", c.name(), with_unit(name, map.get(*c))))
                     .collect();
-                format!("{{{}}}", entries.join(", "))
+                if entries.is_empty() {
+                    "0 for every class".to_owned()
+                } else {
+                    entries.join(", ")
+                }
             }
         };
-        parts.push(format!("{name}={shown}"));
+        parts.push(format!("{name}: {shown}"));
     }
-    parts.join(" ")
+    parts.join("; ")
+}
+
+/// A trigger variable's value with its unit.
+fn with_unit(name: &str, v: f64) -> String {
+    let rate = name.starts_with("d_");
+    let base = name.trim_start_matches("d_");
+    if base.ends_with("_avg10") || base.ends_with("_avg60") || base.ends_with("_avg300") {
+        let unit = if rate { " %/s" } else { " %" };
+        format!("{}{unit}", crate::human::number(round_to(v, 2)))
+    } else if base.ends_with("_total") {
+        // Stall time in µs; its rate in µs per second, shown as ms of stall per second.
+        if rate {
+            format!("{} ms/s", crate::human::number(round_to(v / 1000.0, 1)))
+        } else {
+            format!("{} s", crate::human::number(round_to(v / 1e6, 1)))
+        }
+    } else if base.contains("memory_current")
+        || base.contains("memory_peak")
+        || base.contains("memory_max")
+        || base.starts_with("node_memory")
+    {
+        let size = if v.is_finite() && v.abs() < 1.8e19 {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let b = v.abs().round() as u64;
+            let sign = if v < 0.0 { "-" } else { "" };
+            format!("{sign}{}", crate::human::bytes(b))
+        } else {
+            crate::human::number(v)
+        };
+        if rate { format!("{size}/s") } else { size }
+    } else {
+        crate::human::number(v)
+    }
+}
+
+fn round_to(v: f64, decimals: i32) -> f64 {
+    let f = 10f64.powi(decimals);
+    (v * f).round() / f
+}
+
+/// A duration rounded to the millisecond in Go's form; `never` for the saturated value
+/// `time_since_trigger` has before the first trigger.
+fn duration_for_people(ns: i64) -> String {
+    if ns == i64::MAX {
+        return "never".to_owned();
+    }
+    oomwarden_model::format_go_duration(ns - ns % 1_000_000)
+}
+
+/// A score as the ranking gives it; when the ranking weighs memory, also as a size.
+fn score_for_people(score: f64, ranking: &str) -> String {
+    let number = oomwarden_model::format_number(score);
+    let bytes_like = mentions(ranking, "memory_current") || mentions(ranking, "memory_peak");
+    if bytes_like && (1024.0..1.8e19).contains(&score) {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let b = score.round() as u64;
+        format!("{number} (≈{} of memory)", crate::human::bytes(b))
+    } else {
+        number
+    }
 }
 
 fn text(
@@ -303,11 +383,10 @@ fn text(
     for (i, (c, r)) in configs.iter().zip(replays).enumerate() {
         writeln!(out)?;
         writeln!(out, "{}: {}", letter(i), c.name)?;
-        let trigger = c.settings.oom.trigger.source();
         for d in &r.decisions {
-            decision(out, d, trigger, &m.cgroup_root, start, top)?;
+            decision(out, d, &c.settings, &m.cgroup_root, start, top)?;
         }
-        summary(out, r)?;
+        summary(out, r, &c.settings, m.interval_ms)?;
     }
     if replays.len() > 1 {
         differences(out, configs, replays, &m.cgroup_root, start)?;
@@ -318,11 +397,13 @@ fn text(
 fn decision(
     out: &mut impl Write,
     d: &Decision,
-    trigger: &str,
+    settings: &Settings,
     root: &str,
     start: u64,
     top: usize,
 ) -> anyhow::Result<()> {
+    let trigger = settings.oom.trigger.source();
+    let ranking = settings.oom.ranking.source();
     let r = &d.record;
     let victim = r.victim.as_deref().map(|v| short(v, root));
     writeln!(
@@ -332,15 +413,41 @@ fn decision(
         r.outcome.name(),
         victim.as_deref().unwrap_or("(no victim)"),
         match (&r.class, victim.is_some()) {
-            (Some(class), true) => format!(
-                "  [{class}, score {}]",
-                oomwarden_model::format_number(r.score)
-            ),
+            (Some(class), true) =>
+                format!("  [{class}, score {}]", score_for_people(r.score, ranking)),
             _ => String::new(),
         }
     )?;
     if let Ok(ctx) = TriggerContext::from_json(&r.trigger_context) {
         writeln!(out, "             why: {}", why(&ctx, trigger))?;
+        // Each comparison of the trigger with the value it had: which threshold was passed.
+        let held: Vec<String> = settings
+            .oom
+            .trigger
+            .evaluate_comparisons(&ctx)
+            .into_iter()
+            .map(|c| {
+                format!(
+                    "{} = {} {} {}{}",
+                    c.comparison
+                        .left
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    c.left.shown(),
+                    c.comparison.op,
+                    c.comparison.right,
+                    match c.holds {
+                        Some(true) => "",
+                        Some(false) => " (did not hold)",
+                        None => " (error)",
+                    }
+                )
+            })
+            .collect();
+        if !held.is_empty() {
+            writeln!(out, "             trigger: {}", held.join("; "))?;
+        }
     }
     let mut ranked: Vec<_> = d.ranking.iter().collect();
     // Highest score first; the unscored after, in candidate order.
@@ -349,15 +456,26 @@ fn decision(
             .unwrap_or(f64::NEG_INFINITY)
             .total_cmp(&a.score.unwrap_or(f64::NEG_INFINITY))
     });
+    let bytes_like = mentions(ranking, "memory_current") || mentions(ranking, "memory_peak");
     for (n, c) in ranked.iter().take(top).enumerate() {
+        // With a ranking that weighs memory, the score also as a size, in a column of its own.
+        let size = match c.score {
+            Some(x) if bytes_like && x.is_finite() && (1024.0..1.8e19).contains(&x) => {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let b = x.round() as u64;
+                format!("≈{}", crate::human::bytes(b))
+            }
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "             {} {:<10} {:>14}  {}{}",
+            "             {} {:<10} {:>14} {:>10}  {}{}",
             if n == 0 { "ranking:" } else { "        " },
             c.class.name(),
             c.score
                 .map(oomwarden_model::format_number)
                 .unwrap_or_else(|| "-".to_owned()),
+            size,
             short(&c.path, root),
             if c.eligible {
                 String::new()
@@ -372,7 +490,12 @@ fn decision(
     Ok(())
 }
 
-fn summary(out: &mut impl Write, r: &Replay) -> anyhow::Result<()> {
+fn summary(
+    out: &mut impl Write,
+    r: &Replay,
+    settings: &Settings,
+    recorded_every_ms: u64,
+) -> anyhow::Result<()> {
     let mut by_outcome: BTreeMap<&str, usize> = BTreeMap::new();
     for d in &r.decisions {
         *by_outcome.entry(d.record.outcome.name()).or_default() += 1;
@@ -383,26 +506,78 @@ fn summary(out: &mut impl Write, r: &Replay) -> anyhow::Result<()> {
         .filter(|c| matches!(c.result, CycleResult::Skipped(_)))
         .count();
     let outcomes: Vec<String> = by_outcome.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let firings = match r.decisions.len() {
+        0 => "the trigger never fired".to_owned(),
+        1 => format!("the trigger fired once: {}", outcomes.join(", ")),
+        n => format!("the trigger fired {n} times: {}", outcomes.join(", ")),
+    };
+    let interval = settings.oom.sample_interval;
+    let skipped = if r.not_replayed == 0 {
+        String::new()
+    } else {
+        format!(
+            "; {} recorded cycles not replayed (this configuration samples every {}, the recording every {recorded_every_ms}ms{})",
+            r.not_replayed,
+            oomwarden_model::format_go_duration(
+                i64::try_from(interval.as_nanos()).unwrap_or(i64::MAX)
+            ),
+            if settings.warden.psi_triggers.enabled {
+                ""
+            } else {
+                "; PSI-woken cycles run only under psiTriggers"
+            }
+        )
+    };
+    let failed = match errors {
+        0 => String::new(),
+        n => format!("; {n} cycles failed (no context, or the trigger gave an error)"),
+    };
     writeln!(
         out,
-        "  {} firing(s){}{}; {} cycles replayed, {} not (off this configuration's ticks), {} failed",
-        r.decisions.len(),
-        if outcomes.is_empty() { "" } else { ": " },
-        outcomes.join(", "),
-        r.cycles.len(),
-        r.not_replayed,
-        errors
+        "  {firings}; {} cycles replayed{skipped}{failed}",
+        r.cycles.len()
     )?;
     Ok(())
 }
 
 /// What a configuration did at one recorded time.
-fn at(r: &Replay, at_ns: u64, root: &str) -> String {
+/// What a configuration did at a cycle another one acted on, in words.
+fn at(r: &Replay, at_ns: u64, root: &str, trigger: &oomwarden_expr::TriggerExpr) -> String {
     match r.cycles.iter().find(|c| c.at_ns == at_ns) {
-        None => "not sampled".to_owned(),
+        None => "no cycle here (its sampleInterval's ticks did not fall on this one)".to_owned(),
         Some(c) => match &c.result {
-            CycleResult::Quiet => "quiet".to_owned(),
-            CycleResult::Skipped(_) => "failed".to_owned(),
+            CycleResult::Quiet => {
+                let failed: Vec<String> = c
+                    .context
+                    .as_ref()
+                    .map(|ctx| {
+                        trigger
+                            .evaluate_comparisons(ctx)
+                            .into_iter()
+                            .filter(|x| x.holds == Some(false))
+                            .map(|x| {
+                                format!(
+                                    "{} = {} is not {} {}",
+                                    x.comparison
+                                        .left
+                                        .split_whitespace()
+                                        .collect::<Vec<_>>()
+                                        .join(" "),
+                                    x.left.shown(),
+                                    x.comparison.op,
+                                    x.comparison.right
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if failed.is_empty() {
+                    "the trigger was false".to_owned()
+                } else {
+                    format!("the trigger was false: {}", failed.join("; "))
+                }
+            }
+            CycleResult::Skipped(e) => format!("the cycle failed ({e})"),
             CycleResult::Acted(i) => r.decisions.get(*i).map_or_else(String::new, |d| {
                 let v = d.record.victim.as_deref().map(|v| short(v, root));
                 format!("{} {}", d.record.outcome.name(), v.unwrap_or_default())
@@ -431,7 +606,11 @@ fn differences(
     times.dedup();
     let mut any = false;
     for t in times {
-        let row: Vec<String> = replays.iter().map(|r| at(r, t, root)).collect();
+        let row: Vec<String> = replays
+            .iter()
+            .zip(configs)
+            .map(|(r, c)| at(r, t, root, &c.settings.oom.trigger))
+            .collect();
         if row.windows(2).all(|w| w.first() == w.get(1)) {
             continue;
         }
@@ -477,12 +656,22 @@ struct JsonSummary<'a> {
     failed_cycles: usize,
 }
 
+/// One JSON object a line, or (`yaml`) the same objects as YAML documents.
 fn json(
     out: &mut impl Write,
     configs: &[Config],
     replays: &[Replay],
     start: u64,
+    yaml: bool,
 ) -> anyhow::Result<()> {
+    let mut emit = |value: &dyn erased::Value| -> anyhow::Result<()> {
+        if yaml {
+            write!(out, "---\n{}", value.yaml()?)?;
+        } else {
+            writeln!(out, "{}", value.json()?)?;
+        }
+        Ok(())
+    };
     for (c, r) in configs.iter().zip(replays) {
         for d in &r.decisions {
             #[allow(clippy::cast_precision_loss)]
@@ -503,7 +692,7 @@ fn json(
                     })
                     .collect(),
             };
-            writeln!(out, "{}", serde_json::to_string(&line)?)?;
+            emit(&line)?;
         }
         let s = JsonSummary {
             config: &c.name,
@@ -516,13 +705,27 @@ fn json(
                 .filter(|x| matches!(x.result, CycleResult::Skipped(_)))
                 .count(),
         };
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "summary": s }))?
-        )?;
+        emit(&serde_json::json!({ "summary": s }))?;
     }
     Ok(())
+}
+
+/// A serializable value behind a reference of one type, for `json`'s two kinds of object.
+mod erased {
+    pub(super) trait Value {
+        fn json(&self) -> anyhow::Result<String>;
+        fn yaml(&self) -> anyhow::Result<String>;
+    }
+
+    impl<T: serde::Serialize> Value for T {
+        fn json(&self) -> anyhow::Result<String> {
+            Ok(serde_json::to_string(self)?)
+        }
+
+        fn yaml(&self) -> anyhow::Result<String> {
+            crate::output::yaml(self)
+        }
+    }
 }
 
 fn timeline(
@@ -543,6 +746,8 @@ fn timeline(
         .unwrap_or_default();
     let mut psi = Vec::new();
     let mut memory = Vec::new();
+    // Every class, also one flat at zero: a flat System line is what says nothing should be
+    // killed.
     for class in QosClass::ALL {
         let mut p = Vec::new();
         let mut m = Vec::new();
@@ -559,23 +764,73 @@ fn timeline(
                 ));
             }
         }
-        if p.iter().any(|x| x.1 != 0.0) {
-            psi.push(oomwarden_plot::Series {
-                name: class.name().to_owned(),
-                color: class.index(),
-                points: p,
-            });
-        }
-        if m.iter().any(|x| x.1 != 0.0) {
-            memory.push(oomwarden_plot::Series {
-                name: class.name().to_owned(),
-                color: class.index(),
-                points: m,
-            });
-        }
+        psi.push(oomwarden_plot::Series {
+            name: class.name().to_owned(),
+            color: class.index(),
+            points: p,
+        });
+        memory.push(oomwarden_plot::Series {
+            name: class.name().to_owned(),
+            color: class.index(),
+            points: m,
+        });
     }
+    // The node's own PSI (the root cgroup's: `memory_full_avg10`), in the node's colour.
+    psi.push(oomwarden_plot::Series {
+        name: "node (root)".to_owned(),
+        color: QosClass::ALL.len(),
+        points: cycles
+            .iter()
+            .filter_map(|c| {
+                let ctx = c.context.as_ref()?;
+                Some((
+                    secs(c.at_ns),
+                    ctx.root_psi(false, PsiKind::Full, PsiSpan::Avg10),
+                ))
+            })
+            .collect(),
+    });
+    let node_memory = cycles
+        .iter()
+        .filter_map(|c| c.context.as_ref())
+        .map(|ctx| ctx.node_memory().1)
+        .find(|t| *t > 0.0);
     let root = &recording.meta.cgroup_root;
-    let decisions = configs
+    let decisions = decision_rows(configs, replays, &secs, root);
+    let memory_text = node_memory.map_or_else(
+        || "node memory unknown".to_owned(),
+        |t| {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let bytes = t as u64;
+            format!("node memory {}", crate::human::bytes(bytes))
+        },
+    );
+    oomwarden_plot::Timeline {
+        title: format!(
+            "oomwarden replay: {name} ({memory_text}; {})",
+            configs
+                .first()
+                .map_or_else(String::new, |c| format!("lines: {}", c.name))
+        ),
+        psi,
+        psi_label: "memory PSI full avg10 (%)".to_owned(),
+        memory,
+        thresholds: configs
+            .first()
+            .map(|c| thresholds(&c.settings.oom.trigger, cycles, &secs))
+            .unwrap_or_default(),
+        decisions,
+    }
+}
+
+/// One row of decisions per configuration, for the picture.
+fn decision_rows(
+    configs: &[Config],
+    replays: &[Replay],
+    secs: &dyn Fn(u64) -> f64,
+    root: &str,
+) -> Vec<oomwarden_plot::Decisions> {
+    configs
         .iter()
         .zip(replays)
         .enumerate()
@@ -609,14 +864,72 @@ fn timeline(
                 })
                 .collect(),
         })
-        .collect();
-    oomwarden_plot::Timeline {
-        title: format!("oomwarden replay: {name}"),
-        psi,
-        psi_label: "memory PSI full avg10 (%)".to_owned(),
-        memory,
-        decisions,
-    }
+        .collect()
+}
+
+/// The constants the trigger compares a plotted quantity with: PSI full avg10 of the classes
+/// or the node (`qos_memory_full_avg10`, `memory_full_avg10`, also inside
+/// `multiply_qos_vectors`, whose sum of classes the line stands for) and class memory
+/// (`qos_memory_current`, in MiB).
+fn thresholds(
+    trigger: &oomwarden_expr::TriggerExpr,
+    cycles: &[replay::ReplayedCycle],
+    secs: &dyn Fn(u64) -> f64,
+) -> Vec<oomwarden_plot::Threshold> {
+    let constant = |text: &str| {
+        oomwarden_expr::AnyExpr::compile(oomwarden_expr::ExprKind::Trigger, text)
+            .ok()?
+            .eval_trigger(&TriggerContext::new())
+            .ok()?
+            .as_number()
+    };
+    trigger
+        .comparisons()
+        .iter()
+        .filter_map(|c| {
+            let (variable, value) = match (c.left_constant, c.right_constant) {
+                (false, true) => (&c.left, constant(&c.right)?),
+                (true, false) => (&c.right, constant(&c.left)?),
+                _ => return None,
+            };
+            let (panel, scale) = if mentions(variable, "qos_memory_full_avg10")
+                || mentions(variable, "memory_full_avg10")
+            {
+                (oomwarden_plot::Panel::Psi, 1.0)
+            } else if mentions(variable, "qos_memory_current") {
+                (oomwarden_plot::Panel::Memory, 1.0 / 1_048_576.0)
+            } else {
+                return None;
+            };
+            // The compared side, cycle by cycle, in the panel's unit.
+            let side =
+                oomwarden_expr::AnyExpr::compile(oomwarden_expr::ExprKind::Trigger, variable).ok();
+            let values: Vec<(f64, f64)> = side
+                .map(|e| {
+                    cycles
+                        .iter()
+                        .filter_map(|c| {
+                            let v = e.eval_trigger(c.context.as_ref()?).ok()?.as_number()?;
+                            v.is_finite().then(|| (secs(c.at_ns), v * scale))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let value = value * scale;
+            let label: String = c.text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let label = if label.chars().count() > 90 {
+                format!("{}…", label.chars().take(89).collect::<String>())
+            } else {
+                label
+            };
+            Some(oomwarden_plot::Threshold {
+                panel,
+                value,
+                label,
+                values,
+            })
+        })
+        .collect()
 }
 
 /// Compares the replay with the daemon's records over the recording's span.

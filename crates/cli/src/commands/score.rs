@@ -44,9 +44,8 @@ pub(crate) struct Args {
     /// Default: the node memory.
     #[arg(long, value_name = "BYTES|QUANTITY", value_parser = parse_memory, requires = "memory_qos")]
     node_allocatable: Option<i64>,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: crate::output::OutputArgs,
 }
 
 fn parse_factor(text: &str) -> Result<f64, String> {
@@ -131,7 +130,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     if failed {
         return Ok(Exit::Failure);
     }
-    if args.json {
+    if !args.output.is_table() {
         let doc = json!({
             "nodeMemoryBytes": capacity,
             "featureGates": {"PodLevelResources": args.feature_gates.pod_level_resources},
@@ -142,10 +141,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             })),
             "pods": scores,
         });
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        args.output.structured(&doc, out)?;
         return Ok(Exit::Ok);
     }
-    writeln!(out, "node memory: {capacity} bytes ({source})")?;
+    let size = |b: i128| u64::try_from(b).map_or_else(|_| b.to_string(), crate::human::bytes);
+    writeln!(
+        out,
+        "node memory: {} ({source})",
+        size(i128::from(capacity))
+    )?;
     for s in &scores {
         writeln!(out)?;
         writeln!(
@@ -168,7 +172,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             out,
             "  pod cgroup memory.max: {}",
             s.pod_memory_max_bytes
-                .map_or_else(|| "max (unlimited)".to_owned(), |b| b.to_string())
+                .map_or_else(|| "max (unlimited)".to_owned(), size)
         )?;
         writeln!(
             out,
@@ -189,9 +193,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 "  {:<24} {:<8} {:>16} {:>16} {:>13}",
                 c.name,
                 format!("{:?}", c.kind).to_lowercase(),
-                c.memory_request_bytes,
-                c.memory_limit_bytes
-                    .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+                size(c.memory_request_bytes),
+                c.memory_limit_bytes.map_or_else(|| "-".to_owned(), size),
                 c.oom_score_adj
             )?;
             if let Some(q) = &c.memory_qos {

@@ -18,8 +18,9 @@ use oomwarden_policy::rank_with;
 use oomwarden_procfs::ProcFs;
 use serde::Serialize;
 
-use crate::commands::{NodeArgs, NodeSetup, OverrideArgs, node_and_layout, read_input};
+use crate::commands::{LayoutArg, NodeArgs, NodeSetup, node_and_layout, read_input};
 use crate::exit::Exit;
+use crate::output::OutputArgs;
 
 /// Arguments of `oomwarden top`.
 #[derive(Debug, clap::Args)]
@@ -40,11 +41,10 @@ pub(crate) struct Args {
     /// `memory.available` is used.
     #[arg(long, value_name = "THRESHOLDS", default_value = "memory.available<100Mi", value_parser = parse_eviction_hard)]
     eviction_hard: EvictionHard,
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    overrides: OverrideArgs,
+    output: OutputArgs,
+    #[command(flatten)]
+    layout: LayoutArg,
 }
 
 /// The `memory.available` threshold of `--eviction-hard`, if it sets one.
@@ -225,7 +225,7 @@ fn read_row(cgroups: &CgroupFs, dir: &str, kind: RowKind, class: Option<&'static
 
 #[allow(
     clippy::too_many_lines,
-    reason = "the report's sections (rows, node view, pods) share their locals; to be split with the one CLI grammar of issue 18"
+    reason = "the report's sections (rows, node view, pods) share their locals"
 )]
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
     let NodeSetup {
@@ -233,7 +233,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         cgroups,
         layout,
         why,
-    } = match node_and_layout(&args.node, &args.overrides, err)? {
+    } = match node_and_layout(
+        &args.node,
+        &args.proc_root,
+        &args.layout.to_overrides(),
+        err,
+    )? {
         Ok(v) => v,
         Err(exit) => return Ok(exit),
     };
@@ -384,7 +389,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         pods_out.sort_by_key(|p| p.eviction_rank.unwrap_or(usize::MAX));
     }
 
-    if args.json {
+    if !args.output.is_table() {
         let doc = TopDoc {
             layout: &layout_name,
             layout_reason: &why,
@@ -394,7 +399,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             pods: args.pods.is_some().then_some(pods_out.as_slice()),
             pods_not_on_this_node: args.pods.is_some().then_some(not_here),
         };
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        args.output.structured(&doc, out)?;
         return Ok(Exit::Ok);
     }
     print_node(&view, args.eviction_hard.0.is_some(), out)?;

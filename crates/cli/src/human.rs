@@ -26,16 +26,7 @@ pub(crate) fn bytes(n: u64) -> String {
 /// At most three decimals, trailing zeros dropped (`4211.3`, `12.41`, `844935168`); `NaN`,
 /// `+Inf` and `-Inf` as Prometheus writes them.
 pub(crate) fn number(x: f64) -> String {
-    if !x.is_finite() {
-        return oomwarden_model::format_number(x);
-    }
-    let text = format!("{x:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text == "-0" {
-        "0".to_owned()
-    } else {
-        text.to_owned()
-    }
+    oomwarden_model::format_rounded(x)
 }
 
 #[cfg(test)]

@@ -568,15 +568,7 @@ impl AnyValue {
                 }
             }
             "double" => match self.as_number() {
-                Some(x) if x.is_finite() => {
-                    let t = format!("{x:.3}");
-                    let t = t.trim_end_matches('0').trim_end_matches('.');
-                    if t == "-0" {
-                        "0".to_owned()
-                    } else {
-                        t.to_owned()
-                    }
-                }
+                Some(x) if x.is_finite() => oomwarden_model::format_rounded(x),
                 _ => self.text.clone(),
             },
             _ => self.text.clone(),

@@ -40,9 +40,32 @@ pub fn format_number(value: f64) -> String {
     }
 }
 
+/// Formats a number for people, rounded: at most three decimals, trailing zeros dropped
+/// (`4211.3`, `12.41`, `844935168`, `0` for `-0.0004`); non-finite as [`format_number`].
+pub fn format_rounded(value: f64) -> String {
+    if !value.is_finite() {
+        return format_number(value);
+    }
+    let text = format!("{value:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{format_go_float, format_number};
+    use super::{format_go_float, format_number, format_rounded};
+
+    #[test]
+    fn rounded_for_people() {
+        assert_eq!(format_rounded(4_211.299_999_9), "4211.3");
+        assert_eq!(format_rounded(844_935_168.0), "844935168");
+        assert_eq!(format_rounded(-0.0004), "0");
+        assert_eq!(format_rounded(f64::INFINITY), "+Inf");
+    }
 
     #[test]
     fn numbers_for_people_keep_non_finite_values() {

@@ -20,6 +20,22 @@ case "$LAYOUT" in
 esac
 CONTAINER_ID=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 
+# The kernel's page reclaim: classic (the two LRU lists; default here, as measured in
+# docs/vm-tests.md) or mglru (multi-gen LRU, what Debian's 6.12 ships switched on). A scenario
+# name's `@mglru` suffix selects it (tests/vm/run.sh). `set_lru` applies it; result.json says
+# which ran.
+LRU=${LRU:-classic}
+set_lru() {
+    case "$LRU" in
+        classic) want=n ;;
+        mglru) want=y ;;
+        *) log "unknown LRU $LRU"; exit 2 ;;
+    esac
+    echo "$want" > /sys/kernel/mm/lru_gen/enabled 2>/dev/null ||
+        { log "cannot set lru_gen/enabled to $want"; echo "lru_gen $want" >> "$OUT/setup-failed"; }
+    log "page reclaim: $LRU (lru_gen/enabled $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null))"
+}
+
 up() { cut -d' ' -f1 /proc/uptime; }
 log() { echo "[$SCENARIO $(up)] $*"; }
 
@@ -151,8 +167,8 @@ finish() {
     cp "$STATE/actions.jsonl" "$OUT/actions.jsonl" 2>/dev/null
     passed=true; [ "$FAILED" = 0 ] || passed=false
     {
-        printf '{"scenario":%s,"layout":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelRecords":%s,"kernelOomKills":%s,"checks":[' \
-            "$(json_str "$SCENARIO")" "$LAYOUT" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(kernel_records)" "$(oom_kills)"
+        printf '{"scenario":%s,"layout":"%s","lru":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelRecords":%s,"kernelOomKills":%s,"checks":[' \
+            "$(json_str "$SCENARIO")" "$LAYOUT" "$LRU" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(kernel_records)" "$(oom_kills)"
         sed '$!s/$/,/' "$OUT/checks.jsonl" | tr -d '\n'
         printf ']}\n'
     } > "$OUT/result.json"

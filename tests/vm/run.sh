@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the real-kernel scenarios, each in its own VM, and summarises the results.
-#   tests/vm/run.sh [--retries N] [SCENARIO[@LAYOUT]...]
+#   tests/vm/run.sh [--retries N] [SCENARIO[@LAYOUT][@LRU]...]
 # A SCENARIO with a slash is a script's path (tests/vm/bench/cri-refresh.sh).
-# Default: every tests/vm/scenarios/*.sh on the Talos layout, plus S1 and S2 on the systemd
+# Default: every tests/vm/scenarios/*.sh on the Talos layout, plus S2 on the systemd
 # cgroup driver's layout (s2-order@systemd; s1-hog@systemd runs when named: S1's real-pressure
 # kill is the same code on either layout, and S2@systemd proves the layout's paths and order).
 # A failed scenario is run again up to N times (default 1): TCG timing varies from run to
@@ -25,11 +25,21 @@ fi
 passed=0 failed=0
 summary="["
 for s in "${scenarios[@]}"; do
-    layout=talos
-    [[ $s == *@* ]] && layout=${s#*@}
-    script="$here/scenarios/${s%@*}.sh"
+    # NAME[@LAYOUT][@LRU]: the node's layout (talos, systemd) and the kernel's page reclaim
+    # (classic, mglru), in any order.
+    layout=talos lru=classic
+    IFS=@ read -r -a parts <<< "$s"
+    for p in "${parts[@]:1}"; do
+        case $p in
+            talos|systemd) layout=$p ;;
+            classic|mglru) lru=$p ;;
+            *) echo "vm: $s: unknown suffix @$p (layouts: talos, systemd; page reclaim: classic, mglru)" >&2; exit 2 ;;
+        esac
+    done
+    base=${parts[0]}
+    script="$here/scenarios/$base.sh"
     # A path runs that script the same way (the benchmarks in bench/, outside the suite).
-    if [[ ${s%@*} == */* ]]; then script=${s%@*}; s=$(basename "$script" .sh); fi
+    if [[ $base == */* ]]; then script=$base; s=$(basename "$script" .sh)${s#"$base"}; fi
     [[ -f $script ]] || { echo "vm: no scenario $s" >&2; exit 2; }
     # A scenario may ask for VM options in a line "# vm: --mem 1G --scratch-disk 2G".
     opts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
@@ -57,7 +67,7 @@ for s in "${scenarios[@]}"; do
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
             --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
-            --add "$script:/root/scenario.sh" "${extra[@]}" --env "LAYOUT=$layout" -- /bin/sh /root/scenario.sh || rc=$?
+            --add "$script:/root/scenario.sh" "${extra[@]}" --env "LAYOUT=$layout" --env "LRU=$lru" -- /bin/sh /root/scenario.sh || rc=$?
         if [[ $rc == 0 && ! -f $out/result.json ]]; then rc=125; fi   # no verdict from the guest
         if ((rc != 0)); then
             echo "=== vm: $s attempt $attempt FAILED (exit $rc); console tail:" >&2

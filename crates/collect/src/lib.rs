@@ -15,7 +15,8 @@ use std::fmt;
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::{
     BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
-    MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, QosClass, SubtreeSample, glob_match,
+    MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, QosClass, StatCounters, SubtreeSample,
+    VmCounters, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -179,6 +180,26 @@ pub struct Collector {
     proc: ProcFs,
     layout: Layout,
     self_cgroup: Option<String>,
+    reads: Reads,
+}
+
+/// What a cycle reads beyond Talos's files, when the trigger uses it: each is a file a
+/// quiet cycle would otherwise not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reads {
+    /// `/proc/vmstat` (the `d_node_*` reclaim rates).
+    pub vmstat: bool,
+    /// Each metrics subtree's `memory.stat` (the `d_qos_workingset_refault_file` and
+    /// `d_qos_pgscan` class rates).
+    pub memory_stat: bool,
+}
+
+impl Reads {
+    /// Everything (a recording: a replay may use another trigger).
+    pub const ALL: Reads = Reads {
+        vmstat: true,
+        memory_stat: true,
+    };
 }
 
 impl Collector {
@@ -195,7 +216,13 @@ impl Collector {
             proc,
             layout,
             self_cgroup,
+            reads: Reads::default(),
         }
+    }
+
+    /// Reads these files too from the next cycle on.
+    pub fn set_reads(&mut self, reads: Reads) {
+        self.reads = reads;
     }
 
     /// The cgroup hierarchy read.
@@ -254,14 +281,71 @@ impl Collector {
             }
         }
         let node_memory = self.node_memory(&mut problems);
+        let vmstat = if self.reads.vmstat {
+            self.vmstat(&mut problems)
+        } else {
+            None
+        };
         (
             MetricsSample {
                 at_ns,
                 subtrees,
                 node_memory,
+                vmstat,
             },
             problems,
         )
+    }
+
+    /// The reclaim counters of `/proc/vmstat` (a counter the kernel does not have is 0).
+    fn vmstat(&self, problems: &mut Vec<Problem>) -> Option<VmCounters> {
+        let pairs = match self.proc.vmstat() {
+            Ok(p) => p,
+            // A fixture tree or an older recording has none: the rates are 0.
+            Err(oomwarden_procfs::ReadError::Gone { .. }) => return None,
+            Err(e) => {
+                problems.push(Problem::Proc(e));
+                return None;
+            }
+        };
+        let mut c = VmCounters::default();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "workingset_refault_file" => c.workingset_refault_file = value,
+                "pgscan_direct" => {
+                    c.pgscan_direct = value;
+                    c.pgscan = c.pgscan.saturating_add(value);
+                }
+                "pgscan_kswapd" | "pgscan_khugepaged" => c.pgscan = c.pgscan.saturating_add(value),
+                "pgsteal_kswapd" | "pgsteal_direct" | "pgsteal_khugepaged" => {
+                    c.pgsteal = c.pgsteal.saturating_add(value);
+                }
+                _ => {}
+            }
+        }
+        Some(c)
+    }
+
+    /// A subtree's `memory.stat` counters; a vanished cgroup is no problem.
+    fn stat(&self, dir: &str, problems: &mut Vec<Problem>) -> Option<StatCounters> {
+        match self.cgroups.memory_stat(dir) {
+            Ok(pairs) => {
+                let mut c = StatCounters::default();
+                for (key, value) in pairs {
+                    match key.as_str() {
+                        "workingset_refault_file" => c.workingset_refault_file = value,
+                        "pgscan" => c.pgscan = value,
+                        _ => {}
+                    }
+                }
+                Some(c)
+            }
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                problems.push(Problem::Read(e));
+                None
+            }
+        }
     }
 
     /// `MemTotal` and `MemAvailable`; `None` (with a problem) when either is missing.
@@ -315,12 +399,18 @@ impl Collector {
                 incomplete.map_or(PsiReading::Values(values), PsiReading::Incomplete)
             }
         };
+        let stat = if self.reads.memory_stat {
+            self.stat(dir, problems)
+        } else {
+            None
+        };
         SubtreeSample {
             dir: dir.to_owned(),
             class,
             psi,
             memory: self.memory(dir, problems, &mut Vec::new()),
             identity: self.cgroups.identity(dir).ok(),
+            stat,
         }
     }
 

@@ -194,3 +194,61 @@ fn the_candidate_containing_a_cgroup_is_found_by_name() {
         "{named:?}"
     );
 }
+
+/// Issue 19: `/proc/vmstat` and each subtree's `memory.stat` are read only when asked, their
+/// reclaim counters summed over their sources.
+#[test]
+fn reclaim_counters_are_read_when_asked() {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    write(
+        cg.path(),
+        "system/memory.stat",
+        "anon 4096\nworkingset_refault_file 12\npgscan 340\npgsteal 300\n",
+    );
+    write(
+        proc.path(),
+        "vmstat",
+        "nr_free_pages 1000\nworkingset_refault_file 77\npgscan_kswapd 100\npgscan_direct 20\npgscan_khugepaged 3\npgsteal_kswapd 90\npgsteal_direct 10\npgsteal_khugepaged 1\n",
+    );
+    let mut c = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let (quiet, _) = c.metrics(0);
+    assert_eq!(quiet.vmstat, None, "not read unless asked");
+    assert!(quiet.subtrees.iter().all(|s| s.stat.is_none()));
+    c.set_reads(Reads::ALL);
+    let (s, problems) = c.metrics(0);
+    assert_eq!(
+        s.vmstat,
+        Some(VmCounters {
+            workingset_refault_file: 77,
+            pgscan: 123,
+            pgscan_direct: 20,
+            pgsteal: 101
+        })
+    );
+    let system = s.subtrees.iter().find(|t| t.dir == "system").unwrap();
+    assert_eq!(
+        system.stat,
+        Some(StatCounters {
+            workingset_refault_file: 12,
+            pgscan: 340
+        })
+    );
+    // A subtree that is not there, and a kernel without vmstat, are no problems.
+    assert!(
+        problems.iter().all(|p| !p.to_string().contains("stat")),
+        "{problems:?}"
+    );
+    std::fs::remove_file(proc.path().join("vmstat")).unwrap();
+    let (s, problems) = c.metrics(0);
+    assert_eq!(s.vmstat, None);
+    assert!(
+        problems.iter().all(|p| !p.to_string().contains("vmstat")),
+        "{problems:?}"
+    );
+}

@@ -108,6 +108,28 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// The files a cycle reads beyond Talos's: those whose variables the trigger names, or all of
+/// them while recording (a replay may run another trigger).
+fn reads_for(settings: &Settings, recording: bool) -> oomwarden_collect::Reads {
+    if recording {
+        return oomwarden_collect::Reads::ALL;
+    }
+    let trigger = &settings.oom.trigger;
+    oomwarden_collect::Reads {
+        vmstat: [
+            "d_node_workingset_refault_file",
+            "d_node_pgscan",
+            "d_node_pgscan_direct",
+            "d_node_pgsteal",
+        ]
+        .iter()
+        .any(|v| trigger.reads(v)),
+        memory_stat: ["d_qos_workingset_refault_file", "d_qos_pgscan"]
+            .iter()
+            .any(|v| trigger.reads(v)),
+    }
+}
+
 impl Engine {
     /// An engine over a collector, the procfs used for command lines, a history, an actuator
     /// for the kill and the hooks' runner.
@@ -121,6 +143,8 @@ impl Engine {
     ) -> Self {
         let metrics = Arc::new(Metrics::new());
         metrics.settings(settings.oom.sample_interval, settings.warden.dry_run);
+        let mut collector = collector;
+        collector.set_reads(reads_for(&settings, false));
         Engine {
             settings,
             collector,
@@ -150,6 +174,7 @@ impl Engine {
     /// trigger finds them.
     pub fn set_recorder(&mut self, recorder: CycleRecorder) {
         self.recorder = Some(recorder);
+        self.collector.set_reads(reads_for(&self.settings, true));
     }
 
     /// Sends Kubernetes Events for the kills from now on (`None`: no more), replacing the
@@ -291,6 +316,8 @@ impl Engine {
             // Windows saved from now on name the configuration they will be replayed under.
             r.set_config(settings.to_yaml());
         }
+        self.collector
+            .set_reads(reads_for(&settings, self.recorder.is_some()));
         self.settings = settings;
     }
 

@@ -69,6 +69,22 @@ pub(crate) fn comparisons(root: &SpannedExpr, source: &str) -> Vec<Comparison> {
     found.into_iter().map(|(_, c)| c).collect()
 }
 
+/// Every identifier the expression names (variables, and also comprehension variables and
+/// class names), each once.
+pub(crate) fn identifiers(root: &SpannedExpr) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if let Expr::Ident(name) | Expr::RootIdent(name) = &node.node
+            && !out.contains(name)
+        {
+            out.push(name.clone());
+        }
+        stack.extend(tree::children(node));
+    }
+    out
+}
+
 /// No identifier but class names and the names of called functions.
 fn is_constant(root: &SpannedExpr) -> bool {
     let mut stack = vec![root];
@@ -153,5 +169,32 @@ time_since_trigger > duration(\"5s\")";
         let e = t.evaluate_comparisons(&TriggerContext::new());
         assert_eq!(e.len(), 1, "{e:?}");
         assert_eq!(e[0].holds, Some(false));
+    }
+}
+
+#[cfg(test)]
+mod extension_tests {
+    use oomwarden_model::{ClassRate, NodeRate, QosClass, TriggerContext};
+
+    use crate::TriggerExpr;
+
+    /// Issue 19: the reclaim rates are trigger variables of oomwarden's dialect (not Talos's),
+    /// and a trigger says which it reads.
+    #[test]
+    fn the_reclaim_rates_are_variables() {
+        let text = "d_node_memory_available < -10485760.0 && d_qos_pgscan[System] > 100.0";
+        let t = TriggerExpr::compile(text).unwrap();
+        assert!(t.reads("d_qos_pgscan") && t.reads("d_node_memory_available"));
+        assert!(!t.reads("d_node_pgscan"));
+        let mut ctx = TriggerContext::new();
+        assert_eq!(t.eval(&ctx), Ok(false));
+        ctx.set_node_rate(NodeRate::MemoryAvailable, -20.0 * 1048576.0);
+        ctx.add_class_rate(ClassRate::Pgscan, QosClass::System, 150.0);
+        assert_eq!(t.eval(&ctx), Ok(true));
+        let talos = TriggerExpr::compile_talos(text).unwrap_err().to_string();
+        assert!(
+            talos.contains("undeclared reference to 'd_node_memory_available'"),
+            "{talos}"
+        );
     }
 }

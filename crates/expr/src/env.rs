@@ -11,7 +11,9 @@ use cel_core::{
     Activation, CelType, Env, EvalError as CelEvalError, EvalErrorKind, FunctionDecl, OverloadDecl,
     Value, ValueMap,
 };
-use oomwarden_model::{MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER};
+use oomwarden_model::{
+    EXTENSION_MAP_NAMES, MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER,
+};
 
 /// The unit constants, all `uint` (Talos `celenv.go`).
 pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
@@ -77,6 +79,9 @@ pub(crate) static TRIGGER_ENV: LazyLock<Env> = LazyLock::new(|| {
     // Extensions: a Talos expression never names them.
     for name in NODE_NAMES {
         env.add_variable(name, CelType::Double);
+    }
+    for name in EXTENSION_MAP_NAMES {
+        env.add_variable(name, CelType::map(CelType::Int, CelType::Double));
     }
     let class_map = CelType::map(CelType::Dyn, CelType::Double);
     env.add_function(
@@ -202,6 +207,7 @@ static TRIGGER_SLOTS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| 
         .chain(MAP_NAMES.iter())
         .chain(std::iter::once(&TIME_SINCE_TRIGGER))
         .chain(NODE_NAMES.iter())
+        .chain(EXTENSION_MAP_NAMES.iter())
         .enumerate()
         .map(|(i, n)| (*n, i))
         .collect()

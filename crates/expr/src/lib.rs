@@ -187,6 +187,7 @@ struct Compiled {
     program: Arc<Program>,
     output: check::types::Type,
     comparisons: Arc<[Comparison]>,
+    identifiers: Arc<[String]>,
 }
 
 impl fmt::Debug for Compiled {
@@ -219,7 +220,7 @@ fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, C
         .stack_size(COMPILE_STACK_BYTES)
         .spawn(move || compile_on_this_thread(kind, dialect, &for_thread))
         .map_err(|e| CompileError::Internal(format!("cannot start the compiler thread: {e}")))?;
-    let (program, output, comparisons) = handle
+    let (program, output, comparisons, identifiers) = handle
         .join()
         .map_err(|_| CompileError::Internal("the CEL compiler failed unexpectedly".into()))??;
     Ok(Compiled {
@@ -227,6 +228,7 @@ fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, C
         program: Arc::new(program),
         output,
         comparisons: comparisons.into(),
+        identifiers: identifiers.into(),
     })
 }
 
@@ -245,7 +247,7 @@ fn compile_on_this_thread(
     kind: ExprKind,
     dialect: Dialect,
     source: &str,
-) -> Result<(Program, check::types::Type, Vec<Comparison>), CompileError> {
+) -> Result<(Program, check::types::Type, Vec<Comparison>, Vec<String>), CompileError> {
     // Same byte offsets as `source`, so diagnostics point into the user's text.
     let shortened = limits::shorten_unary_runs(source);
     let expr = parse::parse(&shortened)
@@ -257,6 +259,7 @@ fn compile_on_this_thread(
     }
     // From the tree as written, before the runtime rewrite changes its shape.
     let comparisons = compare::comparisons(&expr, source);
+    let identifiers = compare::identifiers(&expr);
     runtime::prepare(&mut expr, &checked.types);
     // cel-core evaluates by the runtime types of the values, so the unchecked tree runs as
     // cel-go's checked program does.
@@ -265,7 +268,7 @@ fn compile_on_this_thread(
         .env()
         .program(&ast)
         .map_err(|e| CompileError::Internal(e.to_string()))?;
-    Ok((program, checked.output, comparisons))
+    Ok((program, checked.output, comparisons, identifiers))
 }
 
 /// Compiles and requires the kind's exact output type (`dyn` is not accepted), as Talos does.
@@ -380,6 +383,12 @@ impl TriggerExpr {
     /// The comparisons written in it, in source order (see [`Comparison`]).
     pub fn comparisons(&self) -> &[Comparison] {
         &self.0.comparisons
+    }
+
+    /// Whether it names this variable (so that the daemon reads only the files its trigger
+    /// uses).
+    pub fn reads(&self, variable: &str) -> bool {
+        self.0.identifiers.iter().any(|i| i == variable)
     }
 
     /// Each comparison with the values of its two sides and its result in `ctx`: what a

@@ -130,10 +130,53 @@ pub const MAP_NAMES: [&str; 22] = [
 /// The name of the duration variable.
 pub const TIME_SINCE_TRIGGER: &str = "time_since_trigger";
 
-/// Extension variables (not in Talos), doubles in bytes from `/proc/meminfo`: `MemAvailable`
+/// Extension variables (not in Talos), doubles: from `/proc/meminfo`, in bytes, `MemAvailable`
 /// (the kernel's estimate of memory available without swapping, page cache it can drop
-/// included) and `MemTotal`. 0 when `/proc/meminfo` could not be read.
-pub const NODE_NAMES: [&str; 2] = ["node_memory_available", "node_memory_total"];
+/// included) and `MemTotal` (0 when it could not be read); then rates per second over
+/// measured time: of `MemAvailable` (bytes per second, negative while memory runs out), and of
+/// `/proc/vmstat`'s page counters: `workingset_refault_file` (file pages read again soon after
+/// they were reclaimed: the working set no longer fits), `pgscan` (pages scanned for reclaim,
+/// by kswapd, directly and by khugepaged), `pgscan_direct` (scanned by the allocating tasks
+/// themselves: they stall while they do) and `pgsteal` (pages reclaimed). A rate is 0 in the
+/// first cycle, when a counter went backwards, or when its file could not be read.
+pub const NODE_NAMES: [&str; 7] = [
+    "node_memory_available",
+    "node_memory_total",
+    "d_node_memory_available",
+    "d_node_workingset_refault_file",
+    "d_node_pgscan",
+    "d_node_pgscan_direct",
+    "d_node_pgsteal",
+];
+
+/// Extension maps (not in Talos), one rate per class, per second over measured time, summed
+/// over the class's cgroups as the other class maps are: from each cgroup's `memory.stat`,
+/// `workingset_refault_file` and `pgscan` (pages).
+pub const EXTENSION_MAP_NAMES: [&str; 2] = ["d_qos_workingset_refault_file", "d_qos_pgscan"];
+
+/// Which node rate [`TriggerContext::set_node_rate`] sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeRate {
+    /// `d_node_memory_available`, bytes per second.
+    MemoryAvailable = 2,
+    /// `d_node_workingset_refault_file`, pages per second.
+    WorkingsetRefaultFile = 3,
+    /// `d_node_pgscan`, pages per second.
+    Pgscan = 4,
+    /// `d_node_pgscan_direct`, pages per second.
+    PgscanDirect = 5,
+    /// `d_node_pgsteal`, pages per second.
+    Pgsteal = 6,
+}
+
+/// Which class rate [`TriggerContext::add_class_rate`] adds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassRate {
+    /// `d_qos_workingset_refault_file`.
+    WorkingsetRefaultFile = 0,
+    /// `d_qos_pgscan`.
+    Pgscan = 1,
+}
 
 /// One value per class, indexed by [`QosClass::index`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -173,7 +216,9 @@ pub struct TriggerContext {
     /// as in Talos.
     time_since_trigger_ns: Option<i64>,
     /// [`NODE_NAMES`], in that order.
-    node: [f64; 2],
+    node: [f64; 7],
+    /// [`EXTENSION_MAP_NAMES`], in that order.
+    extension_maps: [ClassMap; 2],
 }
 
 impl Default for TriggerContext {
@@ -182,7 +227,8 @@ impl Default for TriggerContext {
             scalars: [0.0; 16],
             maps: [ClassMap::default(); 22],
             time_since_trigger_ns: None,
-            node: [0.0; 2],
+            node: [0.0; 7],
+            extension_maps: [ClassMap::default(); 2],
         }
     }
 }
@@ -298,7 +344,36 @@ impl TriggerContext {
 
     /// Sets the extension variables `node_memory_available` and `node_memory_total` (bytes).
     pub fn set_node_memory(&mut self, available: f64, total: f64) {
-        self.node = [finite_or_zero(available), finite_or_zero(total)];
+        let [a, t, ..] = &mut self.node;
+        *a = finite_or_zero(available);
+        *t = finite_or_zero(total);
+    }
+
+    /// Sets a node rate (`d_node_*`).
+    pub fn set_node_rate(&mut self, rate: NodeRate, value: f64) {
+        if let Some(slot) = self.node.get_mut(rate as usize) {
+            *slot = finite_or_zero(value);
+        }
+    }
+
+    /// A node rate.
+    pub fn node_rate(&self, rate: NodeRate) -> f64 {
+        self.node.get(rate as usize).copied().unwrap_or(0.0)
+    }
+
+    /// Adds to a class rate (`d_qos_workingset_refault_file`, `d_qos_pgscan`).
+    pub fn add_class_rate(&mut self, rate: ClassRate, class: QosClass, value: f64) {
+        if let Some(map) = self.extension_maps.get_mut(rate as usize) {
+            map.add(class, value);
+        }
+    }
+
+    /// A class rate map.
+    pub fn class_rate(&self, rate: ClassRate) -> ClassMap {
+        self.extension_maps
+            .get(rate as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// `node_memory_available` and `node_memory_total`, bytes.
@@ -309,12 +384,19 @@ impl TriggerContext {
     /// Every variable with its name: Talos's (scalars, maps, the duration), then the
     /// extensions.
     pub fn variables(&self) -> impl Iterator<Item = (&'static str, Variable<'_>)> {
-        self.talos_variables().chain(
-            NODE_NAMES
-                .iter()
-                .zip(self.node.iter())
-                .map(|(n, v)| (*n, Variable::Double(*v))),
-        )
+        self.talos_variables()
+            .chain(
+                NODE_NAMES
+                    .iter()
+                    .zip(self.node.iter())
+                    .map(|(n, v)| (*n, Variable::Double(*v))),
+            )
+            .chain(
+                EXTENSION_MAP_NAMES
+                    .iter()
+                    .zip(self.extension_maps.iter())
+                    .map(|(n, m)| (*n, Variable::ClassMap(m))),
+            )
     }
 
     /// Talos's 39 variables with their names, scalars first, then maps, then the duration.
@@ -406,6 +488,10 @@ impl TriggerContext {
                 if let Some(slot) = ctx.node.get_mut(i) {
                     *slot = json_double(name, value)?;
                 }
+            } else if let Some(i) = EXTENSION_MAP_NAMES.iter().position(|n| n == name) {
+                if let Some(slot) = ctx.extension_maps.get_mut(i) {
+                    *slot = json_class_map(name, value)?;
+                }
             } else {
                 return Err(ContextJsonError::UnknownVariable(name.clone()));
             }
@@ -476,13 +562,14 @@ mod tests {
     fn has_the_39_talos_variables_then_the_extensions() {
         let ctx = TriggerContext::new();
         let names: Vec<&str> = ctx.variables().map(|(n, _)| n).collect();
-        assert_eq!(names.len(), 41);
-        assert_eq!(names.get(39..), Some(&NODE_NAMES[..]));
+        assert_eq!(names.len(), 48);
+        assert_eq!(names.get(39..46), Some(&NODE_NAMES[..]));
+        assert_eq!(names.get(46..), Some(&EXTENSION_MAP_NAMES[..]));
         assert_eq!(ctx.talos_variables().count(), 39);
         let mut dedup = names.clone();
         dedup.sort_unstable();
         dedup.dedup();
-        assert_eq!(dedup.len(), 41);
+        assert_eq!(dedup.len(), 48);
     }
 
     #[test]
@@ -498,6 +585,31 @@ mod tests {
         let back = TriggerContext::from_json(&all).unwrap();
         assert_eq!(back.to_json(), all);
         assert_eq!(back.node_memory(), (104857600.0, 1073741824.0));
+        // The rates round-trip too, and none is in Talos's form.
+        let mut ctx = TriggerContext::new();
+        ctx.set_node_rate(NodeRate::MemoryAvailable, -52428800.0);
+        ctx.set_node_rate(NodeRate::PgscanDirect, 1234.5);
+        ctx.add_class_rate(ClassRate::Pgscan, QosClass::System, 77.0);
+        let all = ctx.to_json();
+        assert!(
+            all.contains("\"d_node_memory_available\":-52428800,"),
+            "{all}"
+        );
+        assert!(
+            all.contains("\"d_qos_pgscan\":{\"0\":0,\"1\":0,\"2\":0,\"3\":0,\"4\":77}"),
+            "{all}"
+        );
+        assert!(
+            !ctx.to_talos_json().contains("d_node")
+                && !ctx.to_talos_json().contains("d_qos_pgscan")
+        );
+        let back = TriggerContext::from_json(&all).unwrap();
+        assert_eq!(back.to_json(), all);
+        assert_eq!(
+            back.class_rate(ClassRate::Pgscan).get(QosClass::System),
+            77.0
+        );
+        assert_eq!(back.node_rate(NodeRate::PgscanDirect), 1234.5);
     }
 
     #[test]

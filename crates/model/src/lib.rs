@@ -23,8 +23,8 @@ mod sample;
 
 pub use class::QosClass;
 pub use context::{
-    ClassMap, ContextJsonError, MAP_NAMES, NODE_NAMES, PsiKind, PsiSpan, SCALAR_NAMES,
-    TIME_SINCE_TRIGGER, TriggerContext, UsageKind, Variable,
+    ClassMap, ClassRate, ContextJsonError, EXTENSION_MAP_NAMES, MAP_NAMES, NODE_NAMES, NodeRate,
+    PsiKind, PsiSpan, SCALAR_NAMES, TIME_SINCE_TRIGGER, TriggerContext, UsageKind, Variable,
 };
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::{format_go_float, format_number, format_rounded};
@@ -39,5 +39,6 @@ pub use record::{
     listed_pids,
 };
 pub use sample::{
-    CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, SubtreeSample,
+    CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, StatCounters,
+    SubtreeSample, VmCounters,
 };

@@ -54,6 +54,34 @@ pub struct SubtreeSample {
     /// Its cgroup id (the directory's inode, never given twice): a new id at the same path is
     /// another cgroup (a restarted unit), whose counters start again. `None` when unreadable.
     pub identity: Option<u64>,
+    /// Its `memory.stat` reclaim counters, read only when the trigger uses them; `None`
+    /// otherwise or when unreadable.
+    pub stat: Option<StatCounters>,
+}
+
+/// A cgroup's `memory.stat` counters the class rates are made of (pages since the cgroup was
+/// made).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatCounters {
+    /// `workingset_refault_file`.
+    pub workingset_refault_file: u64,
+    /// `pgscan`.
+    pub pgscan: u64,
+}
+
+/// The node's `/proc/vmstat` counters the node rates are made of (pages since boot): the
+/// reclaim counters summed over their sources (`pgscan_kswapd` + `pgscan_direct` +
+/// `pgscan_khugepaged`, likewise `pgsteal_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VmCounters {
+    /// `workingset_refault_file`.
+    pub workingset_refault_file: u64,
+    /// All `pgscan_*`.
+    pub pgscan: u64,
+    /// `pgscan_direct`.
+    pub pgscan_direct: u64,
+    /// All `pgsteal_*`.
+    pub pgsteal: u64,
 }
 
 /// The node's memory from `/proc/meminfo`, bytes.
@@ -74,6 +102,9 @@ pub struct MetricsSample {
     pub subtrees: Vec<SubtreeSample>,
     /// `None` when `/proc/meminfo` could not be read (the variables are then 0).
     pub node_memory: Option<NodeMemory>,
+    /// `/proc/vmstat`, read only when the trigger uses the node's reclaim rates; `None`
+    /// otherwise or when unreadable.
+    pub vmstat: Option<VmCounters>,
 }
 
 /// One kill candidate, read when the trigger fires.

@@ -3,13 +3,18 @@
 use std::collections::HashMap;
 
 use oomwarden_model::{
-    Limit, MetricsSample, PsiKind, PsiReading, PsiSpan, TriggerContext, UsageKind,
+    ClassRate, Limit, MetricsSample, NodeRate, PsiKind, PsiReading, PsiSpan, TriggerContext,
+    UsageKind,
 };
 
-/// Previous values of one subtree: 8 PSI values then 3 memory values, each with its time.
+/// Slots of one subtree's previous values: 8 PSI values, 3 memory values, then 2 `memory.stat`
+/// counters.
+const SLOTS: usize = 13;
+
+/// Previous values of one subtree, each with its time.
 #[derive(Debug, Clone, Copy)]
 struct Previous {
-    values: [Option<(f64, u64)>; 11],
+    values: [Option<(f64, u64)>; SLOTS],
     /// The sample that last saw this subtree (entries not seen are dropped).
     seen_at: u64,
     /// The cgroup id the values belong to.
@@ -24,6 +29,8 @@ pub struct State {
     previous: HashMap<String, Previous>,
     /// Monotonic time of the last trigger.
     last_trigger_ns: Option<u64>,
+    /// The node's previous values: `MemAvailable`, then the four `/proc/vmstat` counters.
+    node_previous: [Option<(f64, u64)>; 5],
 }
 
 impl State {
@@ -89,7 +96,7 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
                 .previous
                 .entry(subtree.dir.clone())
                 .or_insert(Previous {
-                    values: [None; 11],
+                    values: [None; SLOTS],
                     seen_at: now,
                     identity: subtree.identity,
                 }),
@@ -99,25 +106,14 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
             && then != id
         {
             // Another cgroup at the same path: nothing to take a difference from.
-            entry.values = [None; 11];
+            entry.values = [None; SLOTS];
         }
         entry.identity = subtree.identity.or(entry.identity);
         let mut derivative = |slot: usize, value: f64, counter: bool| -> f64 {
-            let Some(cell) = entry.values.get_mut(slot) else {
-                return 0.0;
-            };
-            let d = match *cell {
-                // A counter only grows: less is a reset, not a negative rate.
-                Some((prev, _)) if counter && value < prev => 0.0,
-                Some((prev, at)) if now > at => {
-                    #[allow(clippy::cast_precision_loss)] // nanosecond spans far below 2^53
-                    let seconds = (now - at) as f64 / 1e9;
-                    (value - prev) / seconds
-                }
-                _ => 0.0,
-            };
-            *cell = Some((value, now));
-            d
+            entry
+                .values
+                .get_mut(slot)
+                .map_or(0.0, |cell| rate(cell, value, now, counter))
         };
         for kind in PsiKind::ALL {
             for span in PsiSpan::ALL {
@@ -160,8 +156,85 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
             ctx.add_class_usage(false, usage, class, value);
             ctx.add_class_usage(true, usage, class, d);
         }
+        // Read only when the trigger uses them (the rate is over the time since the last
+        // read, whenever that was).
+        if let Some(stat) = subtree.stat {
+            #[allow(clippy::cast_precision_loss)] // page counts far below 2^53
+            for (slot, which, value) in [
+                (
+                    11,
+                    ClassRate::WorkingsetRefaultFile,
+                    stat.workingset_refault_file as f64,
+                ),
+                (12, ClassRate::Pgscan, stat.pgscan as f64),
+            ] {
+                ctx.add_class_rate(which, class, derivative(slot, value, true));
+            }
+        }
     }
+    node_rates(sample, &mut state.node_previous, now, &mut ctx);
     // Forget subtrees that are gone (Talos keeps their keys forever).
     state.previous.retain(|_, p| p.seen_at == now);
     Ok(ctx)
+}
+
+/// The rate of `value` since `cell`'s, per second of measured time, and `cell` updated. A
+/// counter only grows: less is a reset, not a negative rate. 0 without a previous value.
+fn rate(cell: &mut Option<(f64, u64)>, value: f64, now: u64, counter: bool) -> f64 {
+    let d = match *cell {
+        Some((prev, _)) if counter && value < prev => 0.0,
+        Some((prev, at)) if now > at => {
+            #[allow(clippy::cast_precision_loss)] // nanosecond spans far below 2^53
+            let seconds = (now - at) as f64 / 1e9;
+            (value - prev) / seconds
+        }
+        _ => 0.0,
+    };
+    *cell = Some((value, now));
+    d
+}
+
+/// The node's rates (extensions): `d_node_memory_available` from `/proc/meminfo`, and the
+/// reclaim rates from `/proc/vmstat` when it was read. What was not read this cycle forgets
+/// its previous value.
+fn node_rates(
+    sample: &MetricsSample,
+    previous: &mut [Option<(f64, u64)>; 5],
+    now: u64,
+    ctx: &mut TriggerContext,
+) {
+    #[allow(clippy::cast_precision_loss)] // bytes and pages far below 2^53
+    let values: [(NodeRate, Option<f64>, bool); 5] = [
+        (
+            NodeRate::MemoryAvailable,
+            sample.node_memory.map(|m| m.available as f64),
+            false,
+        ),
+        (
+            NodeRate::WorkingsetRefaultFile,
+            sample.vmstat.map(|v| v.workingset_refault_file as f64),
+            true,
+        ),
+        (
+            NodeRate::Pgscan,
+            sample.vmstat.map(|v| v.pgscan as f64),
+            true,
+        ),
+        (
+            NodeRate::PgscanDirect,
+            sample.vmstat.map(|v| v.pgscan_direct as f64),
+            true,
+        ),
+        (
+            NodeRate::Pgsteal,
+            sample.vmstat.map(|v| v.pgsteal as f64),
+            true,
+        ),
+    ];
+    for ((which, value, counter), cell) in values.into_iter().zip(previous.iter_mut()) {
+        match value {
+            Some(v) => ctx.set_node_rate(which, rate(cell, v, now, counter)),
+            None => *cell = None,
+        }
+    }
 }

@@ -158,6 +158,7 @@ mod tests {
             psi: psi(full10),
             memory: MemoryReading::default(),
             identity: None,
+            stat: None,
         };
         MetricsSample {
             at_ns,
@@ -167,6 +168,7 @@ mod tests {
                 subtree("kubepods/besteffort", Some(QosClass::Besteffort), 0.0),
             ],
             node_memory: None,
+            vmstat: None,
         }
     }
 

@@ -95,6 +95,17 @@ impl ProcFs {
         })
     }
 
+    /// `vmstat`: the kernel's memory-management counters (`key value` lines), as read.
+    pub fn vmstat(&self) -> Result<Vec<(String, u64)>, ReadError> {
+        let bytes = self.read_bytes("vmstat")?;
+        oomwarden_cgroupfs::parse::flat_keyed(&String::from_utf8_lossy(&bytes)).map_err(|e| {
+            ReadError::Parse {
+                path: self.root.join("vmstat"),
+                reason: e.to_string(),
+            }
+        })
+    }
+
     /// The sum of the zones' low watermarks from `zoneinfo`, in pages.
     pub fn watermark_low_pages(&self) -> Result<u64, ReadError> {
         let bytes = self.read_bytes("zoneinfo")?;

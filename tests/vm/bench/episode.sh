@@ -10,7 +10,7 @@
 CONTENDER=$1
 SCENARIO=bench-$CONTENDER
 . /root/lib.sh
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+set_lru
 node_layout
 disk_services
 dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null

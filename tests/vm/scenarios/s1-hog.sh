@@ -6,7 +6,7 @@ SCENARIO=s1-hog
 . /root/lib.sh
 # Classic LRU: with MGLRU (6.12's default) few file refaults count as workingset restores,
 # so PSI hardly sees the thrash (measured; see docs/vm-tests.md).
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+set_lru
 node_layout
 disk_services
 OOM_BEFORE=$(oom_kills)

@@ -7,7 +7,7 @@
 # before the next tick, and the kernel OOM killer did not fire.
 SCENARIO=s10-psi-trigger
 . /root/lib.sh
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+set_lru
 node_layout
 disk_services
 cat > /root/oom.yaml <<'YAML'

@@ -8,7 +8,7 @@
 # window, so that it is full before the idle minute ends).
 SCENARIO=s11-footprint
 . /root/lib.sh
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+set_lru
 node_layout
 disk_services
 i=0

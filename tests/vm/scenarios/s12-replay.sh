@@ -6,7 +6,7 @@
 # with the kill; the window fetched from the running daemon replays too.
 SCENARIO=s12-replay
 . /root/lib.sh
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+set_lru
 node_layout
 disk_services
 cat > /root/warden.yaml <<'YAML'

@@ -9,7 +9,7 @@
 SCENARIO=s13-cri-kill
 . /root/lib.sh
 . /root/cri.sh
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null   # as s1: PSI sees the thrash
+set_lru
 node_layout
 disk_services
 start_containerd

@@ -5,7 +5,7 @@
 # configuration must kill nothing. Same kernel settings as S1, so that quiet is not blindness.
 SCENARIO=s4-no-false-kill
 . /root/lib.sh
-echo n > /sys/kernel/mm/lru_gen/enabled 2>/dev/null
+set_lru
 node_layout
 disk_services
 big_files

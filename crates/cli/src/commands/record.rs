@@ -99,7 +99,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             "record",
         )
     };
-    let collector = Collector::new(cgroups, proc, setup.layout, None);
+    let mut collector = Collector::new(cgroups, proc, setup.layout, None);
+    // Every file any trigger could read: a replay may run another one.
+    collector.set_reads(oomwarden_collect::Reads::ALL);
     // Who the pods are, kept in the recording as the daemon keeps it, so that a replay ranks
     // by namespace and labels as the daemon would have (a cache that cannot start records
     // none, as a daemon without one would rank).

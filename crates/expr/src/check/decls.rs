@@ -11,7 +11,9 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use oomwarden_model::{MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER};
+use oomwarden_model::{
+    EXTENSION_MAP_NAMES, MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER,
+};
 
 use super::types::Type;
 use crate::env::UNIT_CONSTANTS;
@@ -364,6 +366,9 @@ fn build(env: EnvName, extensions: bool) -> Decls {
             if extensions {
                 for name in NODE_NAMES {
                     idents.insert(name.to_owned(), Type::Double);
+                }
+                for name in EXTENSION_MAP_NAMES {
+                    idents.insert(name.to_owned(), Type::map(Type::Int, Type::Double));
                 }
             }
             for name in MAP_NAMES {

@@ -1,0 +1,127 @@
+//! The extension rates of issue 19: `d_node_memory_available`, the node's reclaim rates from
+//! `/proc/vmstat` and the classes' from `memory.stat`, over measured time, with counter resets.
+
+#![allow(clippy::unwrap_used, clippy::float_cmp)]
+
+use oomwarden_model::{
+    ClassRate, MemoryReading, MetricsSample, NodeMemory, NodeRate, PsiReading, QosClass,
+    StatCounters, SubtreeSample, VmCounters,
+};
+use oomwarden_policy::{State, build_context};
+
+const S: u64 = 1_000_000_000;
+
+fn sample(
+    at_ns: u64,
+    available: u64,
+    vm: Option<VmCounters>,
+    stat: Option<StatCounters>,
+) -> MetricsSample {
+    let subtree = |dir: &str, class, stat| SubtreeSample {
+        dir: dir.to_owned(),
+        class,
+        psi: PsiReading::Missing,
+        memory: MemoryReading::default(),
+        identity: Some(7),
+        stat,
+    };
+    MetricsSample {
+        at_ns,
+        subtrees: vec![
+            subtree("", None, None),
+            subtree("system", Some(QosClass::System), stat),
+            subtree("init", Some(QosClass::System), stat),
+        ],
+        node_memory: Some(NodeMemory {
+            total: 1 << 30,
+            available,
+        }),
+        vmstat: vm,
+    }
+}
+
+fn vm(refault: u64, pgscan: u64, direct: u64, pgsteal: u64) -> Option<VmCounters> {
+    Some(VmCounters {
+        workingset_refault_file: refault,
+        pgscan,
+        pgscan_direct: direct,
+        pgsteal,
+    })
+}
+
+#[test]
+fn rates_per_second_of_measured_time() {
+    let mut state = State::new();
+    let stat = |r, s| {
+        Some(StatCounters {
+            workingset_refault_file: r,
+            pgscan: s,
+        })
+    };
+    let first = build_context(
+        &sample(0, 500 << 20, vm(100, 1000, 10, 900), stat(5, 50)),
+        &mut state,
+    )
+    .unwrap();
+    // No previous value: every rate is 0.
+    assert_eq!(first.node_rate(NodeRate::MemoryAvailable), 0.0);
+    assert_eq!(first.node_rate(NodeRate::Pgscan), 0.0);
+    // Half a second later.
+    let ctx = build_context(
+        &sample(S / 2, 450 << 20, vm(600, 3000, 1010, 2400), stat(105, 250)),
+        &mut state,
+    )
+    .unwrap();
+    assert_eq!(
+        ctx.node_rate(NodeRate::MemoryAvailable),
+        -100.0 * 1048576.0,
+        "50 MiB in 0.5 s"
+    );
+    assert_eq!(ctx.node_rate(NodeRate::WorkingsetRefaultFile), 1000.0);
+    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 4000.0);
+    assert_eq!(ctx.node_rate(NodeRate::PgscanDirect), 2000.0);
+    assert_eq!(ctx.node_rate(NodeRate::Pgsteal), 3000.0);
+    // Summed over the class's two subtrees, as the other class maps are.
+    assert_eq!(
+        ctx.class_rate(ClassRate::WorkingsetRefaultFile)
+            .get(QosClass::System),
+        400.0
+    );
+    assert_eq!(
+        ctx.class_rate(ClassRate::Pgscan).get(QosClass::System),
+        800.0
+    );
+    assert_eq!(
+        ctx.class_rate(ClassRate::Pgscan).get(QosClass::Besteffort),
+        0.0
+    );
+}
+
+#[test]
+fn a_counter_that_goes_back_or_is_not_read_gives_no_rate() {
+    let mut state = State::new();
+    build_context(
+        &sample(0, 500 << 20, vm(100, 1000, 10, 900), None),
+        &mut state,
+    )
+    .unwrap();
+    // A counter going backwards (it cannot: a reset) is no negative rate.
+    let ctx = build_context(
+        &sample(S, 500 << 20, vm(50, 2000, 10, 900), None),
+        &mut state,
+    )
+    .unwrap();
+    assert_eq!(ctx.node_rate(NodeRate::WorkingsetRefaultFile), 0.0);
+    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 1000.0);
+    // Not read this cycle (the trigger stopped naming it): 0, and no stale previous value.
+    let ctx = build_context(&sample(2 * S, 500 << 20, None, None), &mut state).unwrap();
+    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 0.0);
+    let ctx = build_context(
+        &sample(3 * S, 500 << 20, vm(60, 9000, 10, 900), None),
+        &mut state,
+    )
+    .unwrap();
+    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 0.0, "a first value again");
+    // A JSON record carries them.
+    assert!(ctx.to_json().contains("\"d_node_pgscan\":0,"));
+}

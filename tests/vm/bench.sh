@@ -4,6 +4,7 @@
 # medians and writes target/vm/bench/results.json.
 #   tests/vm/bench.sh [REPS=3]
 #   CONTENDERS="earlyoom oomwarden-memory" tests/vm/bench.sh 1   # a subset
+#   LRU=mglru tests/vm/bench.sh 3        # one page-reclaim mode (default: classic and mglru)
 # earlyoom is Debian's package, unpacked into the cache and copied into the VM with its
 # libraries; it is never installed on the host.
 set -euo pipefail
@@ -21,9 +22,10 @@ fi
 out="$root/target/vm/bench"
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
+  for lru in ${LRU:-classic mglru}; do
     for c in ${CONTENDERS:-kernel earlyoom oomwarden oomwarden-memory oomwarden-psi}; do
-        d="$out/$c-$r"
-        echo "=== bench: $c run $r/$reps" >&2
+        d="$out/$c-$lru-$r"
+        echo "=== bench: $c ($lru) run $r/$reps" >&2
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$d.console.log" --out "$d" \
             --mem 1G --scratch-disk 2G --append transparent_hugepage=never \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
@@ -31,9 +33,10 @@ for ((r = 1; r <= reps; r++)); do
             --add-bin "$eo/x/usr/bin/earlyoom:/usr/local/bin/earlyoom" \
             --add "$here/lib.sh:/root/lib.sh" --add "$here/bench/episode.sh:/root/episode.sh" \
             --add "$root/examples/config/memory-level.yaml:/root/memory-level.yaml" \
-            -- /bin/sh /root/episode.sh "$c" || echo "bench: $c run $r failed" >&2
+            --env "LRU=$lru" -- /bin/sh /root/episode.sh "$c" || echo "bench: $c ($lru) run $r failed" >&2
         cat "$d/episode.json" 2>/dev/null >&2 || true
     done
+  done
 done
 python3 - "$out" "$reps" <<'PY'
 import json, statistics, sys, pathlib
@@ -41,9 +44,12 @@ out, reps = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 runs = {}
 for f in sorted(out.glob("*/episode.json")):
     e = json.loads(f.read_text())
-    runs.setdefault(e["contender"], []).append(e)
+    # Runs of versions without the field were classic.
+    runs.setdefault(f'{e["contender"]} ({e.get("lru", "classic")})', []).append(e)
 rows = {}
-for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory", "oomwarden-psi", "earlyoom-oomwarden-idle"]:
+for lru in ["classic", "mglru"]:
+  for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory", "oomwarden-psi", "earlyoom-oomwarden-idle"]:
+    c = f"{c} ({lru})"
     es = runs.get(c, [])
     if not es:
         continue

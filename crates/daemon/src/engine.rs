@@ -83,6 +83,9 @@ pub struct Engine {
     wakeup: Wakeup,
     /// Records what the cycles read (`run --record`, the flight recorder).
     recorder: Option<CycleRecorder>,
+    /// Every file a trigger may read is read (a replay: it must compute what the recording's
+    /// daemon computed, whatever this configuration's trigger names).
+    read_everything: bool,
     /// Who the node's pods are (none: only what cgroup paths say).
     identity: Option<oomwarden_identity::Cache>,
     /// Kubernetes Events for the kills (`events.enabled`).
@@ -159,6 +162,7 @@ impl Engine {
             metrics,
             wakeup: Wakeup::Tick,
             recorder: None,
+            read_everything: false,
             identity: None,
             events: None,
             events_before: oomwarden_events::Counts::default(),
@@ -167,6 +171,13 @@ impl Engine {
             last_context: None,
             last_ranking: None,
         }
+    }
+
+    /// Reads every file any trigger variable comes from, whatever the trigger names: what a
+    /// replay does, so that its contexts are the recording daemon's.
+    pub fn read_everything(&mut self) {
+        self.read_everything = true;
+        self.collector.set_reads(oomwarden_collect::Reads::ALL);
     }
 
     /// Records every cycle's reads from now on. The collector must read through the
@@ -316,8 +327,10 @@ impl Engine {
             // Windows saved from now on name the configuration they will be replayed under.
             r.set_config(settings.to_yaml());
         }
-        self.collector
-            .set_reads(reads_for(&settings, self.recorder.is_some()));
+        self.collector.set_reads(reads_for(
+            &settings,
+            self.recorder.is_some() || self.read_everything,
+        ));
         self.settings = settings;
     }
 

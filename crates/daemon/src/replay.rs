@@ -185,6 +185,8 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
         actuator,
         Box::new(ReplayHooks),
     );
+    // The recording's daemon read them while recording; a file it lacks reads as missing.
+    engine.read_everything();
     // A replayed kill is verified against the recording: no real time needs to pass.
     engine.set_clock(Box::new(oomwarden_actuate::VirtualClock::new()));
     // Pods are named as the recording says the daemon had them (none in older recordings).

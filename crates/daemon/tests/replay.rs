@@ -45,6 +45,19 @@ fn node_at(r: &Path, i: u64) {
     ] {
         write(r, f, &psi(avg, total));
     }
+    // Reclaim counters that move (a daemon recording reads them whatever its trigger names;
+    // the replay must compute the same rates: it once did not).
+    for dir in ["system", "kubepods/besteffort"] {
+        write(
+            r,
+            &format!("{dir}/memory.stat"),
+            &format!(
+                "anon 4096\nworkingset_refault_file {}\npgscan {}\n",
+                i * 100,
+                i * i * 50
+            ),
+        );
+    }
     for (pod, current) in [
         ("besteffort/pod-hog", 100_000_000 + i * 20_000_000),
         ("besteffort/pod-quiet", 50_000_000),
@@ -144,6 +157,17 @@ impl Live {
     /// Step `i` of the fixture node, then a cycle (woken by PSI when `pressure`).
     fn step(&mut self, i: u64, pressure: bool) -> Option<ActionRecord> {
         node_at(self.cg.path(), i);
+        write(
+            self._proc.path(),
+            "vmstat",
+            &format!(
+                "workingset_refault_file {}\npgscan_kswapd {}\npgscan_direct {}\npgsteal_kswapd {}\n",
+                i * 300,
+                i * i * 1000,
+                i * 7,
+                i * i * 900
+            ),
+        );
         let outcome = if pressure {
             self.engine.cycle_on_pressure(i * STEP_NS, "live")
         } else {

@@ -54,6 +54,6 @@ check "explain names the kill" "explain.txt" grep -q "^Record $ID at .*: oomward
 check "explain shows the trigger's thresholds, each held" "explain.txt" sh -c \
     "[ \$(grep -c ' > 3000.0   held\| > 5.0   held\|never > 5s   held' $OUT/explain.txt) = 3 ]"
 check "explain ranks every candidate from the flight window, the victim first" "explain.json" sh -c \
-    "grep -q '\"source\":\"flight-recorder\"' $OUT/explain.json && grep -q '^  1 .*$P   ◀ chosen' $OUT/explain.txt"
+    "grep -Eq '\"source\": ?\"flight-recorder\"' $OUT/explain.json && grep -q '^  1 .*$P   ◀ chosen' $OUT/explain.txt"
 check "explain lists the quiet pod among the candidates" "$Q" grep -q " $Q$" "$OUT/explain.txt"
 finish

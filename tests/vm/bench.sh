@@ -1,42 +1,87 @@
 #!/usr/bin/env bash
-# The reaction benchmark: the same episode (see bench/episode.sh) under the kernel alone,
-# earlyoom, oomwarden with the default configuration and oomwarden with a memory-level trigger, REPS times each, interleaved, one VM per run. Prints a table of
-# medians and writes target/vm/bench/results.json.
+# The reaction benchmark: the same episode (see bench/episode.sh) under each contender (the
+# kernel alone, earlyoom, nohang, oomd, oomwarden with the default configuration, with a
+# memory-level trigger and with the recommended policy; lib.sh's start_contender), REPS times
+# each, interleaved, one VM per run, on both page-reclaim modes. Prints a table of medians and
+# writes target/vm/bench/results.json.
 #   tests/vm/bench.sh [REPS=3]
 #   CONTENDERS="earlyoom oomwarden-memory" tests/vm/bench.sh 1   # a subset
 #   LRU=mglru tests/vm/bench.sh 3        # one page-reclaim mode (default: classic and mglru)
-# earlyoom is Debian's package, unpacked into the cache and copied into the VM with its
-# libraries; it is never installed on the host.
+#   SHAPES="hog full-but-healthy" tests/vm/bench.sh 3
+# SHAPES (default hog): hog (the episode: 450 MiB at once, then 5 MiB/s), slow-leak (600 MiB,
+# then 1 MiB/s), full-but-healthy (S18: the node held at 90-95 % used, nothing growing, for
+# 3 minutes: a kill there is a false kill), page-cache (S4: page-cache churn larger than RAM).
+# The peers are Debian 12's packages (earlyoom 1.7, nohang 0.2.0, oomd 0.5.0), unpacked into
+# the cache and copied into the VM with their libraries (nohang with the host's Python 3 and
+# its standard library); never installed on the host.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 reps=${1:-3}
 bin="$("$here/build.sh")"
 cache=${VMTEST_CACHE:-/var/cache/oomwarden-vm}
-eo="$cache/earlyoom"
-if [[ ! -x $eo/x/usr/bin/earlyoom ]]; then
-    echo "bench: fetching Debian's earlyoom package (unpacked, not installed)" >&2
-    mkdir -p "$eo"
-    (cd "$eo" && { apt-get -o APT::Sandbox::User=root download earlyoom >&2 || { apt-get update >&2 && apt-get -o APT::Sandbox::User=root download earlyoom >&2; }; } && dpkg-deb -x earlyoom_*.deb x)
+peers="$cache/peers"
+# fetch PACKAGE... -> unpacked into $peers/x once.
+fetch() {
+    mkdir -p "$peers"
+    (cd "$peers" && for p in "$@"; do
+        ls "${p}"_*.deb > /dev/null 2>&1 && continue
+        echo "bench: fetching Debian's $p package (unpacked, not installed)" >&2
+        apt-get -o APT::Sandbox::User=root download "$p" >&2 || { apt-get update >&2 && apt-get -o APT::Sandbox::User=root download "$p" >&2; }
+        dpkg-deb -x "${p}"_*.deb x
+    done)
+}
+fetch earlyoom nohang oomd libjsoncpp25
+x=$peers/x
+# nohang runs on the host's Python 3 (it has no dependency but the standard library), copied
+# into the guest without what nohang never imports.
+python=$(readlink -f "$(command -v python3)")
+pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+stdlib="$peers/python$pyver"
+if [[ ! -d $stdlib ]]; then
+    mkdir -p "$stdlib"
+    (cd "/usr/lib/python$pyver" && tar -cf - --exclude=test --exclude=idlelib --exclude=tkinter \
+        --exclude=ensurepip --exclude=lib2to3 --exclude=__pycache__ --exclude=site-packages \
+        --exclude=dist-packages --exclude='config-*' .) | tar -xf - -C "$stdlib"
 fi
+ctypes_so=$(ls "$stdlib"/lib-dynload/_ctypes.*.so)
 out="$root/target/vm/bench"
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
+ for shape in ${SHAPES:-hog}; do
+  env=() timeout=420
+  case $shape in
+      hog) script="$here/bench/episode.sh" ;;
+      slow-leak) script="$here/bench/episode.sh"; timeout=900
+          env=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000) ;;
+      full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; timeout=600 ;;
+      page-cache) script="$here/scenarios/s4-no-false-kill.sh" ;;
+      *) echo "bench: unknown shape $shape" >&2; exit 2 ;;
+  esac
+  vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
+  [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"
   for lru in ${LRU:-classic mglru}; do
-    for c in ${CONTENDERS:-kernel earlyoom oomwarden oomwarden-memory oomwarden-psi}; do
-        d="$out/$c-$lru-$r"
-        echo "=== bench: $c ($lru) run $r/$reps" >&2
-        "$here/run-in-vm.sh" --timeout 420 --quiet --log "$d.console.log" --out "$d" \
-            --mem 1G --scratch-disk 2G --append transparent_hugepage=never \
+    for c in ${CONTENDERS:-kernel earlyoom nohang oomd oomwarden oomwarden-memory oomwarden-recommended}; do
+        d="$out/$shape-$c-$lru-$r"
+        echo "=== bench: $shape, $c ($lru) run $r/$reps" >&2
+        # shellcheck disable=SC2086
+        LD_LIBRARY_PATH="$x/usr/lib/x86_64-linux-gnu" "$here/run-in-vm.sh" --timeout "$timeout" --quiet \
+            --log "$d.console.log" --out "$d" $vmopts \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
             --add "$bin/service:/usr/local/bin/service" --add "$bin/canary:/usr/local/bin/canary" \
-            --add-bin "$eo/x/usr/bin/earlyoom:/usr/local/bin/earlyoom" \
-            --add "$here/lib.sh:/root/lib.sh" --add "$here/bench/episode.sh:/root/episode.sh" \
+            --add-bin "$x/usr/bin/earlyoom:/usr/local/bin/earlyoom" \
+            --add-bin "$x/usr/bin/oomd:/usr/local/bin/oomd" --add "$here/bench/peers/oomd.json:/etc/oomd/oomd.json" \
+            --add "$x/usr/lib/x86_64-linux-gnu/libjsoncpp.so.25:/usr/lib/x86_64-linux-gnu/libjsoncpp.so.25" \
+            --add-bin "$python:/usr/bin/python3" --add "$stdlib:/usr/lib/python$pyver" --add-bin "$ctypes_so:/usr/lib/python$pyver${ctypes_so#"$stdlib"}" \
+            --add "$x/usr/sbin/nohang:/usr/sbin/nohang" --add "$x/etc/nohang/nohang.conf:/etc/nohang/nohang.conf" \
+            --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/episode.sh" \
             --add "$root/examples/config/memory-level.yaml:/root/memory-level.yaml" \
-            --env "LRU=$lru" -- /bin/sh /root/episode.sh "$c" || echo "bench: $c ($lru) run $r failed" >&2
+            --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" \
+            --env "LRU=$lru" --env "CONTENDER=$c" "${env[@]}" -- /bin/sh /root/episode.sh "$c" || echo "bench: $shape, $c ($lru) run $r failed" >&2
         cat "$d/episode.json" 2>/dev/null >&2 || true
     done
   done
+ done
 done
 python3 - "$out" "$reps" <<'PY'
 import json, statistics, sys, pathlib
@@ -44,36 +89,49 @@ out, reps = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 runs = {}
 for f in sorted(out.glob("*/episode.json")):
     e = json.loads(f.read_text())
-    # Runs of versions without the field were classic.
-    runs.setdefault(f'{e["contender"]} ({e.get("lru", "classic")})', []).append(e)
+    # Runs of versions without the fields were the hog on classic.
+    shape = e.get("shape") or ("slow-leak" if e.get("leak") == 1 else "hog")
+    runs.setdefault((shape, e["contender"], e.get("lru", "classic")), []).append(e)
+order = ["kernel", "earlyoom", "nohang", "oomd", "oomwarden", "oomwarden-memory", "oomwarden-recommended",
+         "oomwarden-psi", "earlyoom-oomwarden-idle", "observer"]
 rows = {}
-for lru in ["classic", "mglru"]:
-  for c in ["kernel", "earlyoom", "oomwarden", "oomwarden-memory", "oomwarden-psi", "earlyoom-oomwarden-idle"]:
-    c = f"{c} ({lru})"
-    es = runs.get(c, [])
-    if not es:
-        continue
+for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2], order.index(k[0][1]) if k[0][1] in order else 99)):
     med = lambda k: statistics.median(k(e) for e in es)
-    # The canary's worst delay in the 10 s before the hog died and the 3 s after (the stall
-    # a contender lets happen and the kill itself); the canary lists periods later than 5 ms,
-    # so 5 means "none later than 5 ms".
-    def near_death(e):
-        end = e["hogEndMs"]
-        return max([d for t, d in e["canary"]["late"] if end - 10000 <= t <= end + 3000], default=5.0)
-    rows[c] = {
-        "runs": len(es),
-        "canaryWorstMs": med(lambda e: e["canary"]["worstMs"]),
-        "canaryP99Ms": med(lambda e: e["canary"]["p99Ms"]),
-        "canaryWorstNearDeathMs": med(near_death),
-        "systemFullStallSeconds": med(lambda e: e["systemFullStallSeconds"]),
-        "hogLifeSeconds": med(lambda e: e["hogLifeSeconds"]),
-        "kills": med(lambda e: e["kills"]),
-        "kernelOomKills": med(lambda e: e["kernelOomKills"]),
-        "died": sorted({e["died"] for e in es}),
-    }
-(out / "results.json").write_text(json.dumps({"medians": rows, "runs": runs}, indent=2))
-print("| contender | runs | canary worst (ms) | canary worst near the death (ms) | canary p99 (ms) | System full stall (s) | hog start to death (s) | kills | kernel OOM kills | what died |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-for c, r in rows.items():
-    print(f"| {c} | {r['runs']} | {r['canaryWorstMs']:.0f} | {r['canaryWorstNearDeathMs']:.0f} | {r['canaryP99Ms']:.1f} | {r['systemFullStallSeconds']:.2f} | {r['hogLifeSeconds']:.1f} | {r['kills']:g} | {r['kernelOomKills']:g} | {'; '.join(r['died'])} |")
+    row = {"shape": shape, "contender": c, "lru": lru, "runs": len(es),
+           "kills": med(lambda e: e["kills"]), "kernelOomKills": med(lambda e: e["kernelOomKills"]),
+           "killsPerRun": [e["kills"] for e in es], "kernelOomKillsPerRun": [e["kernelOomKills"] for e in es]}
+    if "canary" in es[0]:
+        # The canary's worst delay in the 10 s before the hog died and the 3 s after (the stall
+        # a contender lets happen and the kill itself); it lists periods later than 5 ms, so 5
+        # means "none later than 5 ms".
+        def near_death(e):
+            end = e["hogEndMs"]
+            return max([d for t, d in e["canary"]["late"] if end - 10000 <= t <= end + 3000], default=5.0)
+        row.update({
+            "canaryWorstMs": med(lambda e: e["canary"]["worstMs"]),
+            "canaryWorstPerRun": [e["canary"]["worstMs"] for e in es],
+            "canaryP99Ms": med(lambda e: e["canary"]["p99Ms"]),
+            "canaryWorstNearDeathMs": med(near_death),
+            "systemFullStallSeconds": med(lambda e: e["systemFullStallSeconds"]),
+            "hogLifeSeconds": med(lambda e: e["hogLifeSeconds"]),
+            "died": sorted({e["died"] for e in es}),
+        })
+    rows[f"{shape} {c} ({lru})"] = row
+(out / "results.json").write_text(json.dumps({"medians": rows, "runs": {" ".join(k): v for k, v in runs.items()}}, indent=2))
+for shape in ["hog", "slow-leak", "full-but-healthy", "page-cache"]:
+    rs = [r for r in rows.values() if r["shape"] == shape]
+    if not rs:
+        continue
+    print(f"\n{shape}:\n")
+    if "canaryWorstMs" in rs[0]:
+        print("| contender | LRU | runs | canary worst (ms) [per run] | near the death (ms) | canary p99 (ms) | System full stall (s) | hog start to death (s) | kills | kernel OOM kills | what died |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for r in rs:
+            per = ", ".join(f"{w:.1f}" for w in r["canaryWorstPerRun"])
+            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['canaryWorstMs']:.0f} [{per}] | {r['canaryWorstNearDeathMs']:.0f} | {r['canaryP99Ms']:.1f} | {r['systemFullStallSeconds']:.2f} | {r['hogLifeSeconds']:.1f} | {r['kills']:g} | {r['kernelOomKills']:g} | {'; '.join(r['died'])} |")
+    else:
+        print("| contender | LRU | runs | kills [per run] | kernel OOM kills [per run] |")
+        print("|---|---|---:|---:|---:|")
+        for r in rs:
+            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['kills']:g} {r['killsPerRun']} | {r['kernelOomKills']:g} {r['kernelOomKillsPerRun']} |")
 PY

@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$root/target/vm"
 mkdir -p "$out"
 command -v gcc >/dev/null || { echo "build.sh: installing gcc" >&2; apt-get install -y --no-install-recommends gcc libc6-dev >&2; }
-for h in hog service canary pause; do
+for h in hog service canary pause reclaim; do
     src="$root/tests/vm/helpers/$h.c"
     if [[ ! -x $out/$h || $src -nt $out/$h ]]; then
         gcc -static -O2 -Wall -o "$out/$h" "$src" >&2

@@ -111,9 +111,12 @@ start_in() {
 }
 
 # start_oomwarden ARGS... -> runs oomwarden in system/oomwarden, logging to $OUT/oomwarden.log.
+# OOMWARDEN_EXTRA (from the runner's --env) adds arguments, split at spaces: the observation
+# runs of tests/vm/bench/record.sh give a configuration that never acts and --record.
 start_oomwarden() {
     setup_ok
-    sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
+    # shellcheck disable=SC2086
+    sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" ${OOMWARDEN_EXTRA:-} \
         > /dev/null 2>> "$OUT/oomwarden.log" &
     OOMWARDEN=$!
     # A daemon that does not start fails the scenario at once: nothing after it could pass
@@ -124,6 +127,55 @@ start_oomwarden() {
         finish
         exit 1
     fi
+}
+
+# start_contender NAME -> starts one of the OOM handlers the benchmark compares (tests/vm/bench.sh),
+# each from what the runner copied into /root: `oomwarden` (the embedded defaults, as every
+# suite scenario runs it), `oomwarden-memory` (examples/config/memory-level.yaml),
+# `oomwarden-recommended` (examples/config/recommended.yaml), `oomwarden-psi` (the defaults and
+# kernel PSI triggers), `earlyoom` (Debian's, its defaults), `earlyoom-oomwarden-idle` (earlyoom
+# beside an oomwarden that never acts: what sampling costs), `observer` (an oomwarden that never
+# acts and records everything it reads every 100 ms), `nohang` (Debian's nohang 0.2.0 with its
+# shipped configuration, on the host's Python), `oomd` (Debian's oomd 0.5.0 with the rules of
+# its shipped configuration, pointed at the pods: bench/peers/oomd.json), `kernel` (nothing).
+start_contender() {
+    case "$1" in
+        oomwarden) start_oomwarden ;;
+        oomwarden-memory) start_oomwarden --config /root/memory-level.yaml ;;
+        oomwarden-recommended) start_oomwarden --config /root/recommended.yaml ;;
+        oomwarden-psi)
+            printf 'apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\npsiTriggers:\n  enabled: true\n' > /root/psi.yaml
+            start_oomwarden --config /root/psi.yaml ;;
+        earlyoom|earlyoom-oomwarden-idle)
+            if [ "$1" = earlyoom-oomwarden-idle ]; then
+                printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > /root/idle.yaml
+                start_oomwarden --config /root/idle.yaml
+            fi
+            mkdir -p "$CG/system/earlyoom"
+            start_in "$CG/system/earlyoom" sh -c "exec earlyoom -r 5 > $OUT/earlyoom.log 2>&1" > /dev/null ;;
+        observer)
+            printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > /root/observer.yaml
+            start_oomwarden --config /root/observer.yaml --record "$OUT/recording.rec" ;;
+        nohang)
+            mkdir -p "$CG/system/nohang"
+            start_in "$CG/system/nohang" sh -c "exec python3 -S /usr/sbin/nohang --monitor --config /etc/nohang/nohang.conf > $OUT/nohang.log 2>&1" > /dev/null ;;
+        oomd)
+            mkdir -p "$CG/system/oomd"
+            start_in "$CG/system/oomd" sh -c "exec oomd --config /etc/oomd/oomd.json --interval 1 > $OUT/oomd.log 2>&1" > /dev/null ;;
+        kernel) ;;
+        *) log "unknown contender $1"; exit 2 ;;
+    esac
+}
+
+# contender_kills NAME -> how many kills the contender made so far.
+contender_kills() {
+    case "$1" in
+        oomwarden|oomwarden-*) count_outcome killed ;;
+        earlyoom*) n=$(grep -c 'sending SIG[A-Z]* to process' "$OUT/earlyoom.log" 2>/dev/null) || true; echo "${n:-0}" ;;
+        nohang) n=$(grep -c 'Implementing a corrective action' "$OUT/nohang.log" 2>/dev/null) || true; echo "${n:-0}" ;;
+        oomd) n=$(grep -c 'Killed ' "$OUT/oomd.log" 2>/dev/null) || true; echo "${n:-0}" ;;
+        *) echo 0 ;;
+    esac
 }
 
 # wait_for SECONDS CMD... -> polls CMD every 0.2 s; status 0 when it succeeds in time.

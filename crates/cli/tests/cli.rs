@@ -82,6 +82,7 @@ fn check_talos_examples() {
         "oomwarden",
         "custom-layout",
         "memory-level",
+        "recommended",
         "hooks",
         "pod-identity",
     ] {
@@ -252,6 +253,23 @@ fn eval_trigger() {
             ],
             Some(&format!(
                 "{{\"node_memory_available\": {available}, \"node_memory_total\": 1000000000}}"
+            )),
+        );
+    }
+    // The recommended policy: a node as full as the first, once falling, once flat.
+    for (name, trend) in [("running-out", "-5000000"), ("full-but-flat", "-100000")] {
+        golden(
+            &format!("eval-trigger-recommended-{name}"),
+            &[
+                "eval",
+                "trigger",
+                "--config",
+                "examples/config/recommended.yaml",
+                "--context",
+                "-",
+            ],
+            Some(&format!(
+                "{{\"node_memory_available\": 100000000, \"node_memory_total\": 1000000000, \"node_memory_available_trend\": {trend}}}"
             )),
         );
     }

@@ -138,8 +138,11 @@ pub const TIME_SINCE_TRIGGER: &str = "time_since_trigger";
 /// they were reclaimed: the working set no longer fits), `pgscan` (pages scanned for reclaim,
 /// by kswapd, directly and by khugepaged), `pgscan_direct` (scanned by the allocating tasks
 /// themselves: they stall while they do) and `pgsteal` (pages reclaimed). A rate is 0 in the
-/// first cycle, when a counter went backwards, or when its file could not be read.
-pub const NODE_NAMES: [&str; 7] = [
+/// first cycle, when a counter went backwards, or when its file could not be read. Last,
+/// `node_memory_available_trend`: the median of the per-second rates of `MemAvailable` over
+/// the last 20 s (bytes per second; a sustained fall, which a burst that stopped or a single
+/// jump does not move; 0 until 20 s were seen).
+pub const NODE_NAMES: [&str; 8] = [
     "node_memory_available",
     "node_memory_total",
     "d_node_memory_available",
@@ -147,6 +150,7 @@ pub const NODE_NAMES: [&str; 7] = [
     "d_node_pgscan",
     "d_node_pgscan_direct",
     "d_node_pgsteal",
+    "node_memory_available_trend",
 ];
 
 /// Extension maps (not in Talos), one rate per class, per second over measured time, summed
@@ -167,6 +171,8 @@ pub enum NodeRate {
     PgscanDirect = 5,
     /// `d_node_pgsteal`, pages per second.
     Pgsteal = 6,
+    /// `node_memory_available_trend`, bytes per second.
+    MemoryAvailableTrend = 7,
 }
 
 /// Which class rate [`TriggerContext::add_class_rate`] adds to.
@@ -216,7 +222,7 @@ pub struct TriggerContext {
     /// as in Talos.
     time_since_trigger_ns: Option<i64>,
     /// [`NODE_NAMES`], in that order.
-    node: [f64; 7],
+    node: [f64; 8],
     /// [`EXTENSION_MAP_NAMES`], in that order.
     extension_maps: [ClassMap; 2],
 }
@@ -227,7 +233,7 @@ impl Default for TriggerContext {
             scalars: [0.0; 16],
             maps: [ClassMap::default(); 22],
             time_since_trigger_ns: None,
-            node: [0.0; 7],
+            node: [0.0; 8],
             extension_maps: [ClassMap::default(); 2],
         }
     }
@@ -349,7 +355,7 @@ impl TriggerContext {
         *t = finite_or_zero(total);
     }
 
-    /// Sets a node rate (`d_node_*`).
+    /// Sets a node rate (`d_node_*`, `node_memory_available_trend`).
     pub fn set_node_rate(&mut self, rate: NodeRate, value: f64) {
         if let Some(slot) = self.node.get_mut(rate as usize) {
             *slot = finite_or_zero(value);
@@ -562,14 +568,14 @@ mod tests {
     fn has_the_39_talos_variables_then_the_extensions() {
         let ctx = TriggerContext::new();
         let names: Vec<&str> = ctx.variables().map(|(n, _)| n).collect();
-        assert_eq!(names.len(), 48);
-        assert_eq!(names.get(39..46), Some(&NODE_NAMES[..]));
-        assert_eq!(names.get(46..), Some(&EXTENSION_MAP_NAMES[..]));
+        assert_eq!(names.len(), 49);
+        assert_eq!(names.get(39..47), Some(&NODE_NAMES[..]));
+        assert_eq!(names.get(47..), Some(&EXTENSION_MAP_NAMES[..]));
         assert_eq!(ctx.talos_variables().count(), 39);
         let mut dedup = names.clone();
         dedup.sort_unstable();
         dedup.dedup();
-        assert_eq!(dedup.len(), 48);
+        assert_eq!(dedup.len(), 49);
     }
 
     #[test]
@@ -579,7 +585,9 @@ mod tests {
         assert!(!ctx.to_talos_json().contains("node_memory"));
         let all = ctx.to_json();
         assert!(
-            all.contains("\"node_memory_available\":104857600,\"node_memory_total\":1073741824,"),
+            all.contains(
+                "\"node_memory_available\":104857600,\"node_memory_available_trend\":0,\"node_memory_total\":1073741824,"
+            ),
             "{all}"
         );
         let back = TriggerContext::from_json(&all).unwrap();

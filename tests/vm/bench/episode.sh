@@ -5,8 +5,11 @@
 # `oomwarden-memory` (examples/config/memory-level.yaml: also act below 10 % MemAvailable),
 # `oomwarden-psi` (the defaults plus kernel PSI triggers waking cycles), and
 # a diagnostic one, `earlyoom-oomwarden-idle` (earlyoom acts while oomwarden samples every
-# 100 ms with a trigger that never fires: what oomwarden's sampling costs the canary).
-# Writes /out/episode.json.
+# 100 ms with a trigger that never fires: what oomwarden's sampling costs the canary), and
+# `observer` (oomwarden never acts, samples every 100 ms and records everything it reads into
+# /out/recording.rec: the kernel's episode, to replay policies on; tests/vm/bench/record.sh).
+# TAKE_MIB (what the hog takes at once, 450) and LEAK_MIB (a second after that, 5) shape the hog;
+# TAKE_MIB=600 LEAK_MIB=1 is the slow leak. Writes /out/episode.json.
 CONTENDER=$1
 SCENARIO=bench-$CONTENDER
 . /root/lib.sh
@@ -16,33 +19,18 @@ disk_services
 dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null
 mkdir -p "$CG/system/canary"
 CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
-case "$CONTENDER" in
-    oomwarden) start_oomwarden ;;
-    oomwarden-memory) start_oomwarden --config /root/memory-level.yaml ;;
-    oomwarden-psi)
-        # The default configuration plus event-driven detection (kernel PSI triggers).
-        printf 'apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\npsiTriggers:\n  enabled: true\n' > /root/psi.yaml
-        start_oomwarden --config /root/psi.yaml ;;
-    earlyoom*)
-        if [ "$CONTENDER" = earlyoom-oomwarden-idle ]; then
-            printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > /root/idle.yaml
-            start_oomwarden --config /root/idle.yaml
-        fi
-        mkdir -p "$CG/system/earlyoom"
-        start_in "$CG/system/earlyoom" sh -c "exec earlyoom -r 5 > $OUT/earlyoom.log 2>&1" > /dev/null ;;
-    kernel) ;;
-esac
+start_contender "$CONTENDER"
 sleep 2
 full_total() { awk '/^full/{split($5, t, "="); print t[2]}' "$CG/system/memory.pressure"; }
 FULL0=$(full_total)
 OOM0=$(oom_kills)
 P=$(pod besteffort hog)
 T0=$(up)
-FAST=$(start_in "$P/ctr" hog -s 16 -i 20 -m 450 -H -1)
-LEAK=$(start_in "$P/ctr" hog -s 5 -i 1000)
+FAST=$(start_in "$P/ctr" hog -s 16 -i 20 -m "${TAKE_MIB:-450}" -H -1)
+LEAK=$(start_in "$P/ctr" hog -s "${LEAK_MIB:-5}" -i 1000)
 wait_for 10 populated "$P"
 i=0
-while [ $i -lt 2400 ] && alive "$FAST" && alive "$LEAK"; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt "${EPISODE_LIMIT:-2400}" ] && alive "$FAST" && alive "$LEAK"; do sleep 0.1; i=$((i + 1)); done
 T1=$(up)
 sleep 3
 CANARY_ALIVE=yes; alive "$CANARY" || CANARY_ALIVE=no
@@ -55,17 +43,13 @@ alive "$SVC1" || died="$died system/svc1"
 alive "$SVC2" || died="$died system/svc2"
 alive "$RUNTIME" || died="$died podruntime/runtime"
 [ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
-case "$CONTENDER" in
-    oomwarden*) kills=$(count_outcome killed) ;;
-    earlyoom*) kills=$(grep -c 'sending SIG[A-Z]* to process' "$OUT/earlyoom.log" 2>/dev/null || echo 0) ;;
-    *) kills=0 ;;
-esac
-printf '{"contender":"%s","lru":"'"$LRU"'","hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
+kills=$(contender_kills "$CONTENDER")
+printf '{"contender":"%s","lru":"'"$LRU"'","take":'"${TAKE_MIB:-450}"',"leak":'"${LEAK_MIB:-5}"',"hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
     "$CONTENDER" "$(awk -v a="$T0" 'BEGIN{printf "%.0f", a * 1000}')" "$(awk -v b="$T1" 'BEGIN{printf "%.0f", b * 1000}')" \
     "$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b - a}')" \
     "$(awk -v a="$FULL0" -v b="$FULL1" 'BEGIN{printf "%.3f", (b - a) / 1e6}')" \
     "$kills" "$(( $(oom_kills) - OOM0 ))" "$(echo $died)" "$(cat "$OUT/canary.json")" > "$OUT/episode.json"
 cat "$OUT/episode.json"
-finish_quiet() { [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN"; cp "$STATE/actions.jsonl" "$OUT/" 2>/dev/null; dmesg > "$OUT/dmesg.txt"; }
+finish_quiet() { [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN" && wait "$OOMWARDEN"; cp "$STATE/actions.jsonl" "$OUT/" 2>/dev/null; dmesg > "$OUT/dmesg.txt"; }
 finish_quiet
 exit 0

@@ -289,19 +289,10 @@ fn why(ctx: &TriggerContext, trigger: &str) -> String {
 
 /// A trigger variable's value with its unit.
 fn with_unit(name: &str, v: f64) -> String {
-    let rate = name.starts_with("d_");
-    let base = name.trim_start_matches("d_");
-    if base.ends_with("_avg10") || base.ends_with("_avg60") || base.ends_with("_avg300") {
-        let unit = if rate { " %/s" } else { " %" };
-        format!("{}{unit}", crate::human::number(round_to(v, 2)))
-    } else if base.ends_with("_total") {
-        // Stall time in µs; its rate in µs per second, shown as ms of stall per second.
-        if rate {
-            format!("{} ms/s", crate::human::number(round_to(v / 1000.0, 1)))
-        } else {
-            format!("{} s", crate::human::number(round_to(v / 1e6, 1)))
-        }
-    } else if base.contains("memory_current")
+    let rate = name.starts_with("d_") || name.ends_with("_trend");
+    let base = name.trim_start_matches("d_").trim_end_matches("_trend");
+    // Sizes first: `node_memory_total` is bytes, not a stall total.
+    if base.contains("memory_current")
         || base.contains("memory_peak")
         || base.contains("memory_max")
         || base.starts_with("node_memory")
@@ -315,6 +306,21 @@ fn with_unit(name: &str, v: f64) -> String {
             crate::human::number(v)
         };
         if rate { format!("{size}/s") } else { size }
+    } else if base.ends_with("_avg10") || base.ends_with("_avg60") || base.ends_with("_avg300") {
+        let unit = if rate { " %/s" } else { " %" };
+        format!("{}{unit}", crate::human::number(round_to(v, 2)))
+    } else if base.ends_with("_total") {
+        // Stall time in µs; its rate in µs per second, shown as ms of stall per second.
+        if rate {
+            format!("{} ms/s", crate::human::number(round_to(v / 1000.0, 1)))
+        } else {
+            format!("{} s", crate::human::number(round_to(v / 1e6, 1)))
+        }
+    } else if ["pgscan", "pgsteal", "workingset_refault"]
+        .iter()
+        .any(|p| base.contains(p))
+    {
+        format!("{} pages/s", crate::human::number(round_to(v, 0)))
     } else {
         crate::human::number(v)
     }
@@ -1042,5 +1048,29 @@ mod context_tests {
         ));
         assert!(!context_agrees(daemon, r#"{"memory_full_avg10":1.5}"#));
         assert!(!context_agrees("not json", "other"));
+    }
+}
+
+#[cfg(test)]
+mod with_unit_tests {
+    use super::with_unit;
+
+    #[test]
+    fn every_extension_variable_has_its_unit() {
+        assert_eq!(with_unit("node_memory_total", 1_014_693_888.0), "967.7Mi");
+        assert_eq!(with_unit("node_memory_available", 150_507_520.0), "143.5Mi");
+        assert_eq!(
+            with_unit("node_memory_available_trend", -4_718_592.0),
+            "-4.5Mi/s"
+        );
+        assert_eq!(with_unit("d_node_memory_available", -1_048_576.0), "-1Mi/s");
+        assert_eq!(with_unit("d_node_pgscan_direct", 1234.4), "1234 pages/s");
+        assert_eq!(
+            with_unit("d_qos_workingset_refault_file", 12.0),
+            "12 pages/s"
+        );
+        assert_eq!(with_unit("memory_full_total", 2_500_000.0), "2.5 s");
+        assert_eq!(with_unit("d_memory_full_total", 191_162.0), "191.2 ms/s");
+        assert_eq!(with_unit("memory_full_avg10", 5.941), "5.94 %");
     }
 }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Records what the node goes through when nothing but the kernel acts, so that trigger policies
+# can be tried on it offline (`oomwarden replay REC --config A --config B`): each run is one
+# shape of the benchmark's workloads with an oomwarden that never acts (trigger "false"),
+# samples every 100 ms and records everything it reads, the node's vmstat and meminfo included.
+#   tests/vm/bench/record.sh [SHAPE[@LRU]...]
+# SHAPE: hog (the reaction benchmark's episode), slow-leak (the same hog taking 600 MiB, then
+# leaking 1 MiB/s), full-but-healthy (S18), page-cache (S4). LRU: classic or mglru (default:
+# both). Default: every shape on both. Recordings: target/vm/bench/recordings/SHAPE@LRU.rec.gz,
+# beside each run's episode.json or result.json and console log. A shape is a measurement, not
+# a test: a run whose own checks fail still leaves its recording (and says so).
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="$("$here/build.sh")"
+out="$root/target/vm/bench/recordings"
+mkdir -p "$out"
+runs=("$@")
+if ((${#runs[@]} == 0)); then
+    for s in hog slow-leak full-but-healthy page-cache; do runs+=("$s@classic" "$s@mglru"); done
+fi
+observer="$out/observer.yaml"
+printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > "$observer"
+for run in "${runs[@]}"; do
+    shape=${run%@*} lru=classic
+    [[ $run == *@* ]] && lru=${run#*@}
+    case $lru in classic|mglru) ;; *) echo "record: $run: LRU is classic or mglru" >&2; exit 2 ;; esac
+    env=(--env "LRU=$lru")
+    case $shape in
+        hog) script="$here/bench/episode.sh"; args=(observer); opts="--timeout 420" ;;
+        slow-leak) script="$here/bench/episode.sh"; args=(observer)
+            env+=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000); opts="--timeout 900" ;;
+        full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; args=(); opts="--timeout 600"
+            env+=(--env "OOMWARDEN_EXTRA=--config /root/observer.yaml --record /out/recording.rec") ;;
+        page-cache) script="$here/scenarios/s4-no-false-kill.sh"; args=(); opts="--timeout 420"
+            env+=(--env "OOMWARDEN_EXTRA=--config /root/observer.yaml --record /out/recording.rec" --env DURATION=120) ;;
+        *) echo "record: unknown shape $shape (hog, slow-leak, full-but-healthy, page-cache)" >&2; exit 2 ;;
+    esac
+    vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
+    [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"
+    d="$out/$shape@$lru"
+    rm -rf "$d"; mkdir -p "$d"
+    echo "=== record: $shape ($lru)" >&2
+    # shellcheck disable=SC2086
+    "$here/run-in-vm.sh" $opts --quiet --log "$d/console.log" --out "$d" $vmopts \
+        --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
+        --add "$bin/service:/usr/local/bin/service" --add "$bin/canary:/usr/local/bin/canary" \
+        --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/run.sh" --add "$observer:/root/observer.yaml" \
+        "${env[@]}" -- /bin/sh /root/run.sh "${args[@]}" || echo "record: $shape ($lru): the run's own checks failed (see $d)" >&2
+    if [[ -s $d/recording.rec ]]; then
+        gzip -n -c "$d/recording.rec" > "$out/$shape@$lru.rec.gz"
+        echo "=== record: $shape ($lru): $(grep -c '^c ' "$d/recording.rec") cycles -> $out/$shape@$lru.rec.gz" >&2
+    else
+        echo "record: $shape ($lru): no recording (see $d/console.log)" >&2
+    fi
+done

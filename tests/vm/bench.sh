@@ -3,7 +3,7 @@
 # kernel alone, earlyoom, nohang, oomd, oomwarden with the default configuration, with a
 # memory-level trigger and with the recommended policy; lib.sh's start_contender), REPS times
 # each, interleaved, one VM per run, on both page-reclaim modes. Prints a table of medians and
-# writes target/vm/bench/results.json.
+# writes target/vm/bench/reaction/results.json.
 #   tests/vm/bench.sh [REPS=3]
 #   CONTENDERS="earlyoom oomwarden-memory" tests/vm/bench.sh 1   # a subset
 #   LRU=mglru tests/vm/bench.sh 3        # one page-reclaim mode (default: classic and mglru)
@@ -45,7 +45,7 @@ if [[ ! -d $stdlib ]]; then
         --exclude=dist-packages --exclude='config-*' .) | tar -xf - -C "$stdlib"
 fi
 ctypes_so=$(ls "$stdlib"/lib-dynload/_ctypes.*.so)
-out="$root/target/vm/bench"
+out="$root/target/vm/bench/reaction"
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
  for shape in ${SHAPES:-hog}; do

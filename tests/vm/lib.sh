@@ -111,12 +111,9 @@ start_in() {
 }
 
 # start_oomwarden ARGS... -> runs oomwarden in system/oomwarden, logging to $OUT/oomwarden.log.
-# OOMWARDEN_EXTRA (from the runner's --env) adds arguments, split at spaces: the observation
-# runs of tests/vm/bench/record.sh give a configuration that never acts and --record.
 start_oomwarden() {
     setup_ok
-    # shellcheck disable=SC2086
-    sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" ${OOMWARDEN_EXTRA:-} \
+    sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
         > /dev/null 2>> "$OUT/oomwarden.log" &
     OOMWARDEN=$!
     # A daemon that does not start fails the scenario at once: nothing after it could pass

@@ -268,6 +268,8 @@ impl Trend {
     const WINDOW_NS: u64 = 20_000_000_000;
     /// At most this many points (a window of 20 s at 1 s holds 21).
     const MAX_POINTS: usize = 32;
+    /// The last rates that must still show the fall.
+    const RECENT: usize = 5;
 
     /// Takes this cycle's value and returns the trend, bytes per second (0 until a whole
     /// window was seen: a daemon started seconds before a pod fills the node has seen only the
@@ -301,6 +303,10 @@ impl Trend {
         0.0
     }
 
+    /// The median of the per-second rates over the window, or over its last
+    /// [`Trend::RECENT`] rates if that pace is slower: a fall that has lasted and still goes
+    /// on (a pod that took memory for fifteen seconds and stopped is no trend five seconds
+    /// later). 0 when the two disagree in direction.
     fn median(&self) -> f64 {
         let seen = match (self.points.front(), self.points.back()) {
             (Some(&(first, _)), Some(&(last, _))) => last - first,
@@ -309,7 +315,7 @@ impl Trend {
         if seen < Self::WINDOW_NS {
             return 0.0;
         }
-        let mut rates: Vec<f64> = self
+        let rates: Vec<f64> = self
             .points
             .iter()
             .zip(self.points.iter().skip(1))
@@ -319,13 +325,26 @@ impl Trend {
                 Some((v1 - v0) / seconds)
             })
             .collect();
-        rates.sort_by(f64::total_cmp);
-        let n = rates.len();
-        match (rates.get(n / 2), n % 2) {
-            (None, _) => 0.0,
-            (Some(m), 1) => *m,
-            (Some(m), _) => rates.get(n / 2 - 1).map_or(*m, |l| (l + m) / 2.0),
+        let whole = median_of(rates.clone());
+        let recent = median_of(rates.iter().rev().take(Self::RECENT).copied().collect());
+        if whole.signum() != recent.signum() || whole == 0.0 || recent == 0.0 {
+            0.0
+        } else if whole.abs() < recent.abs() {
+            whole
+        } else {
+            recent
         }
+    }
+}
+
+/// The median (0 of nothing).
+fn median_of(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match (values.get(n / 2), n % 2) {
+        (None, _) => 0.0,
+        (Some(m), 1) => *m,
+        (Some(m), _) => values.get(n / 2 - 1).map_or(*m, |l| (l + m) / 2.0),
     }
 }
 
@@ -382,6 +401,30 @@ mod trend_tests {
             let v = 900.0 * MIB - 100.0 * MIB * (s - 25.0).clamp(0.0, 8.0);
             assert_eq!(t.push(tick * S / 10, v), 0.0, "at {s} s");
         }
+    }
+
+    #[test]
+    fn a_long_burst_is_no_trend_once_it_stopped() {
+        // 830 MiB over fourteen seconds, then flat (measured: S18's pod under TCG): a trend
+        // while it falls, none five seconds after it stopped.
+        let mut t = Trend::default();
+        let v = |s: f64| 900.0 * MIB - 60.0 * MIB * (s - 25.0).clamp(0.0, 14.0);
+        assert!(feed(&mut t, 0, 38, v) < -50.0 * MIB);
+        assert_eq!(feed(&mut t, 39, 44, v), 0.0);
+        for tick in 440..=700u64 {
+            #[allow(clippy::cast_precision_loss)]
+            let s = tick as f64 / 10.0;
+            assert_eq!(t.push(tick * S / 10, v(s)), 0.0, "at {s} s");
+        }
+    }
+
+    #[test]
+    fn the_slower_of_the_whole_and_the_recent_pace() {
+        // 20 MiB/s for twenty seconds, then 2 MiB/s: the recent pace, once five seconds show it.
+        let mut t = Trend::default();
+        let v = |s: f64| 900.0 * MIB - 20.0 * MIB * s.min(20.0) - 2.0 * MIB * (s - 20.0).max(0.0);
+        let r = feed(&mut t, 0, 26, v);
+        assert!((r + 2.0 * MIB).abs() < 1e-3 * MIB, "{r}");
     }
 
     #[test]

@@ -6,21 +6,19 @@
 #   tests/vm/bench/record.sh [SHAPE[@LRU]...]
 # SHAPE: hog (the reaction benchmark's episode), slow-leak (the same hog taking 600 MiB, then
 # leaking 1 MiB/s), full-but-healthy (S18), page-cache (S4). LRU: classic or mglru (default:
-# both). Default: every shape on both. Recordings: target/vm/bench/recordings/SHAPE@LRU.rec.gz,
+# both). Default: every shape on both. Recordings: target/vm/recordings/SHAPE@LRU.rec.gz,
 # beside each run's episode.json or result.json and console log. A shape is a measurement, not
 # a test: a run whose own checks fail still leaves its recording (and says so).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bin="$("$here/build.sh")"
-out="$root/target/vm/bench/recordings"
+out="$root/target/vm/recordings"
 mkdir -p "$out"
 runs=("$@")
 if ((${#runs[@]} == 0)); then
     for s in hog slow-leak full-but-healthy page-cache; do runs+=("$s@classic" "$s@mglru"); done
 fi
-observer="$out/observer.yaml"
-printf 'apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: "false"\nsampleInterval: 100ms\n' > "$observer"
 for run in "${runs[@]}"; do
     shape=${run%@*} lru=classic
     [[ $run == *@* ]] && lru=${run#*@}
@@ -31,9 +29,9 @@ for run in "${runs[@]}"; do
         slow-leak) script="$here/bench/episode.sh"; args=(observer)
             env+=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000); opts="--timeout 900" ;;
         full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; args=(); opts="--timeout 600"
-            env+=(--env "OOMWARDEN_EXTRA=--config /root/observer.yaml --record /out/recording.rec") ;;
+            env+=(--env CONTENDER=observer) ;;
         page-cache) script="$here/scenarios/s4-no-false-kill.sh"; args=(); opts="--timeout 420"
-            env+=(--env "OOMWARDEN_EXTRA=--config /root/observer.yaml --record /out/recording.rec" --env DURATION=120) ;;
+            env+=(--env CONTENDER=observer --env DURATION=120) ;;
         *) echo "record: unknown shape $shape (hog, slow-leak, full-but-healthy, page-cache)" >&2; exit 2 ;;
     esac
     vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
@@ -45,7 +43,7 @@ for run in "${runs[@]}"; do
     "$here/run-in-vm.sh" $opts --quiet --log "$d/console.log" --out "$d" $vmopts \
         --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
         --add "$bin/service:/usr/local/bin/service" --add "$bin/canary:/usr/local/bin/canary" \
-        --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/run.sh" --add "$observer:/root/observer.yaml" \
+        --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/run.sh" \
         "${env[@]}" -- /bin/sh /root/run.sh "${args[@]}" || echo "record: $shape ($lru): the run's own checks failed (see $d)" >&2
     if [[ -s $d/recording.rec ]]; then
         gzip -n -c "$d/recording.rec" > "$out/$shape@$lru.rec.gz"

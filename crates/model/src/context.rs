@@ -140,8 +140,9 @@ pub const TIME_SINCE_TRIGGER: &str = "time_since_trigger";
 /// themselves: they stall while they do) and `pgsteal` (pages reclaimed). A rate is 0 in the
 /// first cycle, when a counter went backwards, or when its file could not be read. Last,
 /// `node_memory_available_trend`: the median of the per-second rates of `MemAvailable` over
-/// the last 20 s (bytes per second; a sustained fall, which a burst that stopped or a single
-/// jump does not move; 0 until 20 s were seen).
+/// the last 20 s, or over the last 5 s when that pace is slower (bytes per second; a fall
+/// that has lasted and still goes on, which a burst that stopped or a single jump does not
+/// make; 0 until 20 s were seen).
 pub const NODE_NAMES: [&str; 8] = [
     "node_memory_available",
     "node_memory_total",

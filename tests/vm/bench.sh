@@ -8,6 +8,8 @@
 #   CONTENDERS="earlyoom oomwarden-memory" tests/vm/bench.sh 1   # a subset
 #   LRU=mglru tests/vm/bench.sh 3        # one page-reclaim mode (default: classic and mglru)
 #   SHAPES="hog full-but-healthy" tests/vm/bench.sh 3
+#   BENCH_OUT=DIR tests/vm/bench.sh 1    # results elsewhere (default target/vm/bench/reaction);
+#   tests/vm/bench/summarize.py DIR... makes one table of several such runs
 # SHAPES (default hog): hog (the episode: 450 MiB at once, then 5 MiB/s), slow-leak (600 MiB,
 # then 1 MiB/s), full-but-healthy (S18: the node held at 90-95 % used, nothing growing, for
 # 3 minutes: a kill there is a false kill), page-cache (S4: page-cache churn larger than RAM).
@@ -45,7 +47,7 @@ if [[ ! -d $stdlib ]]; then
         --exclude=dist-packages --exclude='config-*' .) | tar -xf - -C "$stdlib"
 fi
 ctypes_so=$(ls "$stdlib"/lib-dynload/_ctypes.*.so)
-out="$root/target/vm/bench/reaction"
+out=${BENCH_OUT:-$root/target/vm/bench/reaction}
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
  for shape in ${SHAPES:-hog}; do
@@ -83,55 +85,4 @@ for ((r = 1; r <= reps; r++)); do
   done
  done
 done
-python3 - "$out" "$reps" <<'PY'
-import json, statistics, sys, pathlib
-out, reps = pathlib.Path(sys.argv[1]), int(sys.argv[2])
-runs = {}
-for f in sorted(out.glob("*/episode.json")):
-    e = json.loads(f.read_text())
-    # Runs of versions without the fields were the hog on classic.
-    shape = e.get("shape") or ("slow-leak" if e.get("leak") == 1 else "hog")
-    runs.setdefault((shape, e["contender"], e.get("lru", "classic")), []).append(e)
-order = ["kernel", "earlyoom", "nohang", "oomd", "oomwarden", "oomwarden-memory", "oomwarden-recommended",
-         "oomwarden-psi", "earlyoom-oomwarden-idle", "observer"]
-rows = {}
-for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2], order.index(k[0][1]) if k[0][1] in order else 99)):
-    med = lambda k: statistics.median(k(e) for e in es)
-    row = {"shape": shape, "contender": c, "lru": lru, "runs": len(es),
-           "kills": med(lambda e: e["kills"]), "kernelOomKills": med(lambda e: e["kernelOomKills"]),
-           "killsPerRun": [e["kills"] for e in es], "kernelOomKillsPerRun": [e["kernelOomKills"] for e in es]}
-    if "canary" in es[0]:
-        # The canary's worst delay in the 10 s before the hog died and the 3 s after (the stall
-        # a contender lets happen and the kill itself); it lists periods later than 5 ms, so 5
-        # means "none later than 5 ms".
-        def near_death(e):
-            end = e["hogEndMs"]
-            return max([d for t, d in e["canary"]["late"] if end - 10000 <= t <= end + 3000], default=5.0)
-        row.update({
-            "canaryWorstMs": med(lambda e: e["canary"]["worstMs"]),
-            "canaryWorstPerRun": [e["canary"]["worstMs"] for e in es],
-            "canaryP99Ms": med(lambda e: e["canary"]["p99Ms"]),
-            "canaryWorstNearDeathMs": med(near_death),
-            "systemFullStallSeconds": med(lambda e: e["systemFullStallSeconds"]),
-            "hogLifeSeconds": med(lambda e: e["hogLifeSeconds"]),
-            "died": sorted({e["died"] for e in es}),
-        })
-    rows[f"{shape} {c} ({lru})"] = row
-(out / "results.json").write_text(json.dumps({"medians": rows, "runs": {" ".join(k): v for k, v in runs.items()}}, indent=2))
-for shape in ["hog", "slow-leak", "full-but-healthy", "page-cache"]:
-    rs = [r for r in rows.values() if r["shape"] == shape]
-    if not rs:
-        continue
-    print(f"\n{shape}:\n")
-    if "canaryWorstMs" in rs[0]:
-        print("| contender | LRU | runs | canary worst (ms) [per run] | near the death (ms) | canary p99 (ms) | System full stall (s) | hog start to death (s) | kills | kernel OOM kills | what died |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-        for r in rs:
-            per = ", ".join(f"{w:.1f}" for w in r["canaryWorstPerRun"])
-            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['canaryWorstMs']:.0f} [{per}] | {r['canaryWorstNearDeathMs']:.0f} | {r['canaryP99Ms']:.1f} | {r['systemFullStallSeconds']:.2f} | {r['hogLifeSeconds']:.1f} | {r['kills']:g} | {r['kernelOomKills']:g} | {'; '.join(r['died'])} |")
-    else:
-        print("| contender | LRU | runs | kills [per run] | kernel OOM kills [per run] |")
-        print("|---|---|---:|---:|---:|")
-        for r in rs:
-            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['kills']:g} {r['killsPerRun']} | {r['kernelOomKills']:g} {r['kernelOomKillsPerRun']} |")
-PY
+python3 "$here/bench/summarize.py" "$out"

@@ -3,7 +3,7 @@
  * working set (a mapped file, like a binary, plus 1 MiB of heap) and measures how late it
  * is. On SIGTERM (or after DURATION s) it writes a JSON summary:
  *   {"samples":N,"worstMs":W,"p99Ms":P,"p999Ms":Q,"over100ms":K,"late":[[T,D],...]}
- * where a delay is the time past the intended 10 ms period, and "late" lists (up to 256) the
+ * where a delay is the time past the intended 10 ms period, and "late" lists (up to 8192) the
  * periods later than 5 ms: T = CLOCK_MONOTONIC in ms when the period ended, D = its delay.
  *   canary FILE OUT.json [DURATION_s]
  */
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #define MAX_SAMPLES (1 << 20)
-#define MAX_LATE 256
+#define MAX_LATE 8192
 #define LATE_MS 5.0
 static volatile sig_atomic_t stop;
 static void on_term(int sig) { (void)sig; stop = 1; }

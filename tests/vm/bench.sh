@@ -35,9 +35,10 @@ fetch() {
 }
 fetch earlyoom nohang oomd libjsoncpp25
 x=$peers/x
-# nohang runs on the host's Python 3 (it has no dependency but the standard library), copied
-# into the guest without what nohang never imports.
-python=$(readlink -f "$(command -v python3)")
+# nohang runs on the distribution's Python 3 (it needs nothing but the standard library),
+# copied into the guest without what nohang never imports (not a python3 from PATH: pyenv's
+# is a shell script).
+python=$(readlink -f /usr/bin/python3) || { echo "bench: nohang needs the distribution's /usr/bin/python3" >&2; exit 1; }
 pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 stdlib="$peers/python$pyver"
 if [[ ! -d $stdlib ]]; then

@@ -1,6 +1,7 @@
 //! The deployment files say what oomwarden needs: the DaemonSet's embedded configuration is
-//! valid, its pod is Guaranteed and out of the default ranking's reach, its flags point at its
-//! mounts; the systemd unit keeps the protections. (Schemas and `systemd-analyze verify`:
+//! valid, its pod has no CPU limit, is node-critical (`oom_score_adj` -997) and out of the
+//! default ranking's reach, its flags point at its mounts, the kustomization sets its image;
+//! the systemd unit keeps the protections. (Schemas and `systemd-analyze verify`:
 //! tools/deploy-check.)
 
 // Test code: unwrap on expected outcomes is the assertion.
@@ -45,11 +46,20 @@ fn the_daemonset_runs_what_it_needs() {
     assert_eq!(spec["tolerations"][0]["operator"], "Exists");
     let c = &spec["containers"][0];
     assert_eq!(c["securityContext"]["privileged"], true);
-    // Guaranteed: the pod cgroup has memory.max, so the default ranking never scores it.
+    // No CPU limit (a throttled OOM handler is a late one): Burstable. A memory limit: the pod
+    // cgroup has memory.max, so the default ranking never scores it. Node-critical: the
+    // kubelet gives it -997 whatever the class (the priority as admission resolves
+    // system-node-critical).
+    assert!(c["resources"]["limits"].get("cpu").is_none(), "{c}");
+    assert!(c["resources"]["limits"]["memory"].is_string(), "{c}");
+    let mut admitted = spec.clone();
+    admitted["priority"] = serde_json::json!(2_000_001_000);
     let pod: Pod =
-        serde_json::from_value(serde_json::json!({"kind": "Pod", "spec": spec})).unwrap();
+        serde_json::from_value(serde_json::json!({"kind": "Pod", "spec": admitted})).unwrap();
     let s = score(&pod, 16 << 30, FeatureGates::default()).unwrap();
-    assert_eq!(s.qos_class, PodQos::Guaranteed);
+    assert_eq!(s.qos_class, PodQos::Burstable);
+    assert!(s.node_critical);
+    assert!(s.containers.iter().all(|c| c.oom_score_adj == -997), "{s:?}");
     assert!(!s.oom_handler_candidate, "{}", s.oom_handler_reason);
 
     // Every path a flag names is mounted.
@@ -241,5 +251,31 @@ fn the_events_rbac_is_what_they_need_and_nothing_more() {
     assert_eq!(
         settings.warden.events.kubeconfig, None,
         "the in-cluster service account"
+    );
+}
+
+#[test]
+fn the_kustomization_sets_the_daemonsets_image() {
+    let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();
+    assert_eq!(k["kind"], "Kustomization");
+    assert!(
+        k["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "oomwarden.yaml")
+    );
+    let docs = documents();
+    let image = kind(&docs, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap();
+    let name = image.rsplit_once(':').map_or(image, |(n, _)| n);
+    assert!(
+        k["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["name"] == name),
+        "the kustomization does not name the DaemonSet's image {name}"
     );
 }

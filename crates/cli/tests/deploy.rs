@@ -59,7 +59,10 @@ fn the_daemonset_runs_what_it_needs() {
     let s = score(&pod, 16 << 30, FeatureGates::default()).unwrap();
     assert_eq!(s.qos_class, PodQos::Burstable);
     assert!(s.node_critical);
-    assert!(s.containers.iter().all(|c| c.oom_score_adj == -997), "{s:?}");
+    assert!(
+        s.containers.iter().all(|c| c.oom_score_adj == -997),
+        "{s:?}"
+    );
     assert!(!s.oom_handler_candidate, "{}", s.oom_handler_reason);
 
     // Every path a flag names is mounted.

@@ -1571,8 +1571,11 @@ fn first_kills(recording: &str, configs: &[&str]) -> Vec<Option<f64>> {
         .map(|c| {
             out.lines()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .find(|d| d["config"] == *c && d["record"]["outcome"] == "killed")
-                .and_then(|d| d["offsetSeconds"].as_f64())
+                .find(|d| {
+                    d.get("config").is_some_and(|x| x == *c)
+                        && d.pointer("/record/outcome").is_some_and(|o| o == "killed")
+                })
+                .and_then(|d| d.get("offsetSeconds").and_then(serde_json::Value::as_f64))
         })
         .collect()
 }
@@ -1591,7 +1594,7 @@ fn the_recommended_policy_on_what_the_kernel_alone_went_through() {
         "testdata/recordings/hog-mglru.rec.gz",
         &[recommended, memory_level, talos],
     );
-    let (Some(r), Some(m), Some(t)) = (hog[0], hog[1], hog[2]) else {
+    let [Some(r), Some(m), Some(t)] = hog[..] else {
         panic!("every policy kills the hog: {hog:?}");
     };
     // By the trend, seconds before a memory level as earlyoom's would (measured: 60.0 against

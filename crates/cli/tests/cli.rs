@@ -1604,10 +1604,16 @@ fn the_recommended_policy_on_what_the_kernel_alone_went_through() {
         "testdata/recordings/full-but-healthy-mglru.rec.gz",
         &[recommended, memory_level, talos],
     );
+    let [by_recommended, by_memory_level, by_talos] = full[..] else {
+        panic!("three configurations: {full:?}");
+    };
     assert_eq!(
-        full[0], None,
+        by_recommended, None,
         "the recommended policy killed on a node only full"
     );
-    assert_eq!(full[2], None, "the default killed on a node only full");
-    assert!(full[1].is_some(), "a memory level kills there: {full:?}");
+    assert_eq!(by_talos, None, "the default killed on a node only full");
+    assert!(
+        by_memory_level.is_some(),
+        "a memory level kills there: {full:?}"
+    );
 }

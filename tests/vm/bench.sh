@@ -21,6 +21,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 reps=${1:-3}
 bin="$("$here/build.sh")"
+. "$here/bench/shapes.sh"
 cache=${VMTEST_CACHE:-/var/cache/oomwarden-vm}
 peers="$cache/peers"
 # fetch PACKAGE... -> unpacked into $peers/x once.
@@ -52,17 +53,7 @@ out=${BENCH_OUT:-$root/target/vm/bench/reaction}
 rm -rf "$out"; mkdir -p "$out"
 for ((r = 1; r <= reps; r++)); do
  for shape in ${SHAPES:-hog}; do
-  env=() timeout=420
-  case $shape in
-      hog) script="$here/bench/episode.sh" ;;
-      slow-leak) script="$here/bench/episode.sh"; timeout=900
-          env=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000) ;;
-      full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; timeout=600 ;;
-      page-cache) script="$here/scenarios/s4-no-false-kill.sh" ;;
-      *) echo "bench: unknown shape $shape" >&2; exit 2 ;;
-  esac
-  vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
-  [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"
+  shape "$shape" || exit 2
   for lru in ${LRU:-classic mglru}; do
     for c in ${CONTENDERS:-kernel earlyoom nohang oomd oomwarden oomwarden-memory oomwarden-recommended}; do
         d="$out/$shape-$c-$lru-$r"
@@ -80,7 +71,7 @@ for ((r = 1; r <= reps; r++)); do
             --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/episode.sh" \
             --add "$root/examples/config/memory-level.yaml:/root/memory-level.yaml" \
             --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" \
-            --env "LRU=$lru" --env "CONTENDER=$c" "${env[@]}" -- /bin/sh /root/episode.sh "$c" || echo "bench: $shape, $c ($lru) run $r failed" >&2
+            --env "LRU=$lru" --env "CONTENDER=$c" "${shape_env[@]}" -- /bin/sh /root/episode.sh "$c" || echo "bench: $shape, $c ($lru) run $r failed" >&2
         cat "$d/episode.json" 2>/dev/null >&2 || true
     done
   done

@@ -13,6 +13,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 root="$(cd "$here/../.." && pwd)"
 bin="$("$here/build.sh")"
+. "$here/bench/shapes.sh"
 out="$root/target/vm/recordings"
 mkdir -p "$out"
 runs=("$@")
@@ -23,28 +24,16 @@ for run in "${runs[@]}"; do
     shape=${run%@*} lru=classic
     [[ $run == *@* ]] && lru=${run#*@}
     case $lru in classic|mglru) ;; *) echo "record: $run: LRU is classic or mglru" >&2; exit 2 ;; esac
-    env=(--env "LRU=$lru")
-    case $shape in
-        hog) script="$here/bench/episode.sh"; args=(observer); opts="--timeout 420" ;;
-        slow-leak) script="$here/bench/episode.sh"; args=(observer)
-            env+=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000); opts="--timeout 900" ;;
-        full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; args=(); opts="--timeout 600"
-            env+=(--env CONTENDER=observer) ;;
-        page-cache) script="$here/scenarios/s4-no-false-kill.sh"; args=(); opts="--timeout 420"
-            env+=(--env CONTENDER=observer --env DURATION=120) ;;
-        *) echo "record: unknown shape $shape (hog, slow-leak, full-but-healthy, page-cache)" >&2; exit 2 ;;
-    esac
-    vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
-    [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"
+    shape "$shape" || exit 2
     d="$out/$shape@$lru"
     rm -rf "$d"; mkdir -p "$d"
     echo "=== record: $shape ($lru)" >&2
     # shellcheck disable=SC2086
-    "$here/run-in-vm.sh" $opts --quiet --log "$d/console.log" --out "$d" $vmopts \
+    "$here/run-in-vm.sh" --timeout "$timeout" --quiet --log "$d/console.log" --out "$d" $vmopts \
         --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
         --add "$bin/service:/usr/local/bin/service" --add "$bin/canary:/usr/local/bin/canary" \
         --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/run.sh" \
-        "${env[@]}" -- /bin/sh /root/run.sh "${args[@]}" || echo "record: $shape ($lru): the run's own checks failed (see $d)" >&2
+        --env "LRU=$lru" --env CONTENDER=observer "${shape_env[@]}" -- /bin/sh /root/run.sh observer || echo "record: $shape ($lru): the run's own checks failed (see $d)" >&2
     if [[ -s $d/recording.rec ]]; then
         gzip -n -c "$d/recording.rec" > "$out/$shape@$lru.rec.gz"
         echo "=== record: $shape ($lru): $(grep -c '^c ' "$d/recording.rec") cycles -> $out/$shape@$lru.rec.gz" >&2

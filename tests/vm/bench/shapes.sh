@@ -1,0 +1,20 @@
+# shapes.sh - sourced by tests/vm/bench.sh and tests/vm/bench/record.sh (bash, $here = tests/vm).
+# shape NAME -> the workload shapes the benchmark plays: sets $script (the guest script),
+# $timeout, $vmopts (its "# vm:" line) and the array $shape_env (--env arguments).
+#   hog               the reaction episode: 450 MiB at once, then 5 MiB/s (bench/episode.sh)
+#   slow-leak         the same hog taking 600 MiB, then leaking 1 MiB/s
+#   full-but-healthy  S18: the node held at 90-95 % used, nothing growing, for 3 minutes
+#   page-cache        S4: page-cache churn larger than RAM, for 2 minutes
+shape() {
+    shape_env=() timeout=420
+    case $1 in
+        hog) script="$here/bench/episode.sh" ;;
+        slow-leak) script="$here/bench/episode.sh"; timeout=900
+            shape_env=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000) ;;
+        full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; timeout=600 ;;
+        page-cache) script="$here/scenarios/s4-no-false-kill.sh"; shape_env=(--env DURATION=120) ;;
+        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache)" >&2; return 2 ;;
+    esac
+    vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
+    [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"
+}

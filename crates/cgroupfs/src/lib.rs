@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use files::{Disk, Files, MAX_FILE_BYTES};
+pub use files::{Disk, Files, KEPT_AT_MOST, KEPT_IDLE, Kept, MAX_FILE_BYTES};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
 pub use triggers::{PressureTriggers, TriggerSpec};
 

@@ -312,17 +312,22 @@ pub fn run(
     let proc = ProcFs::new(&options.proc_root);
     check_host(&cgroups, &proc)?;
     let flight = settings.warden.flight_recorder;
+    let protection = protect_self();
+    // The engine's reads keep the kernel's files open (one pread a file a cycle, not a path
+    // walk, an open and a close), within a quarter of the open-file limit the kills need.
+    let kept: Arc<dyn oomwarden_cgroupfs::Files> = Arc::new(oomwarden_cgroupfs::Kept::new(
+        kept_files(&protection.nofile),
+    ));
+    log_protection(protection);
     // Recording: every read of the engine goes through the tap.
     let tap = (options.record.is_some() || flight.enabled)
-        .then(|| oomwarden_recording::Tap::new(Arc::new(oomwarden_cgroupfs::Disk)));
-    let (cgroups, proc) = match &tap {
-        Some(tap) => (
-            CgroupFs::with_files(&options.cgroup_root, tap.clone()),
-            ProcFs::with_files(&options.proc_root, tap.clone()),
-        ),
-        None => (cgroups, proc),
+        .then(|| oomwarden_recording::Tap::new(Arc::clone(&kept)));
+    let files: Arc<dyn oomwarden_cgroupfs::Files> = match &tap {
+        Some(tap) => tap.clone(),
+        None => kept,
     };
-    log_protection(protect_self());
+    let cgroups = CgroupFs::with_files(&options.cgroup_root, Arc::clone(&files));
+    let proc = ProcFs::with_files(&options.proc_root, files);
     let self_cgroup = own_cgroup(&cgroups);
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
     warn_missing_dirs(&settings, &layout, &cgroups);
@@ -446,6 +451,13 @@ fn starting_state(
 }
 
 /// Says what self-protection could not do.
+/// How many files the engine's reads keep open: 256 (the every-cycle files of a node with a
+/// few hundred Guaranteed pods), at most a quarter of the open-file limit.
+fn kept_files(nofile: &std::io::Result<(u64, u64)>) -> usize {
+    let limit = nofile.as_ref().map_or(1024, |(soft, _)| *soft);
+    usize::try_from(limit / 4).unwrap_or(usize::MAX).min(256)
+}
+
 fn log_protection(protection: oomwarden_actuate::SelfProtection) {
     if let Err(e) = protection.oom_score_adj {
         tracing::warn!(error = %e, "cannot set own oom_score_adj to -1000; the kernel OOM killer may choose oomwarden");

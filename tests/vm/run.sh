@@ -58,6 +58,15 @@ for s in "${scenarios[@]}"; do
                --add "$bin/cri-driver:/usr/local/bin/cri-driver" --add "$bin/images:/root/images"
                --add "$here/cri.sh:/root/cri.sh")
     fi
+    # "# needs: image": the container image scripts/image writes (built again when the binary
+    # is newer), the manifest it runs from, and a record to fill a history with.
+    if grep -q '^# needs: image' "$script"; then
+        image="$root/target/image/oomwarden.tar"
+        [[ -f $image && $image -nt $bin/oomwarden ]] || "$root/scripts/image" >&2
+        extra+=(--add "$image:/root/oomwarden-image.tar"
+                --add "$root/deploy/kubernetes/oomwarden.yaml:/root/deploy/oomwarden.yaml"
+                --add "$root/testdata/explain/pod/actions.jsonl:/root/record.jsonl")
+    fi
     out="$results/$s"
     attempt=0 rc=1
     while ((rc != 0 && attempt <= retries)); do

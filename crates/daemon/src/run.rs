@@ -308,26 +308,18 @@ pub fn run(
     // noticed at the first cycle rather than lost.
     let mut config_watch = ConfigWatch::new(options.config_file.as_deref());
     let settings = load_settings(options.config_file.as_deref(), &options.overrides)?;
-    let cgroups = CgroupFs::new(&options.cgroup_root);
-    let proc = ProcFs::new(&options.proc_root);
-    check_host(&cgroups, &proc)?;
+    check_host(
+        &CgroupFs::new(&options.cgroup_root),
+        &ProcFs::new(&options.proc_root),
+    )?;
     let flight = settings.warden.flight_recorder;
     let protection = protect_self();
-    // The engine's reads keep the kernel's files open (one pread a file a cycle, not a path
-    // walk, an open and a close), within a quarter of the open-file limit the kills need.
-    let kept: Arc<dyn oomwarden_cgroupfs::Files> = Arc::new(oomwarden_cgroupfs::Kept::new(
-        kept_files(&protection.nofile),
-    ));
+    let (tap, cgroups, proc) = engine_files(
+        options,
+        options.record.is_some() || flight.enabled,
+        &protection.nofile,
+    );
     log_protection(protection);
-    // Recording: every read of the engine goes through the tap.
-    let tap = (options.record.is_some() || flight.enabled)
-        .then(|| oomwarden_recording::Tap::new(Arc::clone(&kept)));
-    let files: Arc<dyn oomwarden_cgroupfs::Files> = match &tap {
-        Some(tap) => tap.clone(),
-        None => kept,
-    };
-    let cgroups = CgroupFs::with_files(&options.cgroup_root, Arc::clone(&files));
-    let proc = ProcFs::with_files(&options.proc_root, files);
     let self_cgroup = own_cgroup(&cgroups);
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
     warn_missing_dirs(&settings, &layout, &cgroups);
@@ -451,6 +443,28 @@ fn starting_state(
 }
 
 /// Says what self-protection could not do.
+/// What the engine reads through: the kernel's files kept open (one pread a file a cycle,
+/// not a path walk, an open and a close), within a quarter of the open-file limit the kills
+/// need; and, when recording, the tap every read goes through.
+fn engine_files(
+    options: &RunOptions,
+    recording: bool,
+    nofile: &std::io::Result<(u64, u64)>,
+) -> (Option<Arc<oomwarden_recording::Tap>>, CgroupFs, ProcFs) {
+    let kept: Arc<dyn oomwarden_cgroupfs::Files> =
+        Arc::new(oomwarden_cgroupfs::Kept::new(kept_files(nofile)));
+    let tap = recording.then(|| oomwarden_recording::Tap::new(Arc::clone(&kept)));
+    let files: Arc<dyn oomwarden_cgroupfs::Files> = match &tap {
+        Some(tap) => tap.clone(),
+        None => kept,
+    };
+    (
+        tap,
+        CgroupFs::with_files(&options.cgroup_root, Arc::clone(&files)),
+        ProcFs::with_files(&options.proc_root, files),
+    )
+}
+
 /// How many files the engine's reads keep open: 256 (the every-cycle files of a node with a
 /// few hundred Guaranteed pods), at most a quarter of the open-file limit.
 fn kept_files(nofile: &std::io::Result<(u64, u64)>) -> usize {
@@ -925,6 +939,28 @@ fn rewatch_if_changed(engine: &Engine, kernel: &mut Option<crate::kernel::Kernel
     engine.discard_reads();
 }
 
+/// The settings a reload does not apply (what they set up is made once, at the start): each
+/// one that changed, by its configuration key, to be said rather than silently kept.
+fn at_next_start(
+    old: &oomwarden_config::WardenSettings,
+    new: &oomwarden_config::WardenSettings,
+) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    if old.metrics != new.metrics {
+        changed.push("metrics");
+    }
+    if old.flight_recorder != new.flight_recorder {
+        changed.push("flightRecorder");
+    }
+    if old.psi_triggers != new.psi_triggers {
+        changed.push("psiTriggers");
+    }
+    if old.state_dir != new.state_dir {
+        changed.push("stateDir");
+    }
+    changed
+}
+
 fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api::SharedState>) {
     let file = options.config_file.as_deref();
     let loaded = load_for_reload(file, &options.overrides).and_then(|(settings, warden)| {
@@ -934,8 +970,11 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
     match loaded {
         Ok((settings, has_warden_document, (layout, why))) => {
             engine.metrics().reloaded(true);
-            if settings.warden.metrics != engine.settings().warden.metrics {
-                tracing::warn!("the metrics settings changed; they take effect at the next start");
+            for setting in at_next_start(&engine.settings().warden, &settings.warden) {
+                tracing::warn!(
+                    setting,
+                    "{setting} changed; it takes effect at the next start (the running daemon keeps the old one)"
+                );
             }
             if layout.name != engine.layout_name() {
                 tracing::info!(layout = %layout.name, layout_reason = %why, "layout changed");
@@ -980,6 +1019,25 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Found running the DaemonSet (S19): a ConfigMap update turning the flight recorder on
+    // was taken in silence and did nothing.
+    #[test]
+    fn a_reload_names_what_waits_for_the_next_start() {
+        let old = oomwarden_config::WardenSettings::default();
+        let mut new = old.clone();
+        assert!(at_next_start(&old, &new).is_empty());
+        new.dry_run = !new.dry_run;
+        assert!(at_next_start(&old, &new).is_empty(), "dryRun is reloaded");
+        new.flight_recorder.enabled = !new.flight_recorder.enabled;
+        new.psi_triggers.enabled = !new.psi_triggers.enabled;
+        new.state_dir = "/elsewhere".into();
+        new.metrics.enabled = !new.metrics.enabled;
+        assert_eq!(
+            at_next_start(&old, &new),
+            ["metrics", "flightRecorder", "psiTriggers", "stateDir"]
+        );
+    }
 
     // Issue 14: a truncated file on reload used to mean the embedded defaults (turning a
     // `dryRun: true` off); a FIFO used to block the daemon.

@@ -8,6 +8,10 @@
 //! same sandbox, a sandbox that dies is stopped, removed and made again with its containers.
 //! Every step is said on stdout as a JSON line for the scenario to count.
 //!
+//! `daemonset` runs the pod of the DaemonSet in a manifest file (S19: oomwarden's own
+//! `deploy/kubernetes/oomwarden.yaml`), read field by field (`daemonset.rs`);
+//! `configmap-update` replaces a ConfigMap volume's files as the kubelet does.
+//!
 //! Not the kubelet: no back-off (a container is restarted at once), no API server, no CNI
 //! (pods use the node's network namespace), the cgroupfs layout only.
 
@@ -22,6 +26,8 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use oomwarden_cri::Runtime;
 use oomwarden_cri::v1;
+
+mod daemonset;
 
 /// The kubelet's pod labels (pkg/kubelet/types/labels.go).
 const POD_NAME: &str = "io.kubernetes.pod.name";
@@ -59,9 +65,50 @@ enum Command {
         /// The pod's UID.
         #[arg(long)]
         uid: String,
+        /// Seconds between SIGTERM and SIGKILL for each container, as the kubelet gives a
+        /// pod its `terminationGracePeriodSeconds` (0: killed at once).
+        #[arg(long, default_value_t = 0)]
+        grace: i64,
     },
     /// Prints every sandbox and container the runtime knows, one JSON object per line.
     Ps,
+    /// Runs the pod of the DaemonSet in a manifest file as the kubelet would on this node:
+    /// every field of its pod template translated (an unknown one is an error), its
+    /// ConfigMap volumes written as the kubelet writes them.
+    Daemonset {
+        /// The manifest (a multi-document YAML file with the DaemonSet and its ConfigMaps).
+        #[arg(long)]
+        manifest: PathBuf,
+        /// The pod's UID.
+        #[arg(long)]
+        uid: String,
+        /// `spec.nodeName` (default: the host name).
+        #[arg(long)]
+        node_name: Option<String>,
+        /// Where the kubelet keeps the pods' volumes.
+        #[arg(long, default_value = "/var/lib/kubelet/pods")]
+        kubelet_pods: PathBuf,
+        /// A ConfigMap key as edited in the cluster since the manifest was applied,
+        /// `CONFIGMAP/KEY=PATH` (repeatable): the pod gets that file instead.
+        #[arg(long = "configmap")]
+        configmaps: Vec<String>,
+    },
+    /// Replaces the files of a pod's ConfigMap volume as the kubelet does on an update: a new
+    /// timestamped directory, the `..data` symlink swapped by a rename, the old one removed.
+    ConfigmapUpdate {
+        /// The pod's UID.
+        #[arg(long)]
+        uid: String,
+        /// The volume's name.
+        #[arg(long)]
+        volume: String,
+        /// A key and the file with its new content, KEY=PATH (repeatable).
+        #[arg(long = "file", required = true)]
+        files: Vec<String>,
+        /// Where the kubelet keeps the pods' volumes.
+        #[arg(long, default_value = "/var/lib/kubelet/pods")]
+        kubelet_pods: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -163,8 +210,51 @@ fn main() -> Result<()> {
         match &cli.command {
             Command::Run(pod) => driver.run(pod).await.map(|_| ()),
             Command::Kubelet(pod) => driver.kubelet(pod).await,
-            Command::Delete { uid } => driver.delete(uid).await,
+            Command::Delete { uid, grace } => driver.delete(uid, *grace).await,
             Command::Ps => driver.ps().await,
+            Command::Daemonset {
+                manifest,
+                uid,
+                node_name,
+                kubelet_pods,
+                configmaps,
+            } => {
+                let mut edited = Vec::new();
+                for c in configmaps {
+                    let (key, path) = c
+                        .split_once('=')
+                        .with_context(|| format!("--configmap {c:?}: expected CONFIGMAP/KEY=PATH"))?;
+                    let (name, key) = key
+                        .split_once('/')
+                        .with_context(|| format!("--configmap {c:?}: expected CONFIGMAP/KEY=PATH"))?;
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("read {path}"))?;
+                    edited.push((name.to_owned(), key.to_owned(), text));
+                }
+                driver
+                    .daemonset(manifest, uid, node_name.as_deref(), kubelet_pods, &edited)
+                    .await
+            }
+            Command::ConfigmapUpdate {
+                uid,
+                volume,
+                files,
+                kubelet_pods,
+            } => {
+                let mut data = std::collections::BTreeMap::new();
+                for f in files {
+                    let (key, path) = f
+                        .split_once('=')
+                        .with_context(|| format!("--file {f:?}: expected KEY=PATH"))?;
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("read {path}"))?;
+                    data.insert(key.to_owned(), text);
+                }
+                let dir = configmap_dir(kubelet_pods, uid, volume);
+                atomic_write(&dir, &data)?;
+                say(serde_json::json!({"event": "configmap-updated", "uid": uid, "volume": volume, "dir": dir}));
+                Ok(())
+            }
         }
     })
 }
@@ -336,7 +426,7 @@ impl Driver {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        self.delete(&pod.uid).await
+        self.delete(&pod.uid, 0).await
     }
 
     /// One step towards a running pod: a dead sandbox is stopped with its containers (the
@@ -461,12 +551,17 @@ impl Driver {
     }
 
     async fn stop_container(&mut self, id: &str) -> Result<()> {
+        self.stop_container_within(id, 0).await
+    }
+
+    /// StopContainer: SIGTERM, then SIGKILL after `grace` seconds.
+    async fn stop_container_within(&mut self, id: &str, grace: i64) -> Result<()> {
         let result = self
             .runtime
             .client()
             .stop_container(v1::StopContainerRequest {
                 container_id: id.to_owned(),
-                timeout: 0,
+                timeout: grace,
             })
             .await;
         self.runtime.check("StopContainer", gone_is_done(result))?;
@@ -474,7 +569,11 @@ impl Driver {
     }
 
     async fn remove_container(&mut self, id: &str) -> Result<()> {
-        self.stop_container(id).await?;
+        self.remove_container_within(id, 0).await
+    }
+
+    async fn remove_container_within(&mut self, id: &str, grace: i64) -> Result<()> {
+        self.stop_container_within(id, grace).await?;
         let result = self
             .runtime
             .client()
@@ -517,10 +616,10 @@ impl Driver {
     /// stopped and removed, then its cgroup and its log directory. Tried again while it fails
     /// (a container caught starting refuses its removal until it is stopped), as the kubelet's
     /// pod worker retries.
-    async fn delete(&mut self, uid: &str) -> Result<()> {
+    async fn delete(&mut self, uid: &str, grace: i64) -> Result<()> {
         let mut tries = 0;
         loop {
-            match self.delete_once(uid).await {
+            match self.delete_once(uid, grace).await {
                 Err(e) if tries < 10 => {
                     say(
                         serde_json::json!({"event": "error", "uid": uid, "error": format!("{e:#}")}),
@@ -533,7 +632,7 @@ impl Driver {
         }
     }
 
-    async fn delete_once(&mut self, uid: &str) -> Result<()> {
+    async fn delete_once(&mut self, uid: &str, grace: i64) -> Result<()> {
         let result = self
             .runtime
             .client()
@@ -557,7 +656,7 @@ impl Driver {
                 })
                 .await;
             for container in self.runtime.check("ListContainers", result)?.containers {
-                self.remove_container(&container.id).await?;
+                self.remove_container_within(&container.id, grace).await?;
             }
             self.remove_sandbox(&sandbox.id).await?;
         }
@@ -708,4 +807,321 @@ fn say(mut event: serde_json::Value) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{event}");
     let _ = out.flush();
+}
+
+/// A pod's ConfigMap volume directory, as the kubelet lays it out.
+fn configmap_dir(kubelet_pods: &Path, uid: &str, volume: &str) -> PathBuf {
+    kubelet_pods
+        .join(uid)
+        .join("volumes/kubernetes.io~configmap")
+        .join(volume)
+}
+
+/// The kubelet's AtomicWriter (pkg/volume/util/atomic_writer.go): the files in a new
+/// `..<timestamp>` directory, `..data_tmp` pointing at it renamed over `..data`, each key a
+/// symlink `KEY -> ..data/KEY`, the previous timestamped directory removed. A reader of
+/// `KEY` sees the old file or the new one, never a mix.
+fn atomic_write(dir: &Path, data: &std::collections::BTreeMap<String, String>) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("mkdir {}", dir.display()))?;
+    let old = std::fs::read_link(dir.join("..data")).ok();
+    let stamp = {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("..{}.{:09}", now.as_secs(), now.subsec_nanos())
+    };
+    let ts = dir.join(&stamp);
+    std::fs::create_dir(&ts).with_context(|| format!("mkdir {}", ts.display()))?;
+    for (key, text) in data {
+        write(&ts.join(key), text)?;
+    }
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(&stamp, &tmp)
+        .with_context(|| format!("symlink {}", tmp.display()))?;
+    std::fs::rename(&tmp, dir.join("..data"))
+        .with_context(|| format!("rename {} over ..data", tmp.display()))?;
+    for key in data.keys() {
+        let link = dir.join(key);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(format!("..data/{key}"), &link)
+                .with_context(|| format!("symlink {}", link.display()))?;
+        }
+    }
+    if let Some(old) = old {
+        let old = dir.join(old);
+        std::fs::remove_dir_all(&old).with_context(|| format!("rm -r {}", old.display()))?;
+    }
+    Ok(())
+}
+
+/// `MemTotal` in bytes.
+fn mem_total() -> Result<i64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").context("read /proc/meminfo")?;
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        .map(|kb| kb * 1024)
+        .context("/proc/meminfo: no MemTotal")
+}
+
+impl Driver {
+    /// The DaemonSet's pod, as the kubelet would run it here.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the kubelet's steps in order: pod cgroup, volumes, sandbox, containers"
+    )]
+    async fn daemonset(
+        &mut self,
+        manifest: &Path,
+        uid: &str,
+        node_name: Option<&str>,
+        kubelet_pods: &Path,
+        edited: &[(String, String, String)],
+    ) -> Result<()> {
+        use daemonset::{EnvValue, Volume};
+        let text = std::fs::read_to_string(manifest)
+            .with_context(|| format!("read {}", manifest.display()))?;
+        let mut plan = daemonset::plan(&text, mem_total()?)
+            .with_context(|| format!("{}", manifest.display()))?;
+        for (configmap, key, text) in edited {
+            let mut found = false;
+            for volume in plan.volumes.values_mut() {
+                if let Volume::ConfigMap { name, data } = volume
+                    && name == configmap
+                {
+                    data.insert(key.clone(), text.clone());
+                    found = true;
+                }
+            }
+            if !found {
+                bail!("--configmap {configmap}/{key}: the pod mounts no ConfigMap {configmap}");
+            }
+        }
+        let node = match node_name {
+            Some(n) => n.to_owned(),
+            None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .context("the host name")?
+                .trim()
+                .to_owned(),
+        };
+        // DaemonSet pods are named after it with a random suffix.
+        let name = format!("{}-{}", plan.daemonset, uid.get(..5).unwrap_or(uid));
+        // The pod cgroup, as the kubelet's pod container manager makes it.
+        let cgroup_rel = daemonset::pod_cgroup(plan.score.qos_class, uid);
+        let cgroup = self.cgroup_root.join(&cgroup_rel);
+        if !cgroup.is_dir() {
+            std::fs::create_dir(&cgroup).with_context(|| format!("mkdir {}", cgroup.display()))?;
+        }
+        write(&cgroup.join("cgroup.subtree_control"), "+memory +pids")?;
+        if let Some(max) = plan.score.pod_memory_max_bytes {
+            write(&cgroup.join("memory.max"), &max.to_string())?;
+        }
+        // The volumes' host directories.
+        let mut host_paths = HashMap::new();
+        for (vname, volume) in &plan.volumes {
+            let path = match volume {
+                Volume::HostPath { path, kind } => {
+                    let p = PathBuf::from(path);
+                    match kind.as_str() {
+                        "DirectoryOrCreate" => std::fs::create_dir_all(&p)
+                            .with_context(|| format!("volume {vname}: mkdir {path}"))?,
+                        "Directory" if !p.is_dir() => {
+                            bail!(
+                                "volume {vname}: hostPath {path} is not a directory (type Directory)"
+                            )
+                        }
+                        _ => {}
+                    }
+                    p
+                }
+                Volume::ConfigMap { data, .. } => {
+                    let dir = configmap_dir(kubelet_pods, uid, vname);
+                    atomic_write(&dir, data)?;
+                    dir
+                }
+            };
+            host_paths.insert(vname.clone(), path);
+        }
+        let log_dir = self
+            .pod_logs
+            .join(format!("{}_{}_{}", plan.namespace, name, uid));
+        std::fs::create_dir_all(&log_dir)
+            .with_context(|| format!("mkdir {}", log_dir.display()))?;
+        let mut labels: HashMap<String, String> = plan.labels.clone().into_iter().collect();
+        labels.insert(POD_NAME.to_owned(), name.clone());
+        labels.insert(POD_NAMESPACE.to_owned(), plan.namespace.clone());
+        labels.insert(POD_UID.to_owned(), uid.to_owned());
+        let mut annotations: HashMap<String, String> =
+            plan.annotations.clone().into_iter().collect();
+        annotations.insert("kubernetes.io/config.source".to_owned(), "api".to_owned());
+        let namespaces = v1::NamespaceOption {
+            // No CNI in the VM: the node's network (the manifest's pod has its own).
+            network: v1::NamespaceMode::Node as i32,
+            pid: if plan.host_pid {
+                v1::NamespaceMode::Node
+            } else {
+                v1::NamespaceMode::Container
+            } as i32,
+            ipc: if plan.host_ipc {
+                v1::NamespaceMode::Node
+            } else {
+                v1::NamespaceMode::Pod
+            } as i32,
+            ..Default::default()
+        };
+        let privileged = plan.containers.iter().any(|c| c.privileged);
+        let sandbox_config = v1::PodSandboxConfig {
+            metadata: Some(v1::PodSandboxMetadata {
+                name: name.clone(),
+                uid: uid.to_owned(),
+                namespace: plan.namespace.clone(),
+                attempt: 0,
+            }),
+            hostname: String::new(),
+            log_directory: log_dir.to_string_lossy().into_owned(),
+            port_mappings: plan
+                .containers
+                .iter()
+                .flat_map(|c| c.ports.iter())
+                .map(|(port, protocol)| v1::PortMapping {
+                    protocol: match protocol.as_str() {
+                        "UDP" => v1::Protocol::Udp,
+                        "SCTP" => v1::Protocol::Sctp,
+                        _ => v1::Protocol::Tcp,
+                    } as i32,
+                    container_port: *port,
+                    ..Default::default()
+                })
+                .collect(),
+            labels: labels.clone(),
+            annotations: annotations.clone(),
+            linux: Some(v1::LinuxPodSandboxConfig {
+                cgroup_parent: format!("/{cgroup_rel}"),
+                security_context: Some(v1::LinuxSandboxSecurityContext {
+                    namespace_options: Some(namespaces.clone()),
+                    // The kubelet runs a privileged sandbox when a container is privileged.
+                    privileged,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let result = self
+            .runtime
+            .client()
+            .run_pod_sandbox(v1::RunPodSandboxRequest {
+                config: Some(sandbox_config.clone()),
+                runtime_handler: String::new(),
+            })
+            .await;
+        let sandbox = self.runtime.check("RunPodSandbox", result)?.pod_sandbox_id;
+        say(
+            serde_json::json!({"event": "sandbox-started", "uid": uid, "sandbox": sandbox, "name": name,
+            "namespace": plan.namespace, "cgroup": cgroup_rel, "qos": plan.score.qos_class,
+            "memoryMax": plan.score.pod_memory_max_bytes.map(|m| m.to_string()), "priority": plan.priority,
+            "terminationGracePeriodSeconds": plan.grace_seconds}),
+        );
+        for (c, score) in plan.containers.iter().zip(&plan.score.containers) {
+            if c.pull_policy == "Always" {
+                bail!(
+                    "container {}: imagePullPolicy Always needs a registry; the VM has none (import the image)",
+                    c.name
+                );
+            }
+            let container_logs = log_dir.join(&c.name);
+            std::fs::create_dir_all(&container_logs)
+                .with_context(|| format!("mkdir {}", container_logs.display()))?;
+            let envs = c
+                .env
+                .iter()
+                .map(|(key, value)| v1::KeyValue {
+                    key: key.clone(),
+                    value: match value {
+                        EnvValue::Value(v) => v.clone(),
+                        EnvValue::Field(f) => match f.as_str() {
+                            "spec.nodeName" => node.clone(),
+                            "metadata.name" => name.clone(),
+                            "metadata.namespace" => plan.namespace.clone(),
+                            _ => uid.to_owned(),
+                        },
+                    }
+                    .into_bytes(),
+                })
+                .collect();
+            let mounts = c
+                .mounts
+                .iter()
+                .map(|m| v1::Mount {
+                    container_path: m.path.clone(),
+                    host_path: host_paths
+                        .get(&m.volume)
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    readonly: m.read_only,
+                    ..Default::default()
+                })
+                .collect();
+            let mut clabels = labels.clone();
+            clabels.insert(CONTAINER_NAME.to_owned(), c.name.clone());
+            let config = v1::ContainerConfig {
+                metadata: Some(v1::ContainerMetadata {
+                    name: c.name.clone(),
+                    attempt: 0,
+                }),
+                image: Some(v1::ImageSpec {
+                    image: c.image.clone(),
+                    ..Default::default()
+                }),
+                command: c.command.clone(),
+                args: c.args.clone(),
+                envs,
+                mounts,
+                labels: clabels,
+                log_path: format!("{}/0.log", c.name),
+                linux: Some(v1::LinuxContainerConfig {
+                    resources: Some(v1::LinuxContainerResources {
+                        cpu_period: 100_000,
+                        cpu_quota: daemonset::cpu_quota(c.cpu_limit_milli),
+                        cpu_shares: daemonset::cpu_shares(c.cpu_request_milli),
+                        memory_limit_in_bytes: c.memory_limit.unwrap_or(0),
+                        oom_score_adj: score.oom_score_adj,
+                        ..Default::default()
+                    }),
+                    security_context: Some(v1::LinuxContainerSecurityContext {
+                        namespace_options: Some(namespaces.clone()),
+                        privileged: c.privileged,
+                        ..Default::default()
+                    }),
+                }),
+                ..Default::default()
+            };
+            let result = self
+                .runtime
+                .client()
+                .create_container(v1::CreateContainerRequest {
+                    pod_sandbox_id: sandbox.clone(),
+                    config: Some(config),
+                    sandbox_config: Some(sandbox_config.clone()),
+                })
+                .await;
+            let id = self.runtime.check("CreateContainer", result)?.container_id;
+            let result = self
+                .runtime
+                .client()
+                .start_container(v1::StartContainerRequest {
+                    container_id: id.clone(),
+                })
+                .await;
+            self.runtime.check("StartContainer", result)?;
+            say(
+                serde_json::json!({"event": "container-started", "uid": uid, "container": c.name, "id": id,
+                "oomScoreAdj": score.oom_score_adj, "cpuShares": daemonset::cpu_shares(c.cpu_request_milli),
+                "cpuQuota": daemonset::cpu_quota(c.cpu_limit_milli), "memoryLimit": c.memory_limit}),
+            );
+        }
+        Ok(())
+    }
 }

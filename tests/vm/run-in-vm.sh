@@ -412,7 +412,6 @@ done
 # ---------------------------------------------------------------- boot
 CONSOLE=$WORK/console.log
 CTL=$WORK/ctl.log
-: > "$CONSOLE"; : > "$CTL"
 KAPPEND="console=ttyS0 panic=-1 rdinit=/init cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 psi=1"
 ((QUIET_KERNEL)) && KAPPEND+=" quiet"
 KAPPEND+="$APPEND_EXTRA"
@@ -431,37 +430,53 @@ fi
 # shellcheck disable=SC2206
 [[ -n ${VMTEST_QEMU_EXTRA:-} ]] && QARGS+=($VMTEST_QEMU_EXTRA)
 
-info "booting ${KREL:-$KERNEL} ($ACCEL, ${CPUS} vCPU, $MEM RAM, timeout ${TIMEOUT}s, initramfs $(( $(stat -c %s "$WORK/initrd.cpio") / 1024 )) KiB)"
-T0=$(date +%s.%N)
-qemu-system-x86_64 "${QARGS[@]}" </dev/null >"$WORK/qemu.err" 2>&1 &
-QPID=$!
-if ((STREAM)); then
-    # follow the console until qemu is gone (by PID); sed -u: no buffering
-    tail -s 0.2 -n +1 -f --pid="$QPID" "$CONSOLE" | sed -u 's/\r$//' &
-    SPID=$!
-fi
-TIMED_OUT=0
+# A guest that dies before its /init runs COMMAND is booted again (up to 3 boots in all, within
+# the one --timeout): nothing of the run has started, and under TCG with several vCPUs the
+# kernel sometimes oopses while it patches its own text at boot (`Oops: int3` in
+# sched_clock_cpu, 2 boots of 21 on 2026-12-02). Each failed boot's console is kept as
+# --log FILE.bootN.
 deadline=$((SECONDS + TIMEOUT))
-READY_WALL=""
-while kill -0 "$QPID" 2>/dev/null; do
-    if [[ -z $READY_WALL ]] && grep -q '^VMTEST-READY' "$CTL" 2>/dev/null; then
-        READY_WALL=$(date +%s.%N)
+BOOTS=3
+for ((boot = 1; boot <= BOOTS; boot++)); do
+    : > "$CONSOLE"; : > "$CTL"
+    info "booting ${KREL:-$KERNEL} ($ACCEL, ${CPUS} vCPU, $MEM RAM, timeout ${TIMEOUT}s, initramfs $(( $(stat -c %s "$WORK/initrd.cpio") / 1024 )) KiB)"
+    T0=$(date +%s.%N)
+    qemu-system-x86_64 "${QARGS[@]}" </dev/null >"$WORK/qemu.err" 2>&1 &
+    QPID=$!
+    if ((STREAM)); then
+        # follow the console until qemu is gone (by PID); sed -u: no buffering
+        tail -s 0.2 -n +1 -f --pid="$QPID" "$CONSOLE" | sed -u 's/\r$//' &
+        SPID=$!
     fi
-    if ((SECONDS >= deadline)); then
-        TIMED_OUT=1
-        info "timeout after ${TIMEOUT}s: killing qemu (pid $QPID)"
-        kill -TERM "$QPID" 2>/dev/null || true
-        for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QPID" 2>/dev/null || break; sleep 0.5; done
-        kill -KILL "$QPID" 2>/dev/null || true
-        break
+    TIMED_OUT=0
+    READY_WALL=""
+    while kill -0 "$QPID" 2>/dev/null; do
+        if [[ -z $READY_WALL ]] && grep -q '^VMTEST-READY' "$CTL" 2>/dev/null; then
+            READY_WALL=$(date +%s.%N)
+        fi
+        if ((SECONDS >= deadline)); then
+            TIMED_OUT=1
+            info "timeout after ${TIMEOUT}s: killing qemu (pid $QPID)"
+            kill -TERM "$QPID" 2>/dev/null || true
+            for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$QPID" 2>/dev/null || break; sleep 0.5; done
+            kill -KILL "$QPID" 2>/dev/null || true
+            break
+        fi
+        if [[ -z $READY_WALL ]]; then sleep 0.05; else sleep 0.25; fi
+    done
+    QRC=0
+    wait "$QPID" || QRC=$?
+    QPID=""
+    if [[ -n $SPID ]]; then wait "$SPID" 2>/dev/null || true; SPID=""; fi
+    T1=$(date +%s.%N)
+    if ((!TIMED_OUT)) && ! grep -q '^VMTEST-READY' "$CTL" && ((boot < BOOTS)); then
+        info "the guest died before running COMMAND (no VMTEST-READY): booting again ($((boot + 1))/$BOOTS)"
+        [[ -n $LOGFILE ]] && sed 's/\r$//' "$CONSOLE" > "$LOGFILE.boot$boot"
+        if ((!STREAM)); then tail -n 5 "$CONSOLE" | sed "s/^/$PROG: console: /" >&2; fi
+        continue
     fi
-    if [[ -z $READY_WALL ]]; then sleep 0.05; else sleep 0.25; fi
+    break
 done
-QRC=0
-wait "$QPID" || QRC=$?
-QPID=""
-if [[ -n $SPID ]]; then wait "$SPID" 2>/dev/null || true; SPID=""; fi
-T1=$(date +%s.%N)
 
 [[ -n $LOGFILE ]] && sed 's/\r$//' "$CONSOLE" > "$LOGFILE"
 

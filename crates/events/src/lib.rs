@@ -18,7 +18,7 @@ mod build;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -228,8 +228,8 @@ impl Events {
 
 impl Drop for Events {
     fn drop(&mut self) {
-        // The thread ends at its next look (a request in flight ends at its deadline); it is
-        // not waited for, so a stop never waits on the API server.
+        // The thread ends when the queue's sender goes with this (a request in flight ends at
+        // its deadline); it is not waited for, so a stop never waits on the API server.
         self.shared.stop.store(true, Ordering::Relaxed);
     }
 }
@@ -320,12 +320,12 @@ fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) 
         }
     };
     let mut bucket = Bucket::new(options.burst, options.refill);
-    while !shared.stop.load(Ordering::Relaxed) {
-        let record = match records.recv_timeout(Duration::from_millis(200)) {
-            Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
+    // Blocked until a record comes: `Events` dropped (the daemon stopping, or a reload
+    // replacing it) drops the queue's sender, which ends the wait. No periodic wake-up.
+    while let Ok(record) = records.recv() {
+        if shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
         for new in events_for(&record, &options.reporter) {
             if !wait(&mut bucket, shared) {
                 return;
@@ -441,12 +441,9 @@ fn classify(result: Result<Result<Event, kube::Error>, tokio::time::error::Elaps
 
 /// No client: every record's Events are dropped as they come, until the stop.
 fn drain(records: &Receiver<ActionRecord>, shared: &Shared, reporter: &Reporter, why: Dropped) {
-    while !shared.stop.load(Ordering::Relaxed) {
-        match records.recv_timeout(Duration::from_millis(200)) {
-            Ok(r) => shared.drop_events(why, events_for(&r, reporter).len()),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
-        }
+    // Until `Events` is dropped (its sender with it).
+    while let Ok(r) = records.recv() {
+        shared.drop_events(why, events_for(&r, reporter).len());
     }
 }
 

@@ -379,6 +379,24 @@ impl Driver {
             }),
             ..Default::default()
         };
+        let id = self
+            .create_and_start(sandbox, config, sandbox_config)
+            .await?;
+        say(serde_json::json!({
+            "event": "container-started", "uid": pod.uid, "container": spec.name, "id": id,
+            "attempt": attempt, "oomScoreAdj": pod.oom_score_adj(),
+        }));
+        Ok(id)
+    }
+
+    /// `CreateContainer`, then `StartContainer`; a container that fails to start is removed
+    /// (not left behind: the next step makes a new one).
+    async fn create_and_start(
+        &mut self,
+        sandbox: &str,
+        config: v1::ContainerConfig,
+        sandbox_config: v1::PodSandboxConfig,
+    ) -> Result<String> {
         let result = self
             .runtime
             .client()
@@ -397,14 +415,9 @@ impl Driver {
             })
             .await;
         if let Err(e) = self.runtime.check("StartContainer", result) {
-            // Not left behind: the next step makes a new one.
             let _ = self.remove_container(&id).await;
             return Err(e.into());
         }
-        say(serde_json::json!({
-            "event": "container-started", "uid": pod.uid, "container": spec.name, "id": id,
-            "attempt": attempt, "oomScoreAdj": pod.oom_score_adj(),
-        }));
         Ok(id)
     }
 
@@ -1098,24 +1111,9 @@ impl Driver {
                 }),
                 ..Default::default()
             };
-            let result = self
-                .runtime
-                .client()
-                .create_container(v1::CreateContainerRequest {
-                    pod_sandbox_id: sandbox.clone(),
-                    config: Some(config),
-                    sandbox_config: Some(sandbox_config.clone()),
-                })
-                .await;
-            let id = self.runtime.check("CreateContainer", result)?.container_id;
-            let result = self
-                .runtime
-                .client()
-                .start_container(v1::StartContainerRequest {
-                    container_id: id.clone(),
-                })
-                .await;
-            self.runtime.check("StartContainer", result)?;
+            let id = self
+                .create_and_start(&sandbox, config, sandbox_config.clone())
+                .await?;
             say(
                 serde_json::json!({"event": "container-started", "uid": uid, "container": c.name, "id": id,
                 "oomScoreAdj": score.oom_score_adj, "cpuShares": daemonset::cpu_shares(c.cpu_request_milli),

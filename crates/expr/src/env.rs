@@ -229,6 +229,23 @@ impl Activation for SlotActivation {
     }
 }
 
+/// An activation over a fixed set of named slots whose values are made only when the
+/// expression reads them: a trigger reads a few of its 49 variables (the default, 3), and
+/// making every one (30 class maps) each cycle was most of a quiet cycle's allocations.
+pub(crate) struct LazyActivation<F> {
+    pub(crate) names: fn(&str) -> Option<usize>,
+    pub(crate) value: F,
+}
+
+impl<F: Fn(usize) -> Option<Value> + Send + Sync> Activation for LazyActivation<F> {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        match (self.names)(name) {
+            Some(i) => (self.value)(i),
+            None => CONSTANTS.get(name).cloned(),
+        }
+    }
+}
+
 /// Slot of a trigger variable (order: scalars, maps, duration).
 pub(crate) fn trigger_slot(name: &str) -> Option<usize> {
     TRIGGER_SLOTS.get(name).copied()

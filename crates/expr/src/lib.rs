@@ -55,7 +55,8 @@ pub use limits::{MAX_CODE_POINTS, MAX_RECURSION_DEPTH};
 
 use crate::diag::Rendered;
 use crate::env::{
-    RANKING_ENV, RANKING_VARIABLES, SlotActivation, TRIGGER_ENV, ranking_slot, trigger_slot,
+    LazyActivation, RANKING_ENV, RANKING_VARIABLES, SlotActivation, TRIGGER_ENV, ranking_slot,
+    trigger_slot,
 };
 use crate::limits::{LimitExceeded, check_limits};
 
@@ -433,23 +434,27 @@ impl TriggerExpr {
     }
 }
 
-fn trigger_activation(ctx: &TriggerContext) -> SlotActivation {
-    let values = ctx
-        .variables()
-        .map(|(_, v)| match v {
-            Variable::Double(d) => Value::Double(d),
-            Variable::ClassMap(m) => {
-                let entries = QosClass::ALL
-                    .iter()
-                    .map(|c| (MapKey::Int(c.as_i64()), Value::Double(m.get(*c))));
-                Value::Map(Arc::new(ValueMap::from_entries(entries)))
-            }
-            Variable::DurationNanos(ns) => Value::Duration(cel_core::Duration::from_nanos(ns)),
-        })
-        .collect();
-    SlotActivation {
+/// The context's variables as CEL values, each made when the expression reads it (the slot
+/// of a name is its place in `TriggerContext::variables`).
+fn trigger_activation(
+    ctx: &TriggerContext,
+) -> LazyActivation<impl Fn(usize) -> Option<Value> + Send + Sync + '_> {
+    LazyActivation {
         names: trigger_slot,
-        values,
+        value: move |slot| ctx.variables().nth(slot).map(|(_, v)| trigger_value(v)),
+    }
+}
+
+fn trigger_value(v: Variable<'_>) -> Value {
+    match v {
+        Variable::Double(d) => Value::Double(d),
+        Variable::ClassMap(m) => {
+            let entries = QosClass::ALL
+                .iter()
+                .map(|c| (MapKey::Int(c.as_i64()), Value::Double(m.get(*c))));
+            Value::Map(Arc::new(ValueMap::from_entries(entries)))
+        }
+        Variable::DurationNanos(ns) => Value::Duration(cel_core::Duration::from_nanos(ns)),
     }
 }
 

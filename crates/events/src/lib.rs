@@ -491,6 +491,51 @@ pub fn node_name(configured: Option<&str>) -> String {
 mod tests {
     use super::*;
 
+    /// The sender blocks on its queue with no periodic wake-up, so only the queue closing
+    /// can end it: dropping `Events` must, with a client and without one.
+    #[test]
+    fn dropping_events_ends_its_thread_with_or_without_a_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let reachable = dir.path().join("kubeconfig");
+        std::fs::write(
+            &reachable,
+            format!("apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context: {{cluster: x, user: u}}\ncurrent-context: x\n"),
+        )
+        .unwrap();
+        let missing = dir.path().join("no-such-kubeconfig");
+        for kubeconfig in [reachable, missing] {
+            let events = Events::start(Options::new(
+                Some(kubeconfig.clone()),
+                Reporter {
+                    node: "n1".to_owned(),
+                },
+            ))
+            .unwrap();
+            // Ours, the handle's and the thread's.
+            let shared = Arc::clone(&events.shared);
+            std::thread::sleep(Duration::from_millis(300));
+            assert_eq!(
+                Arc::strong_count(&shared),
+                3,
+                "{kubeconfig:?}: the thread ended early"
+            );
+            drop(events);
+            let end = Instant::now() + Duration::from_secs(5);
+            while Arc::strong_count(&shared) > 1 {
+                assert!(
+                    Instant::now() < end,
+                    "{kubeconfig:?}: the thread outlived its Events"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
     #[test]
     fn the_bucket_gives_the_burst_then_one_per_refill() {
         let mut b = Bucket::new(2, Duration::from_secs(3));

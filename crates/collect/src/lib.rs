@@ -404,26 +404,36 @@ impl Collector {
         } else {
             None
         };
+        // The root's memory files have no variables (Talos reads and discards them), and the
+        // kernel has none at the root (`memory.current`, `.peak`, `.max` exist on non-root
+        // cgroups only): three failed path walks a cycle for nothing.
+        let memory = if class.is_some() {
+            self.memory(dir, problems, None)
+        } else {
+            MemoryReading::default()
+        };
         SubtreeSample {
             dir: dir.to_owned(),
             class,
             psi,
-            memory: self.memory(dir, problems, &mut Vec::new()),
+            memory,
             identity: self.cgroups.identity(dir).ok(),
             stat,
         }
     }
 
     /// The three memory files, best effort. Failures other than "not found" go to `problems`;
-    /// every failure is also listed in `errors` as (file, message) for candidates.
+    /// for candidates every failure is also listed in `errors` as (file, message).
     fn memory(
         &self,
         dir: &str,
         problems: &mut Vec<Problem>,
-        errors: &mut Vec<(String, String)>,
+        mut errors: Option<&mut Vec<(String, String)>>,
     ) -> MemoryReading {
         let mut note = |file: &str, e: ReadError| {
-            errors.push((file.to_owned(), e.to_string()));
+            if let Some(errors) = errors.as_deref_mut() {
+                errors.push((file.to_owned(), e.to_string()));
+            }
             if !e.is_not_found() {
                 problems.push(Problem::Read(e));
             }
@@ -584,7 +594,7 @@ impl Collector {
                 continue; // removed since the listing
             }
             let mut read_errors = Vec::new();
-            let memory = self.memory(&dir, problems, &mut read_errors);
+            let memory = self.memory(&dir, problems, Some(&mut read_errors));
             let populated = match self.cgroups.is_populated(&dir) {
                 Ok(p) => p,
                 Err(e) => {

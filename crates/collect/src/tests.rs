@@ -252,3 +252,41 @@ fn reclaim_counters_are_read_when_asked() {
         "{problems:?}"
     );
 }
+
+/// The root's memory files have no variables and the kernel has none: they are not read (a
+/// root `memory.current` that could not be read would be a problem every cycle).
+#[test]
+fn the_roots_memory_files_are_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "apps/a/memory.current", "100\n");
+    std::fs::create_dir_all(tmp.path().join("memory.current")).unwrap();
+    write(tmp.path(), "memory.max", "12345\n");
+    let layout = Layout {
+        name: "root".into(),
+        metrics: vec![
+            MetricSource::Root,
+            MetricSource::Dir {
+                dir: "apps/a".into(),
+                class: QosClass::Besteffort,
+            },
+        ],
+        candidates: Vec::new(),
+    };
+    let c = Collector::new(
+        CgroupFs::new(tmp.path()),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
+        layout,
+        None,
+    );
+    let (sample, problems) = c.metrics(0);
+    let root = sample.subtrees.iter().find(|s| s.dir.is_empty()).unwrap();
+    assert_eq!(root.memory, MemoryReading::default());
+    let a = sample.subtrees.iter().find(|s| s.dir == "apps/a").unwrap();
+    assert_eq!(a.memory.current, Some(100));
+    assert!(
+        !problems
+            .iter()
+            .any(|p| p.to_string().contains("memory.current")),
+        "{problems:?}"
+    );
+}

@@ -306,7 +306,7 @@ pub fn run(
         .map_err(RunError::Signals)?;
     // The file's identity is taken before it is read, so a change made while it loads is
     // noticed at the first cycle rather than lost.
-    let mut config_watch = ConfigWatch::new(options.config_file.as_deref());
+    let mut config_watch = ConfigWatch::new(options.config_file.as_deref(), CONFIG_CHECK_EVERY);
     let settings = load_settings(options.config_file.as_deref(), &options.overrides)?;
     check_host(
         &CgroupFs::new(&options.cgroup_root),
@@ -737,20 +737,30 @@ fn cycle_until_stopped(
     }
 }
 
+/// How often the loop looks at the configuration file for a change. The kubelet takes up to a
+/// minute to bring a ConfigMap update to the node; a path walk every cycle (two a second, each
+/// through the volume's symlinks) bought nothing on top of that.
+const CONFIG_CHECK_EVERY: Duration = Duration::from_secs(1);
+
 /// Notices a configuration file that changed on disk: what the path resolves to now (device,
-/// inode, size, modification time, symlinks followed) against what was last loaded. A
-/// Kubernetes ConfigMap volume replaces its `..data` symlink atomically, so the inode changes.
+/// inode, size, modification time, symlinks followed) against what was last loaded, looked at
+/// at most once per `every`. A Kubernetes ConfigMap volume replaces its `..data` symlink
+/// atomically, so the inode changes.
 #[derive(Debug)]
 struct ConfigWatch {
     path: Option<PathBuf>,
     seen: Option<(u64, u64, u64, i64, i64)>,
+    every: Duration,
+    looked: Option<Instant>,
 }
 
 impl ConfigWatch {
-    fn new(path: Option<&Path>) -> Self {
+    fn new(path: Option<&Path>, every: Duration) -> Self {
         let mut w = ConfigWatch {
             path: path.map(Path::to_path_buf),
             seen: None,
+            every,
+            looked: None,
         };
         w.refresh();
         w
@@ -770,6 +780,10 @@ impl ConfigWatch {
     /// Whether the file changed since it was last taken (a vanished file is no change: the
     /// running configuration stays until it is back).
     fn changed(&mut self) -> bool {
+        if self.path.is_none() || self.looked.is_some_and(|t| t.elapsed() < self.every) {
+            return false;
+        }
+        self.looked = Some(Instant::now());
         let now = self.identity();
         if now.is_some() && now != self.seen {
             self.seen = now;
@@ -1127,7 +1141,7 @@ mod tests {
         std::fs::write(d.join("..2026_1/config.yaml"), "a").unwrap();
         std::os::unix::fs::symlink("..2026_1", d.join("..data")).unwrap();
         std::os::unix::fs::symlink("..data/config.yaml", d.join("config.yaml")).unwrap();
-        let mut w = ConfigWatch::new(Some(&d.join("config.yaml")));
+        let mut w = ConfigWatch::new(Some(&d.join("config.yaml")), Duration::ZERO);
         assert!(!w.changed());
         // The update: a new directory, a new ..data link renamed over the old one.
         std::fs::create_dir(d.join("..2026_2")).unwrap();
@@ -1142,7 +1156,20 @@ mod tests {
         std::fs::write(d.join("config.yaml"), "b").unwrap();
         assert!(w.changed());
         // No configuration file: never a change.
-        assert!(!ConfigWatch::new(None).changed());
+        assert!(!ConfigWatch::new(None, Duration::ZERO).changed());
+    }
+
+    #[test]
+    fn the_configuration_file_is_looked_at_once_per_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "a").unwrap();
+        let mut w = ConfigWatch::new(Some(&path), Duration::from_millis(300));
+        assert!(!w.changed(), "looked at: no change");
+        std::fs::write(&path, "bb").unwrap();
+        assert!(!w.changed(), "not looked at again within the interval");
+        std::thread::sleep(Duration::from_millis(350));
+        assert!(w.changed(), "looked at after it");
     }
 
     #[test]

@@ -12,7 +12,9 @@
 #   tests/vm/bench/summarize.py DIR... makes one table of several such runs
 # SHAPES (default hog): hog (the episode: 450 MiB at once, then 5 MiB/s), slow-leak (600 MiB,
 # then 1 MiB/s), full-but-healthy (S18: the node held at 90-95 % used, nothing growing, for
-# 3 minutes: a kill there is a false kill), page-cache (S4: page-cache churn larger than RAM).
+# 3 minutes: a kill there is a false kill), page-cache (S4: page-cache churn larger than RAM),
+# fast-leak (16 MiB, then 40 MiB/s), cold-services (the hog beside services without a hot file
+# working set); bench/shapes.sh.
 # The peers are Debian 12's packages (earlyoom 1.7, nohang 0.2.0, oomd 0.5.0), unpacked into
 # the cache and copied into the VM with their libraries (nohang with the host's Python 3 and
 # its standard library); never installed on the host.
@@ -71,7 +73,7 @@ for ((r = 1; r <= reps; r++)); do
             --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/episode.sh" \
             --add "$root/examples/config/memory-level.yaml:/root/memory-level.yaml" \
             --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" \
-            --env "LRU=$lru" --env "CONTENDER=$c" "${shape_env[@]}" -- /bin/sh /root/episode.sh "$c" || echo "bench: $shape, $c ($lru) run $r failed" >&2
+            --env "LRU=$lru" --env "CONTENDER=$c" --env "SHAPE=$shape" "${shape_env[@]}" -- /bin/sh /root/episode.sh "$c" || echo "bench: $shape, $c ($lru) run $r failed" >&2
         cat "$d/episode.json" 2>/dev/null >&2 || true
     done
   done

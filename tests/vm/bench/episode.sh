@@ -9,7 +9,8 @@
 # `observer` (oomwarden never acts, samples every 100 ms and records everything it reads into
 # /out/recording.rec: the kernel's episode, to replay policies on; tests/vm/bench/record.sh).
 # TAKE_MIB (what the hog takes at once, 450) and LEAK_MIB (a second after that, 5) shape the hog;
-# TAKE_MIB=600 LEAK_MIB=1 is the slow leak. Writes /out/episode.json.
+# TAKE_MIB=600 LEAK_MIB=1 is the slow leak; SHAPE (bench/shapes.sh's name, default hog) is
+# written with the results. Writes /out/episode.json.
 CONTENDER=$1
 SCENARIO=bench-$CONTENDER
 . /root/lib.sh
@@ -44,7 +45,7 @@ alive "$SVC2" || died="$died system/svc2"
 alive "$RUNTIME" || died="$died podruntime/runtime"
 [ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
 kills=$(contender_kills "$CONTENDER")
-printf '{"contender":"%s","lru":"'"$LRU"'","take":'"${TAKE_MIB:-450}"',"leak":'"${LEAK_MIB:-5}"',"hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
+printf '{"contender":"%s","shape":"'"${SHAPE:-hog}"'","lru":"'"$LRU"'","take":'"${TAKE_MIB:-450}"',"leak":'"${LEAK_MIB:-5}"',"hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
     "$CONTENDER" "$(awk -v a="$T0" 'BEGIN{printf "%.0f", a * 1000}')" "$(awk -v b="$T1" 'BEGIN{printf "%.0f", b * 1000}')" \
     "$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b - a}')" \
     "$(awk -v a="$FULL0" -v b="$FULL1" 'BEGIN{printf "%.3f", (b - a) / 1e6}')" \

@@ -33,7 +33,7 @@ for run in "${runs[@]}"; do
         --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
         --add "$bin/service:/usr/local/bin/service" --add "$bin/canary:/usr/local/bin/canary" \
         --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/run.sh" \
-        --env "LRU=$lru" --env CONTENDER=observer "${shape_env[@]}" -- /bin/sh /root/run.sh observer || echo "record: $shape ($lru): the run's own checks failed (see $d)" >&2
+        --env "LRU=$lru" --env CONTENDER=observer --env "SHAPE=$shape" "${shape_env[@]}" -- /bin/sh /root/run.sh observer || echo "record: $shape ($lru): the run's own checks failed (see $d)" >&2
     if [[ -s $d/recording.rec ]]; then
         gzip -n -c "$d/recording.rec" > "$out/$shape@$lru.rec.gz"
         echo "=== record: $shape ($lru): $(grep -c '^c ' "$d/recording.rec") cycles -> $out/$shape@$lru.rec.gz" >&2

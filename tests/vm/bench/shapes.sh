@@ -5,6 +5,9 @@
 #   slow-leak         the same hog taking 600 MiB, then leaking 1 MiB/s
 #   full-but-healthy  S18: the node held at 90-95 % used, nothing growing, for 3 minutes
 #   page-cache        S4: page-cache churn larger than RAM, for 2 minutes
+#   fast-leak         the hog taking 16 MiB, then leaking 40 MiB/s (memory gone in about 25 s)
+#   cold-services     the hog, the node's services touching one page of their files a round
+#                     (no hot file working set: what stalls is the canary's 8 MiB alone)
 shape() {
     shape_env=() timeout=420
     case $1 in
@@ -13,7 +16,9 @@ shape() {
             shape_env=(--env TAKE_MIB=600 --env LEAK_MIB=1 --env EPISODE_LIMIT=6000) ;;
         full-but-healthy) script="$here/bench/s18-full-but-healthy.sh"; timeout=600 ;;
         page-cache) script="$here/scenarios/s4-no-false-kill.sh"; shape_env=(--env DURATION=120) ;;
-        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache)" >&2; return 2 ;;
+        fast-leak) script="$here/bench/episode.sh"; shape_env=(--env TAKE_MIB=16 --env LEAK_MIB=40) ;;
+        cold-services) script="$here/bench/episode.sh"; shape_env=(--env SERVICE_PAGES=1) ;;
+        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache, fast-leak, cold-services)" >&2; return 2 ;;
     esac
     vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
     [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"

@@ -2,8 +2,8 @@
 # Runs the real-kernel scenarios, each in its own VM, and summarises the results.
 #   tests/vm/run.sh [--retries N] [SCENARIO[@LAYOUT][@LRU]...]
 # A SCENARIO with a slash is a script's path (tests/vm/bench/cri-refresh.sh).
-# Default: every tests/vm/scenarios/*.sh on the Talos layout with the classic LRU, S1 and S4
-# with MGLRU too (s1-hog@mglru, s4-no-false-kill@mglru), plus S2 on the systemd
+# Default: every tests/vm/scenarios/*.sh on the Talos layout with the classic LRU, S1, S4 and
+# S20 with MGLRU too (s1-hog@mglru, s4-no-false-kill@mglru, s20-psi-blind@mglru), plus S2 on the systemd
 # cgroup driver's layout (s2-order@systemd; s1-hog@systemd runs when named: S1's real-pressure
 # kill is the same code on either layout, and S2@systemd proves the layout's paths and order).
 # A failed scenario is run again up to N times (default 1): TCG timing varies from run to
@@ -21,8 +21,8 @@ if [[ ${1:-} == --retries ]]; then retries=${2:?}; shift 2; fi
 scenarios=("$@")
 if ((${#scenarios[@]} == 0)); then
     for f in "$here"/scenarios/*.sh; do scenarios+=("$(basename "$f" .sh)"); done
-    # The kernel as Debian ships it (MGLRU on) for the two real-pressure scenarios.
-    scenarios+=(s2-order@systemd s1-hog@mglru s4-no-false-kill@mglru)
+    # The kernel as Debian ships it (MGLRU on) for the real-pressure scenarios.
+    scenarios+=(s2-order@systemd s1-hog@mglru s4-no-false-kill@mglru s20-psi-blind@mglru)
 fi
 passed=0 failed=0
 summary="["
@@ -78,6 +78,7 @@ for s in "${scenarios[@]}"; do
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
             --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
+            --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" \
             --add "$script:/root/scenario.sh" "${extra[@]}" --env "LAYOUT=$layout" --env "LRU=$lru" -- /bin/sh /root/scenario.sh || rc=$?
         if [[ $rc == 0 && ! -f $out/result.json ]]; then rc=125; fi   # no verdict from the guest
         if ((rc != 0)); then

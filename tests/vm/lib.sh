@@ -199,6 +199,18 @@ count_outcome() { local n; n=$(grep -c "\"kind\":\"oomwarden\",\"outcome\":\"$1\
 
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n' ' ')"; }
 
+# watch_hog POD LIMIT -> waits up to LIMIT seconds for oomwarden's first kill, logging the pod's
+# memory, the services' stall and MemAvailable every 5 s; stops early when $LEAK dies or the
+# kernel OOM killer fires (against $OOM_BEFORE), and logs how long it took from now.
+watch_hog() {
+    T0=$(up); i=0
+    while [ $i -lt "$2" ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK" && [ "$(oom_kills)" = "$OOM_BEFORE" ]; do
+        [ $((i % 5)) = 0 ] && log "pod=$(( $(cat "$1"/memory.current) >> 20 ))MiB system[$(psi $SYSTEM)] podruntime[$(psi $PODRUNTIME)] avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB"
+        sleep 1; i=$((i + 1))
+    done
+    log "first action after $(awk -v a="$T0" -v b="$(up)" 'BEGIN{print b-a}')s"
+}
+
 # check NAME DETAIL CMD... -> records whether CMD succeeds.
 check() {
     name=$1; detail=$2; shift 2

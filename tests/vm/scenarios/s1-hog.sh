@@ -15,13 +15,7 @@ P=$(pod besteffort hog)
 # Most of RAM at once, then a slow leak (5 MiB/s), both in the pod's container.
 FAST=$(start_in "$(ctr "$P")" hog -s 16 -i 20 -m ${FAST_MB:-450} -H -1)
 LEAK=$(start_in "$(ctr "$P")" hog -s 5 -i 1000)
-T0=$(up)
-i=0
-while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK"; do
-    [ $((i % 5)) = 0 ] && log "pod=$(( $(cat $P/memory.current) >> 20 ))MiB system[$(psi $SYSTEM)] podruntime[$(psi $PODRUNTIME)] avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB"
-    sleep 1; i=$((i + 1))
-done
-log "first action after $(awk -v a="$T0" -v b="$(up)" 'BEGIN{print b-a}')s"
+watch_hog "$P" 240
 sleep 8   # would a second kill follow?
 check "oomwarden killed the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 check "exactly one kill" "$(count_outcome killed)" [ "$(count_outcome killed)" = 1 ]

@@ -17,13 +17,7 @@ start_oomwarden --config /root/recommended.yaml
 P=$(pod besteffort hog)
 FAST=$(start_in "$(ctr "$P")" hog -s 16 -i 20 -m 450 -H -1)
 LEAK=$(start_in "$(ctr "$P")" hog -s 5 -i 1000)
-T0=$(up)
-i=0
-while [ $i -lt 150 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK" && [ "$(oom_kills)" = "$OOM_BEFORE" ]; do
-    [ $((i % 5)) = 0 ] && log "pod=$(( $(cat $P/memory.current) >> 20 ))MiB system[$(psi $SYSTEM)] podruntime[$(psi $PODRUNTIME)] avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB"
-    sleep 1; i=$((i + 1))
-done
-log "first action after $(awk -v a="$T0" -v b="$(up)" 'BEGIN{print b-a}')s"
+watch_hog "$P" 150
 sleep 5   # would a second kill follow?
 check "oomwarden killed the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"killed\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
 check "exactly one kill" "$(count_outcome killed)" [ "$(count_outcome killed)" = 1 ]

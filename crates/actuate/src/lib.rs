@@ -63,7 +63,19 @@ pub trait Hooks {
     /// Hands over the daemon's stop flag: once it is set, hooks running now or started later
     /// are ended at once ([`HookResult::Stopped`]).
     fn set_stop(&mut self, _stop: Arc<AtomicBool>) {}
+    /// Ends every hook still running (each one's process group) and waits for them, at most
+    /// `within`: called as the daemon stops, so no hook outlives it.
+    fn finish(&mut self, _within: Duration) {}
+    /// Post-kill hooks skipped so far because [`MAX_HOOKS_IN_FLIGHT`] were running.
+    fn skipped(&self) -> u64 {
+        0
+    }
 }
+
+/// At most this many post-kill hooks run at once; one started beyond is skipped (logged and
+/// counted): a hook slower than the kills come must not pile up processes until the daemon
+/// runs out of descriptors.
+pub const MAX_HOOKS_IN_FLIGHT: usize = 32;
 
 /// How much longer a kill's verification waits once the daemon is stopping (SIGTERM is
 /// honoured within a second).

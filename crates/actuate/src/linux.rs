@@ -71,6 +71,30 @@ impl Actuator for LinuxActuator {
 pub struct CommandHooks {
     /// The daemon's stop flag (see [`Hooks::set_stop`]).
     stop: Arc<AtomicBool>,
+    /// The post-kill hooks running.
+    in_flight: Arc<InFlight>,
+}
+
+/// The post-kill hooks running: how many, their process groups, how many were skipped.
+#[derive(Debug, Default)]
+struct InFlight {
+    state: std::sync::Mutex<Running>,
+    ended: std::sync::Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Running {
+    count: usize,
+    groups: Vec<rustix::process::Pid>,
+    skipped: u64,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 impl CommandHooks {
@@ -86,11 +110,42 @@ impl Hooks for CommandHooks {
     }
 
     fn spawn_hook(&mut self, hook: HookCall) {
+        {
+            let mut running = self.in_flight.lock();
+            if running.count >= crate::MAX_HOOKS_IN_FLIGHT {
+                running.skipped += 1;
+                tracing::warn!(
+                    hook = hook.event.name(),
+                    command = hook.argv.first().map_or("", String::as_str),
+                    running = running.count,
+                    skipped = running.skipped,
+                    "hook skipped: {} are running already",
+                    crate::MAX_HOOKS_IN_FLIGHT
+                );
+                return;
+            }
+            running.count += 1;
+        }
         let stop = Arc::clone(&self.stop);
+        let in_flight = Arc::clone(&self.in_flight);
+        let ended = Arc::clone(&self.in_flight);
         let spawned = std::thread::Builder::new()
             .name("hook".into())
-            .spawn(move || log_hook(&hook, &run_command_until(&hook, &stop)));
+            .spawn(move || {
+                let result = run_command_with(&hook, &stop, |group| {
+                    let mut running = in_flight.lock();
+                    match group {
+                        Registration::Started(g) => running.groups.push(g),
+                        Registration::Ended(g) => running.groups.retain(|x| *x != g),
+                    }
+                });
+                log_hook(&hook, &result);
+                let mut running = ended.lock();
+                running.count = running.count.saturating_sub(1);
+                ended.ended.notify_all();
+            });
         if let Err(e) = spawned {
+            self.in_flight.lock().count -= 1;
             tracing::error!(error = %e, "cannot start a thread for the post-kill hook");
         }
     }
@@ -98,6 +153,44 @@ impl Hooks for CommandHooks {
     fn set_stop(&mut self, stop: Arc<AtomicBool>) {
         self.stop = stop;
     }
+
+    fn finish(&mut self, within: Duration) {
+        self.stop.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + within;
+        let mut running = self.in_flight.lock();
+        // The threads end their hooks within their next look at the stop flag; ending the
+        // groups here too does not wait for that look.
+        for group in &running.groups {
+            kill_group(Some(*group));
+        }
+        while running.count > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(
+                    running = running.count,
+                    "hooks still running at the stop; their process groups were sent SIGKILL"
+                );
+                break;
+            }
+            running = self
+                .in_flight
+                .ended
+                .wait_timeout(running, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn skipped(&self) -> u64 {
+        self.in_flight.lock().skipped
+    }
+}
+
+/// A hook's process group as it starts and ends.
+#[derive(Debug, Clone, Copy)]
+enum Registration {
+    Started(rustix::process::Pid),
+    Ended(rustix::process::Pid),
 }
 
 /// Logs how a hook ended.
@@ -144,6 +237,16 @@ pub fn run_command(hook: &HookCall) -> HookResult {
 
 /// [`run_command`], also ending the hook (and its process group) as soon as `stop` is set.
 pub fn run_command_until(hook: &HookCall, stop: &AtomicBool) -> HookResult {
+    run_command_with(hook, stop, |_| {})
+}
+
+/// [`run_command_until`], telling `register` the hook's process group when it starts and
+/// when it has been ended.
+fn run_command_with(
+    hook: &HookCall,
+    stop: &AtomicBool,
+    mut register: impl FnMut(Registration),
+) -> HookResult {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use wait_timeout::ChildExt;
@@ -167,6 +270,9 @@ pub fn run_command_until(hook: &HookCall, stop: &AtomicBool) -> HookResult {
     let group = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw);
+    if let Some(g) = group {
+        register(Registration::Started(g));
+    }
     // Written from another thread: a hook that never reads a large record would otherwise
     // block this one before its timeout is even armed.
     let writer = child.stdin.take().map(|mut stdin| {
@@ -202,6 +308,9 @@ pub fn run_command_until(hook: &HookCall, stop: &AtomicBool) -> HookResult {
     // Whatever it left running ends with it: a hook's children never outlive it (or the
     // daemon).
     kill_group(group);
+    if let Some(g) = group {
+        register(Registration::Ended(g));
+    }
     if let Some(writer) = writer {
         let _ = writer.join();
     }

@@ -714,6 +714,32 @@ fn sigterm_during_a_pre_kill_hook_stops_within_a_second() {
     );
 }
 
+/// Issue 32: post-kill hooks outlived the daemon (SIGTERM: 11 of 11 orphaned under PID 1).
+/// Every running hook's process group is ended before the daemon exits.
+#[test]
+fn sigterm_ends_the_running_post_kill_hooks() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    let marker = format!("post-kill-{}", std::process::id());
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 100ms\n\
+             ---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ndryRun: true\n\
+             hooks:\n  postKill:\n    command: [/bin/sh, -c, 'sleep 30 & wait; : {marker}']\n    timeout: 50s\n"
+        ),
+    )
+    .unwrap();
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
+    wait_until("a post-kill hook", || process_with(&marker).is_some());
+    signal(&child, rustix::process::Signal::TERM);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    logs.wait_for("oomwarden stopping");
+    wait_until("the hooks' end", || process_with(&marker).is_none());
+}
+
 /// Issue 14, item 7: a cycle blocked where no flag reaches (opening a FIFO waits for a writer
 /// forever) used to keep the daemon from stopping; the watchdog ends it within a second.
 #[test]

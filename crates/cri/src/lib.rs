@@ -27,6 +27,23 @@ pub mod v1 {
     include!("generated/runtime.v1.rs");
 }
 
+mod lenient;
+
+/// The largest answer taken from the runtime: gRPC's default of 4 MiB is about 3,000 pods
+/// with their labels and annotations; 64 MiB holds 10,000 pods at 6 KiB each. The kubelet
+/// itself reads up to 16 MiB, so a runtime whose answer it can read is always read here.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+/// A list answer: its items, and how many of their strings were not UTF-8 (kept with
+/// U+FFFD in their place rather than costing the whole answer).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Listed<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// Strings that were not UTF-8.
+    pub not_utf8: u64,
+}
+
 /// containerd's socket (its own API and the CRI share it).
 pub const CONTAINERD_SOCKET: &str = "/run/containerd/containerd.sock";
 /// CRI-O's socket.
@@ -74,6 +91,7 @@ pub fn socket_path(endpoint: &str) -> Result<PathBuf, CriError> {
 #[derive(Debug, Clone)]
 pub struct Runtime {
     path: PathBuf,
+    channel: Channel,
     client: v1::runtime_service_client::RuntimeServiceClient<Channel>,
     timeout: Duration,
 }
@@ -96,7 +114,9 @@ impl Runtime {
             }));
         Runtime {
             path: path.to_owned(),
-            client: v1::runtime_service_client::RuntimeServiceClient::new(channel),
+            client: v1::runtime_service_client::RuntimeServiceClient::new(channel.clone())
+                .max_decoding_message_size(MAX_ANSWER_BYTES),
+            channel,
             timeout,
         }
     }
@@ -146,22 +166,55 @@ impl Runtime {
         self.check("Version", result)
     }
 
-    /// `ListPodSandbox`: every pod sandbox the runtime knows (ready or not).
-    pub async fn pod_sandboxes(&mut self) -> Result<Vec<v1::PodSandbox>, CriError> {
-        let result = self
-            .client
-            .list_pod_sandbox(v1::ListPodSandboxRequest { filter: None })
-            .await;
-        self.check("ListPodSandbox", result).map(|r| r.items)
+    /// A unary call answered with `R` (the lenient mirrors), at most [`MAX_ANSWER_BYTES`].
+    async fn list<Q, R>(
+        &self,
+        call: &'static str,
+        path: &'static str,
+        request: Q,
+    ) -> Result<R, CriError>
+    where
+        Q: prost::Message + Send + Sync + 'static,
+        R: prost::Message + Default + Send + Sync + 'static,
+    {
+        let mut grpc = tonic::client::Grpc::new(self.channel.clone())
+            .max_decoding_message_size(MAX_ANSWER_BYTES);
+        if let Err(e) = grpc.ready().await {
+            let status = tonic::Status::unavailable(format!("not ready: {e}"));
+            return self.check(call, Err(status));
+        }
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
+        let codec = tonic_prost::ProstCodec::<Q, R>::default();
+        let result = grpc.unary(tonic::Request::new(request), path, codec).await;
+        self.check(call, result)
     }
 
-    /// `ListContainers`: every container the runtime knows (running or not).
-    pub async fn containers(&mut self) -> Result<Vec<v1::Container>, CriError> {
-        let result = self
-            .client
-            .list_containers(v1::ListContainersRequest { filter: None })
-            .await;
-        self.check("ListContainers", result).map(|r| r.containers)
+    /// `ListPodSandbox`: every sandbox the runtime knows (ready or not). A string that is not
+    /// UTF-8 costs that string (replaced, counted), not the answer.
+    pub async fn pod_sandboxes(&mut self) -> Result<Listed<v1::PodSandbox>, CriError> {
+        let answer: lenient::SandboxList = self
+            .list(
+                "ListPodSandbox",
+                "/runtime.v1.RuntimeService/ListPodSandbox",
+                v1::ListPodSandboxRequest { filter: None },
+            )
+            .await?;
+        let (items, not_utf8) = lenient::sandboxes(answer);
+        Ok(Listed { items, not_utf8 })
+    }
+
+    /// `ListContainers`: every container the runtime knows (running or not), read as
+    /// [`Runtime::pod_sandboxes`].
+    pub async fn containers(&mut self) -> Result<Listed<v1::Container>, CriError> {
+        let answer: lenient::ContainerList = self
+            .list(
+                "ListContainers",
+                "/runtime.v1.RuntimeService/ListContainers",
+                v1::ListContainersRequest { filter: None },
+            )
+            .await?;
+        let (items, not_utf8) = lenient::containers(answer);
+        Ok(Listed { items, not_utf8 })
     }
 }
 

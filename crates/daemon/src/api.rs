@@ -58,6 +58,41 @@ pub struct Status {
     /// `null` when the watch is off (`kernelOomWatch.enabled: false`).
     #[serde(default)]
     pub kernel_oom_kills: Option<u64>,
+    /// Who the pods are, as the ranking sees them; `null` before the first cycle.
+    #[serde(default)]
+    pub pod_identity: Option<PodIdentityStatus>,
+}
+
+/// The pod identity cache, as `status` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodIdentityStatus {
+    /// Where the identities in use came from: `cri`, `pod-logs` or `path`.
+    pub source: String,
+    /// Whether the container runtime answered the last refresh.
+    pub runtime_up: bool,
+    /// Pods known.
+    pub pods: u64,
+    /// How old the identities are, in milliseconds (the time since the runtime last
+    /// answered); `null` before it has.
+    pub age_ms: Option<u64>,
+    /// Why the last refresh could not use the runtime.
+    pub last_error: Option<String>,
+}
+
+impl PodIdentityStatus {
+    /// The cache's state now.
+    pub fn of(status: &oomwarden_identity::CacheStatus) -> Self {
+        PodIdentityStatus {
+            source: status.source.name().to_owned(),
+            runtime_up: status.runtime_up,
+            pods: u64::try_from(status.pods).unwrap_or(u64::MAX),
+            age_ms: status
+                .age()
+                .map(|a| u64::try_from(a.as_millis()).unwrap_or(u64::MAX)),
+            last_error: status.last_error.clone(),
+        }
+    }
 }
 
 /// What the API serves; the run loop updates it after every cycle.

@@ -392,9 +392,16 @@ impl Engine {
         };
         self.update_events_metrics();
         // One snapshot for the whole cycle: the ranking and the record name the same pods.
+        // Right after a start the first refresh may be under way: waited for, bounded, so the
+        // first ranking never runs on an empty cache (it killed a protected pod 8 ms before
+        // the runtime's first answer). Once answered this is one lock.
+        let mut identity_age = None;
         let identities = match &self.identity {
             Some(cache) => {
-                self.metrics.identity(cache.health());
+                cache.wait_first_answer();
+                let health = cache.health();
+                identity_age = health.age;
+                self.metrics.identity(health);
                 cache.snapshot()
             }
             None => Arc::default(),
@@ -459,6 +466,7 @@ impl Engine {
                 self.settings.oom.strict_class_ordering,
                 &identities,
             ),
+            identity_age,
         };
         let record = report::record(&cycle, target.as_ref().zip(acted));
         self.report(record, target.as_ref(), plan)
@@ -794,7 +802,21 @@ impl Engine {
             stdin: serde_json::to_vec(record).unwrap_or_default(),
             timeout: hook.timeout,
         };
+        let skipped = self.hooks.skipped();
         self.hooks.spawn_hook(call);
+        let now_skipped = self.hooks.skipped();
+        if now_skipped > skipped {
+            self.bound_hit(
+                Bound::HooksInFlight,
+                usize::try_from(now_skipped - skipped).unwrap_or(usize::MAX),
+                "a post-kill hook was skipped: as many as may are running (32)",
+            );
+        }
+    }
+
+    /// Ends every hook still running, waiting for them at most `within` (the daemon stops).
+    pub fn finish_hooks(&mut self, within: std::time::Duration) {
+        self.hooks.finish(within);
     }
 
     /// Logs read problems, each distinct file at most once a minute (they can repeat every tick).

@@ -122,11 +122,13 @@ pub enum Bound {
     CmdlineBytes,
     /// The action history rewritten with its newest records.
     History,
+    /// A post-kill hook skipped: as many were running as may.
+    HooksInFlight,
 }
 
 impl Bound {
     /// Every bound.
-    pub const ALL: [Bound; 11] = [
+    pub const ALL: [Bound; 12] = [
         Bound::MetricsConnections,
         Bound::MetricsRequestHead,
         Bound::MetricsHeaderTimeout,
@@ -138,6 +140,7 @@ impl Bound {
         Bound::RecordContainers,
         Bound::CmdlineBytes,
         Bound::History,
+        Bound::HooksInFlight,
     ];
 
     /// Its label value and log name.
@@ -154,6 +157,7 @@ impl Bound {
             Bound::RecordContainers => "record_containers",
             Bound::CmdlineBytes => "cmdline_bytes",
             Bound::History => "history",
+            Bound::HooksInFlight => "hooks_in_flight",
         }
     }
 }
@@ -263,6 +267,7 @@ pub struct Metrics {
     runtime_failures: Counter,
     pods_known: Gauge,
     runtime_refresh: FloatGauge,
+    identity_age: FloatGauge,
     kernel_kills: Family<KernelKillLabels, Counter>,
     kernel_watch_problems: Family<WatchProblemLabels, Counter>,
     sample_interval: FloatGauge,
@@ -424,6 +429,13 @@ impl Metrics {
             Unit::Seconds,
             runtime_refresh.clone(),
         );
+        let identity_age = FloatGauge::default();
+        registry.register_with_unit(
+            "pod_identity_age",
+            "How old the pod identities in use are: the time since the container runtime last answered (their labels are kept while it does not); 0 before its first answer",
+            Unit::Seconds,
+            identity_age.clone(),
+        );
         let kernel_kills = Family::<KernelKillLabels, Counter>::default();
         registry.register(
             "kernel_oom_kills",
@@ -559,6 +571,7 @@ impl Metrics {
             runtime_failures,
             pods_known,
             runtime_refresh,
+            identity_age,
             kernel_kills,
             kernel_watch_problems,
             sample_interval,
@@ -687,6 +700,8 @@ impl Metrics {
             .set(i64::try_from(health.pods).unwrap_or(i64::MAX));
         self.runtime_refresh
             .set(health.last_refresh.map_or(0.0, |d| d.as_secs_f64()));
+        self.identity_age
+            .set(health.age.map_or(0.0, |d| d.as_secs_f64()));
     }
 
     /// Kernel OOM kills seen (one per report of the kernel log; per process for kills known

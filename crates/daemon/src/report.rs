@@ -24,8 +24,10 @@ pub(crate) struct Target {
     pub(crate) identity: Option<u64>,
     pub(crate) class: QosClass,
     pub(crate) pod_uid: Option<String>,
-    /// Its containers' IDs (the first [`MAX_CONTAINERS_LISTED`]).
+    /// Its containers' IDs (the first [`MAX_CONTAINERS_LISTED`]), the sandbox left out.
     pub(crate) containers: Vec<String>,
+    /// The pod's sandbox ID, when the runtime named it.
+    pub(crate) sandbox: Option<String>,
     /// The pod's namespace and name, when known.
     pub(crate) namespace: Option<String>,
     pub(crate) pod_name: Option<String>,
@@ -53,7 +55,8 @@ impl Target {
         scope: KillScope,
     ) -> Self {
         let (cgroups, proc) = readers;
-        let containers: Vec<String> = cgroups
+        // The sandbox's cgroup is named like a container's; the runtime says which it is.
+        let (sandboxes, containers): (Vec<String>, Vec<String>) = cgroups
             .children(&c.dir)
             .unwrap_or_default()
             .iter()
@@ -61,7 +64,7 @@ impl Target {
                 oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
             })
             .take(MAX_CONTAINERS_LISTED)
-            .collect();
+            .partition(|id| identities.is_sandbox(id));
         let pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
         let pod = pod_uid.as_deref().and_then(|uid| identities.pod(uid));
         let parts = match (&pod_uid, scope) {
@@ -106,6 +109,7 @@ impl Target {
                 .map(|_| pod.map_or(IdentitySource::Path, |p| p.source)),
             pod_uid,
             containers,
+            sandbox: sandboxes.into_iter().next(),
             container_names,
             kill_scope,
             parts,
@@ -165,9 +169,14 @@ fn container_parts(
     // whose processes have the pause process's oom_score_adj. Every other child is killed,
     // named or not: a container restarted since the last refresh has an ID nobody knows yet,
     // and sparing it would spare the memory the kill is for.
+    let known_sandbox = |child: &str| {
+        oomwarden_kube::cgroup_identity(child)
+            .container_id
+            .is_some_and(|id| identities.is_sandbox(&id))
+    };
     let sandbox: Vec<bool> = children
         .iter()
-        .map(|c| !named(c) && is_sandbox(c))
+        .map(|c| known_sandbox(c) || (!named(c) && is_sandbox(c)))
         .collect();
     if !sandbox.iter().any(|s| *s) && !children.iter().any(|c| named(c)) {
         // Neither a sandbox nor a known container: the whole pod.
@@ -206,6 +215,8 @@ pub(crate) struct Cycle<'a> {
     pub(crate) eligible: Option<usize>,
     /// What would have been chosen instead of the victim.
     pub(crate) runners_up: Vec<RunnerUp>,
+    /// How old the pod identities the ranking used were (none without a runtime answer).
+    pub(crate) identity_age: Option<std::time::Duration>,
 }
 
 /// The eligible candidates after the victim, in the order they would have been chosen, named
@@ -273,6 +284,11 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         class: target.map(|t| t.class),
         pod_uid: target.and_then(|t| t.pod_uid.clone()),
         containers: target.map(|t| t.containers.clone()).unwrap_or_default(),
+        sandbox: target.and_then(|t| t.sandbox.clone()),
+        identity_age_ms: target
+            .and_then(|t| t.pod_uid.as_ref())
+            .and(cycle.identity_age)
+            .map(|age| u64::try_from(age.as_millis()).unwrap_or(u64::MAX)),
         namespace: target.and_then(|t| t.namespace.clone()),
         pod_name: target.and_then(|t| t.pod_name.clone()),
         container_names: target
@@ -383,6 +399,7 @@ mod tests {
             class: QosClass::Besteffort,
             pod_uid: Some("x".to_owned()),
             containers: vec!["c1".to_owned()],
+            sandbox: None,
             namespace: Some("shop".to_owned()),
             pod_name: Some("web".to_owned()),
             container_names: vec!["nginx".to_owned()],
@@ -412,6 +429,7 @@ mod tests {
                 namespace: None,
                 pod_name: None,
             }],
+            identity_age: None,
         }
     }
 

@@ -184,9 +184,9 @@ fn an_unreachable_server_never_blocks_the_caller_and_is_counted() {
     o.backoff = Duration::from_millis(10);
     o.attempts = 3;
     let events = Events::start(o).unwrap();
-    let t = Instant::now();
+    // That an offer never waits for the server is shown by the hanging server below (an offer
+    // that waited would take its 30 s); here only the retries count.
     events.offer(&kill(5));
-    assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
     wait_until("two failures", || {
         events.counts().dropped(Dropped::Failed) == 2
     });
@@ -207,11 +207,9 @@ fn a_hanging_server_fills_the_bounded_queue_and_the_rest_is_dropped() {
     for i in 0..10 {
         events.offer(&kill(100 + i));
     }
-    assert!(
-        t.elapsed() < Duration::from_millis(100),
-        "{:?}",
-        t.elapsed()
-    );
+    // Each answer is held 30 s: ten offers that waited for one would take that long; 10 s
+    // holds on a loaded machine.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     // One record is being sent, two wait: the other seven records' 14 Events are dropped.
     wait_until("the drops", || {
         events.counts().dropped(Dropped::QueueFull) >= 12

@@ -51,6 +51,27 @@ pub struct Config {
     pub timeout: Duration,
 }
 
+/// How long the first ranking after a start waits for the first refresh: the refresh's own
+/// deadline (`timeout`, 2 s in the daemon) and half a second for the pod-log fallback's
+/// listing when the runtime does not answer.
+pub fn first_answer_wait(config: &Config) -> Duration {
+    config.timeout + Duration::from_millis(500)
+}
+
+/// The runtime's last answer.
+#[derive(Debug, Clone)]
+struct Good {
+    identities: Arc<Identities>,
+}
+
+/// What a cache replaced by a reload hands on.
+#[derive(Debug)]
+struct Carried {
+    identities: Arc<Identities>,
+    good: Option<Good>,
+    status: CacheStatus,
+}
+
 /// The shortest gap between two refreshes asked for by [`Cache::refresh_soon`]: during a
 /// storm of restarts the runtime is listed at most once a second.
 const MIN_REFRESH_GAP: Duration = Duration::from_secs(1);
@@ -68,6 +89,9 @@ pub struct Health {
     /// How long the last refresh the runtime answered took (its two list calls and their
     /// decoding).
     pub last_refresh: Option<Duration>,
+    /// How old the identities in use are: the time since the runtime last answered (none
+    /// before it has, or without a runtime).
+    pub age: Option<Duration>,
 }
 
 /// What the cache knows about its own state (for `status` and the metrics).
@@ -91,12 +115,32 @@ pub struct CacheStatus {
     pub left_out: u64,
     /// How long the last refresh from the runtime took.
     pub last_refresh: Option<Duration>,
+    /// When the runtime last answered: the identities in use are that old (kept while it
+    /// does not answer, so an exemption by label never lapses with a slow runtime).
+    pub answered_at: Option<Instant>,
+    /// Strings of the runtime's last answer that were not UTF-8 (kept, replaced).
+    pub not_utf8: u64,
+}
+
+impl CacheStatus {
+    /// How old the identities in use are ([`CacheStatus::answered_at`] to now).
+    pub fn age(&self) -> Option<Duration> {
+        self.answered_at.map(|t| t.elapsed())
+    }
 }
 
 #[derive(Debug)]
 struct Shared {
     identities: Mutex<Arc<Identities>>,
     status: Mutex<CacheStatus>,
+    /// The first refresh has been published (or identities were carried over): a cycle that
+    /// ranks waits for it, bounded ([`Cache::wait_first_answer`]).
+    answered: Mutex<bool>,
+    answered_wake: Condvar,
+    /// Until when a ranking waits for the first answer.
+    wait_until: Instant,
+    /// The runtime's last answer and when it came: kept when a refresh fails.
+    good: Mutex<Option<Good>>,
     /// Set to ask for a refresh soon; the condvar wakes the refresher.
     asked: Mutex<bool>,
     wake: Condvar,
@@ -128,6 +172,10 @@ impl Cache {
             shared: Arc::new(Shared {
                 identities: Mutex::new(Arc::new(identities)),
                 status: Mutex::new(status),
+                answered: Mutex::new(true),
+                answered_wake: Condvar::new(),
+                wait_until: Instant::now(),
+                good: Mutex::new(None),
                 asked: Mutex::new(false),
                 wake: Condvar::new(),
                 stop: Arc::new(AtomicBool::new(true)),
@@ -137,13 +185,46 @@ impl Cache {
     }
 
     /// Starts the refresher thread (it refreshes at once, then every `refresh_every`, until
-    /// [`Cache::stop`]).
+    /// [`Cache::stop`]). Until its first refresh ends, a ranking waits for it up to
+    /// [`first_answer_wait`] ([`Cache::wait_first_answer`]).
     pub fn start(config: Config) -> std::io::Result<Self> {
+        Self::start_from(config, None)
+    }
+
+    /// Starts a cache that replaces `previous` (a reload changed `containerRuntime`): the
+    /// identities `previous` had stay in force, with their age, until this one's runtime
+    /// answers, so a reload never leaves a cycle ranking with no identity.
+    pub fn start_after(config: Config, previous: &Cache) -> std::io::Result<Self> {
+        let carried = Carried {
+            identities: previous.snapshot(),
+            good: lock(&previous.shared.good).clone(),
+            status: previous.status(),
+        };
+        Self::start_from(config, Some(carried))
+    }
+
+    fn start_from(config: Config, carried: Option<Carried>) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
+        let answered = carried.is_some();
+        let (identities, good, status) = match carried {
+            Some(c) => (
+                c.identities,
+                c.good,
+                CacheStatus {
+                    refreshes: 0,
+                    ..c.status
+                },
+            ),
+            None => (Arc::default(), None, CacheStatus::default()),
+        };
         let cache = Cache {
             shared: Arc::new(Shared {
-                identities: Mutex::new(Arc::new(Identities::default())),
-                status: Mutex::new(CacheStatus::default()),
+                identities: Mutex::new(identities),
+                status: Mutex::new(status),
+                answered: Mutex::new(answered),
+                answered_wake: Condvar::new(),
+                wait_until: Instant::now() + first_answer_wait(&config),
+                good: Mutex::new(good),
                 asked: Mutex::new(false),
                 wake: Condvar::new(),
                 stop,
@@ -166,6 +247,30 @@ impl Cache {
         Ok(cache)
     }
 
+    /// Waits until the first refresh has answered (the runtime, or the fallback when it does
+    /// not), at most until [`first_answer_wait`] after the start: the first ranking after a
+    /// start never runs on identities the daemon was about to have. Returns whether it has
+    /// answered. Costs one lock once it has.
+    pub fn wait_first_answer(&self) -> bool {
+        let mut answered = lock(&self.shared.answered);
+        while !*answered {
+            let left = self
+                .shared
+                .wait_until
+                .saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stopped() {
+                return false;
+            }
+            answered = self
+                .shared
+                .answered_wake
+                .wait_timeout(answered, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+
     /// The identities now.
     pub fn snapshot(&self) -> Arc<Identities> {
         Arc::clone(&lock(&self.shared.identities))
@@ -180,6 +285,7 @@ impl Cache {
             runtime_failures: s.runtime_failures,
             pods: s.pods,
             last_refresh: s.last_refresh,
+            age: s.age(),
         }
     }
 
@@ -239,7 +345,7 @@ pub fn read_once(config: &Config) -> (Identities, IdentitySource, Option<String>
         };
     };
     match refresh_once(config, &rt, &mut None) {
-        Found::Runtime(ids, _, _) => (ids, IdentitySource::Cri, None),
+        Found::Runtime(ids, _, _, _) => (ids, IdentitySource::Cri, None),
         Found::Fallback(ids, error) => (
             ids,
             IdentitySource::PodLogs,
@@ -251,8 +357,12 @@ pub fn read_once(config: &Config) -> (Identities, IdentitySource, Option<String>
 
 /// What one refresh found.
 enum Found {
-    Runtime(Identities, u64, Duration),
+    /// The runtime answered: its identities, what was left out beyond the bounds, how long
+    /// it took, and strings that were not UTF-8.
+    Runtime(Identities, u64, Duration, u64),
+    /// The pod-log directories, and why the runtime was not used (empty: none configured).
     Fallback(Identities, String),
+    /// Neither.
     Nothing(String),
 }
 
@@ -331,8 +441,9 @@ fn refresh_once(
             });
             match result {
                 Ok((pods, containers)) => {
-                    let (ids, left_out) = crate::from_cri(pods, containers);
-                    return Found::Runtime(ids, left_out, started.elapsed());
+                    let not_utf8 = pods.not_utf8 + containers.not_utf8;
+                    let (ids, left_out) = crate::from_cri(pods.items, containers.items);
+                    return Found::Runtime(ids, left_out, started.elapsed(), not_utf8);
                 }
                 Err(e) => Some(e),
             }
@@ -346,6 +457,17 @@ fn refresh_once(
     }
 }
 
+/// The runtime's last good answer with what the fallback knows beyond it: a pod the last
+/// answer named keeps its labels (the fallback has none); a pod started since is named from
+/// its pod-log directory.
+fn with_fallback(good: &Identities, fallback: Identities) -> Identities {
+    let mut merged = good.clone();
+    for (uid, pod) in fallback.pods {
+        merged.pods.entry(uid).or_insert(pod);
+    }
+    merged
+}
+
 fn publish(
     shared: &Shared,
     config: &Config,
@@ -353,26 +475,45 @@ fn publish(
     was_up: &mut Option<bool>,
     socket: Option<&Path>,
 ) {
+    let good = lock(&shared.good).clone();
     let mut status = lock(&shared.status);
     status.refreshes += 1;
     status.runtime = socket.map(Path::to_owned);
     let (ids, up) = match found {
-        Found::Runtime(ids, left_out, took) => {
+        Found::Runtime(ids, left_out, took, not_utf8) => {
             status.source = IdentitySource::Cri;
             status.last_error = None;
             status.left_out = left_out;
             status.last_refresh = Some(took);
+            status.not_utf8 = not_utf8;
+            let ids = Arc::new(ids);
+            let at = Instant::now();
+            status.answered_at = Some(at);
+            *lock(&shared.good) = Some(Good {
+                identities: Arc::clone(&ids),
+            });
             (ids, true)
+        }
+        // The runtime answered before: its identities stay, with their age; the fallback
+        // only names pods it did not know.
+        Found::Fallback(fallback, error) if good.is_some() => {
+            status.last_error = (!error.is_empty()).then_some(error);
+            let good = good.map(|g| g.identities).unwrap_or_default();
+            (Arc::new(with_fallback(&good, fallback)), false)
+        }
+        Found::Nothing(error) if good.is_some() => {
+            status.last_error = Some(error);
+            (good.map(|g| g.identities).unwrap_or_default(), false)
         }
         Found::Fallback(ids, error) => {
             status.source = IdentitySource::PodLogs;
             status.last_error = (!error.is_empty()).then_some(error);
-            (ids, false)
+            (Arc::new(ids), false)
         }
         Found::Nothing(error) => {
             status.source = IdentitySource::Path;
             status.last_error = Some(error);
-            (Identities::default(), false)
+            (Arc::default(), false)
         }
     };
     let runtime_wanted = config.endpoint != Endpoint::Off;
@@ -389,6 +530,13 @@ fn publish(
                 pods = ids.pods.len(),
                 "pod identity from the container runtime"
             );
+        } else if let Some(age) = status.age() {
+            tracing::warn!(
+                error = status.last_error.as_deref().unwrap_or(""),
+                age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+                fallback = %config.pod_logs.display(),
+                "container runtime unreachable; the pods it last named keep that identity (labels included), new pods are named from the fallback"
+            );
         } else {
             tracing::warn!(
                 error = status.last_error.as_deref().unwrap_or(""),
@@ -399,8 +547,19 @@ fn publish(
         }
         *was_up = Some(up);
     }
+    if status.not_utf8 > 0 && up {
+        tracing::warn!(
+            strings = status.not_utf8,
+            "the container runtime answered strings that are not UTF-8; kept with U+FFFD in their place"
+        );
+    }
     drop(status);
-    *lock(&shared.identities) = Arc::new(ids);
+    *lock(&shared.identities) = ids;
+    let mut answered = lock(&shared.answered);
+    if !*answered {
+        *answered = true;
+        shared.answered_wake.notify_all();
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,9 @@ pub fn from_cri(
             continue;
         }
         uid_of_sandbox.insert(sandbox.id.clone(), meta.uid.clone());
+        if ids.sandboxes.len() < MAX_CONTAINERS {
+            ids.sandboxes.insert(sandbox.id.clone(), meta.uid.clone());
+        }
         let ready = sandbox.state == v1::PodSandboxState::SandboxReady as i32;
         let rank = (ready, sandbox.created_at);
         if chosen.get(&meta.uid).is_some_and(|best| *best >= rank) {
@@ -217,6 +220,8 @@ mod tests {
             Some("registry.example/coredns:1")
         );
         assert_eq!(ids.pod("u2").map(|p| p.source), Some(IdentitySource::Cri));
+        assert!(ids.is_sandbox("s-old") && ids.is_sandbox("s-new") && !ids.is_sandbox("c1"));
+        assert_eq!(ids.sandboxes.get("s2").map(String::as_str), Some("u2"));
     }
 
     #[test]

@@ -7,21 +7,23 @@
 //!     CRI ListPodSandbox + ListContainers ──ok──▶ identities (source cri)
 //!        │ unreachable, slow, failing (said once, counted)
 //!        ▼
-//!     /var/log/pods/<namespace>_<name>_<uid>/<container>/ ──▶ identities (source pod-logs)
+//!     the last answer kept (its age in status, metrics, records) + for pods it did not
+//!     know: /var/log/pods/<namespace>_<name>_<uid>/<container>/ (source pod-logs)
 //!                                    │
 //!                       Arc<Identities> swapped in ──▶ Engine::cycle takes a snapshot
 //! ```
 //!
 //! [`from_cri`] and [`pod_logs`] turn what they read into
 //! [`Identities`](oomwarden_model::Identities); [`Cache`] runs the
-//! refresher. A kill never waits on the runtime: a cycle takes the last snapshot.
+//! refresher. A kill never waits on the runtime: a cycle takes the last snapshot; only the
+//! first ranking after a start waits for the first answer, at most [`first_answer_wait`].
 
 mod cache;
 mod cri;
 mod pod_logs;
 mod watch;
 
-pub use cache::{Cache, CacheStatus, Config, Endpoint, Health, read_once};
+pub use cache::{Cache, CacheStatus, Config, Endpoint, Health, first_answer_wait, read_once};
 pub use cri::from_cri;
 pub use pod_logs::{PodLogsError, pod_logs};
 pub use watch::{IsPod, MAX_WATCHED_PODS};

@@ -524,7 +524,9 @@ mod tests {
         let started = Instant::now();
         follower.stop();
         let took = started.elapsed();
-        assert!(took < Duration::from_millis(100), "stopping took {took:?}");
+        // Without the eventfd's wake-up the thread would wait on the log for ever: any bound
+        // well short of for ever shows it; 10 s holds on a loaded machine.
+        assert!(took < Duration::from_secs(10), "stopping took {took:?}");
         drop(writer);
     }
 

@@ -121,6 +121,10 @@ pub struct Identities {
     /// Containers by ID.
     #[serde(default)]
     pub containers: BTreeMap<String, ContainerIdentity>,
+    /// Pod sandboxes (the pause container the runtime makes for each pod) by ID: the UID of
+    /// their pod. A sandbox's cgroup sits beside the containers' and is named by this ID.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sandboxes: BTreeMap<String, String>,
 }
 
 impl Identities {
@@ -133,6 +137,11 @@ impl Identities {
     /// The container with this ID.
     pub fn container(&self, id: &str) -> Option<&ContainerIdentity> {
         self.containers.get(id)
+    }
+
+    /// Whether `id` is a pod sandbox's.
+    pub fn is_sandbox(&self, id: &str) -> bool {
+        self.sandboxes.contains_key(id)
     }
 
     /// Whether nothing is known.

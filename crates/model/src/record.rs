@@ -138,9 +138,13 @@ pub struct ActionRecord {
     /// The victim pod's UID, decoded from its cgroup path (absent for non-pod cgroups).
     #[serde(rename = "podUID", default, skip_serializing_if = "Option::is_none")]
     pub pod_uid: Option<String>,
-    /// IDs of the victim's containers (its child cgroups named by the runtime).
+    /// IDs of the victim's containers (its child cgroups named by the runtime), its pod's
+    /// sandbox left out when the runtime named it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<String>,
+    /// The ID of the victim pod's sandbox (the pause container), when the runtime named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
     /// The victim pod's namespace, when known (from the container runtime or the kubelet's
     /// pod-log directories).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,6 +159,12 @@ pub struct ActionRecord {
     /// `path` (only the pod UID was known). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity_source: Option<IdentitySource>,
+    /// How old, in milliseconds, the pod identities were that named the victim and gave the
+    /// ranking its labels: the time since the container runtime last answered. Large when the
+    /// runtime stopped answering (its last answer is kept, labels included); absent without
+    /// a runtime answer or for a victim that is no pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_age_ms: Option<u64>,
     /// What the kill of a pod ended: `pod` (the whole pod cgroup) or `containers` (each
     /// container cgroup, the sandbox spared). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -341,10 +351,12 @@ impl ActionRecord {
             class: None,
             pod_uid: None,
             containers: Vec::new(),
+            sandbox: None,
             namespace: None,
             pod_name: None,
             container_names: Vec::new(),
             identity_source: None,
+            identity_age_ms: None,
             kill_scope: None,
             killed_cgroups: Vec::new(),
             score: 0.0,

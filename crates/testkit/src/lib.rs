@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod apiserver;
+pub mod cri;
 
 /// Writes `content` to `root/rel`, creating directories.
 pub fn write(root: &Path, rel: &str, content: &str) {

@@ -1,8 +1,8 @@
 #!/bin/sh
 # needs: containerd
 # S16 CRI down: containerd is stopped while oomwarden runs. The next identity refresh fails:
-# the log says so once and oomwarden_container_runtime_up drops to 0; pods are named from the
-# kubelet's /var/log/pods; the kill still comes, and the quiet cycles take no longer than with
+# the log says so once and oomwarden_container_runtime_up drops to 0; pods keep the identity
+# of the runtime's last answer (its age in the record and the metrics); the kill still comes, and the quiet cycles take no longer than with
 # the runtime up (the runtime is asked off the decision path). containerd started again is
 # noticed.
 SCENARIO=s16-cri-down
@@ -71,8 +71,13 @@ check "cycles kept their pace" "$((c2 - c1)) cycles up, $((c4 - c3)) down in 10 
 kill -USR1 $(cat $P/*/cgroup.procs | while read -r pid; do [ "$(cat /proc/$pid/oom_score_adj)" = 1000 ] && echo "$pid"; done)
 check "the kill still comes" "actions.jsonl" wait_for 60 grep -q '"kind":"oomwarden","outcome":"killed"' "$STATE/actions.jsonl"
 check "the victim is the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"outcome\":\"[a-z-]*\",\"victim\":\"$P\"" "$STATE/actions.jsonl"
-check "named from the pod-log directories" "shop/report-5f6d7-kq8vz, pod-logs" \
-    sh -c "grep -q '\"namespace\":\"shop\",\"podName\":\"report-5f6d7-kq8vz\"' $STATE/actions.jsonl && grep -q '\"identitySource\":\"pod-logs\"' $STATE/actions.jsonl"
+# The runtime's last answer stays in force, labels included, and the record says how old it
+# was (the runtime has been down for over 20 s by now).
+age=$(sed -n 's/.*"kind":"oomwarden","outcome":"killed".*"identityAgeMs":\([0-9]*\).*/\1/p' "$STATE/actions.jsonl" | head -n1)
+check "named from the runtime's last answer" "shop/report-5f6d7-kq8vz, cri, ${age:-?} ms old" \
+    sh -c "grep -q '\"namespace\":\"shop\",\"podName\":\"report-5f6d7-kq8vz\"' $STATE/actions.jsonl && grep -q '\"identitySource\":\"cri\"' $STATE/actions.jsonl && [ \"${age:-0}\" -ge 10000 ]"
+check "the identities' age in the metrics" "oomwarden_pod_identity_age_seconds" \
+    awk -v a="$(metric oomwarden_pod_identity_age_seconds)" 'BEGIN { exit !(a >= 10) }'
 check "unreachable said once" "$(grep -c 'container runtime unreachable' "$OUT/oomwarden.log")" \
     [ "$(grep -c 'container runtime unreachable' "$OUT/oomwarden.log")" = 1 ]
 start_containerd

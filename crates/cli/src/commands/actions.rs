@@ -437,6 +437,20 @@ pub(crate) fn status(
             .kernel_oom_kills
             .map_or("not watched".to_owned(), |n| n.to_string())
     )?;
+    if let Some(p) = &status.pod_identity {
+        writeln!(
+            out,
+            "pod identity: {} pods from {}; runtime {}; age {}{}",
+            p.pods,
+            p.source,
+            if p.runtime_up { "up" } else { "not answering" },
+            p.age_ms
+                .map_or("-".to_owned(), |ms| format!("{:.1} s", ms as f64 / 1000.0)),
+            p.last_error
+                .as_deref()
+                .map_or(String::new(), |e| format!("; last error: {e}"))
+        )?;
+    }
     writeln!(
         out,
         "errors: {}; last: {}",

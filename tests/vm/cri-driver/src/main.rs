@@ -696,7 +696,7 @@ impl Driver {
     }
 
     async fn ps(&mut self) -> Result<()> {
-        let sandboxes = self.runtime.pod_sandboxes().await?;
+        let sandboxes = self.runtime.pod_sandboxes().await?.items;
         for s in &sandboxes {
             let meta = s.metadata.clone().unwrap_or_default();
             say(serde_json::json!({
@@ -705,7 +705,7 @@ impl Driver {
                 "state": v1::PodSandboxState::try_from(s.state).map_or("?", |s| s.as_str_name()),
             }));
         }
-        for c in self.runtime.containers().await? {
+        for c in self.runtime.containers().await?.items {
             let (exit, reason) = self.exit_status(&c.id).await?.unwrap_or_default();
             say(serde_json::json!({
                 "kind": "container", "id": c.id, "sandbox": c.pod_sandbox_id,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Differential oracle: Google's cel-cpp (PyPI `cel-expr-python`) in the Talos OOM environments.
+"""Differential oracle: Google's cel-cpp (the Python package `cel-expr-python`) in the Talos OOM environments.
 
 Reads a TSV of `env<TAB>label<TAB>expression` (env is `trig` or `rank`; `\\n` in the expression
 is a line break) and prints one line per case: `label<TAB>outcome`, where outcome is

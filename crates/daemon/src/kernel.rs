@@ -55,6 +55,8 @@ pub struct KernelWatch {
     logged: HashSet<&'static str>,
     /// Kernel OOM kills recorded since the start.
     kills: u64,
+    /// Reports the follower dropped, as counted so far.
+    dropped_seen: u64,
     /// What it was started with.
     settings: KernelOomWatchSettings,
 }
@@ -93,6 +95,7 @@ impl KernelWatch {
             last_walk_ns: now_ns,
             logged: HashSet::new(),
             kills: 0,
+            dropped_seen: 0,
             settings: settings.clone(),
         };
         let roots = roots(engine);
@@ -134,6 +137,7 @@ impl KernelWatch {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
+        self.count_dropped(engine);
         let roots = roots(engine);
         let walk = now_ns.saturating_sub(self.last_walk_ns) >= WALK_EVERY_NS;
         let reads = if walk {
@@ -168,6 +172,23 @@ impl KernelWatch {
     pub fn stop(&mut self) {
         if let Some(f) = &mut self.follower {
             f.stop();
+        }
+    }
+
+    /// Every report the follower dropped on a full channel, counted (it counts them itself:
+    /// the channel that was full cannot carry the news).
+    fn count_dropped(&mut self, engine: &Engine) {
+        let dropped = self.follower.as_ref().map_or(0, Follower::dropped);
+        let new = dropped.saturating_sub(self.dropped_seen);
+        if new == 0 {
+            return;
+        }
+        self.dropped_seen = dropped;
+        engine
+            .metrics()
+            .kernel_oom_watch_problems(Problem::Dropped.reason(), new);
+        if self.logged.insert(Problem::Dropped.reason()) {
+            tracing::warn!(error = %Problem::Dropped, reason = Problem::Dropped.reason(), dropped = new, "kernel OOM watch (said once per reason; counted in oomwarden_kernel_oom_watch_problems_total)");
         }
     }
 

@@ -716,9 +716,14 @@ impl Metrics {
 
     /// A problem of the kernel-OOM watcher (`reason` as [`WatchProblemLabels`] says).
     pub fn kernel_oom_watch_problem(&self, reason: &'static str) {
+        self.kernel_oom_watch_problems(reason, 1);
+    }
+
+    /// `n` problems of the kernel-OOM watcher at once (reports dropped on a full queue).
+    pub fn kernel_oom_watch_problems(&self, reason: &'static str, n: u64) {
         self.kernel_watch_problems
             .get_or_create(&WatchProblemLabels { reason })
-            .inc();
+            .inc_by(n);
     }
 
     /// The Events sender's counts so far (read each cycle; counters only move forward).

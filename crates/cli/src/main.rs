@@ -7,6 +7,7 @@ mod human;
 mod loghuman;
 mod logjson;
 mod output;
+mod terminal;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -119,8 +120,24 @@ fn main() -> ExitCode {
     // Not locked for the whole command: `run` lives for days and other threads (a post-kill
     // hook's watcher, the API server) log through the same stderr; each write takes the lock
     // for itself.
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-    let exit = match cli.command {
+    let (out, err) = (std::io::stdout(), std::io::stderr());
+    if matches!(cli.command, Command::Run(_)) {
+        // The daemon logs through its own subscriber, which escapes what it prints.
+        dispatch(cli.command, out, err)
+    } else {
+        // Every other command's output reaches a terminal with no control character a name
+        // could carry (`terminal`).
+        dispatch(
+            cli.command,
+            terminal::Escaping::new(out),
+            terminal::Escaping::new(err),
+        )
+    }
+}
+
+/// Runs `command`, writing to `out` and `err`; its exit code.
+fn dispatch(command: Command, mut out: impl Write, mut err: impl Write) -> ExitCode {
+    let exit = match command {
         Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
         Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),
         Command::Run(args) => commands::run::run(&args, &mut out, &mut err),
@@ -137,6 +154,11 @@ fn main() -> ExitCode {
         Command::Completions { shell } => completions(shell, &mut out),
         Command::Man { subcommand } => man(subcommand.as_deref(), &mut out, &mut err),
     };
+    finish(exit, &mut out, &mut err)
+}
+
+/// The exit code of a command's result, its error said on `err`.
+fn finish(exit: anyhow::Result<Exit>, out: &mut impl Write, err: &mut impl Write) -> ExitCode {
     let code = match exit {
         Ok(code) => code,
         // The reader went away (`oomwarden top | head`): nothing is wrong, nothing to say.

@@ -1617,3 +1617,50 @@ fn the_recommended_policy_on_what_the_kernel_alone_went_through() {
         "a memory level kills there: {full:?}"
     );
 }
+
+/// Issue 32: `actions`, `explain`, `replay` and `audit` printed names raw: an ESC or OSC
+/// sequence in a namespace (the runtime's word, or a history line anyone with the state
+/// directory could write) reached the terminal, and a newline split a table row.
+#[test]
+fn names_with_control_characters_are_printed_escaped() {
+    let state = tempfile::tempdir().unwrap();
+    let hostile = "shop\u{1b}]0;pwned\u{7}\n1     oomwarden fake-row\u{9b}";
+    let record = serde_json::json!({
+        "id": 0, "time": "2026-12-03T00:00:00.000Z", "monotonicNs": 1, "kind": "oomwarden",
+        "outcome": "killed", "victim": "/sys/fs/cgroup/kubepods/besteffort/pod\u{1b}[2Jx",
+        "class": "Besteffort", "podUID": "6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f",
+        "namespace": hostile, "podName": "web\r", "score": 1.0, "pids": [],
+        "triggerContext": ""
+    });
+    std::fs::write(state.path().join("actions.jsonl"), format!("{record}\n")).unwrap();
+    let dir = state.path().to_str().unwrap();
+    for args in [
+        vec!["actions", "--state-dir", dir],
+        vec!["actions", "--state-dir", dir, "-o", "wide"],
+        vec!["explain", "0", "--state-dir", dir],
+    ] {
+        let (code, out, err) = run(&args, None);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        for text in [&out, &err] {
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| c.is_control() && c != '\n' && c != '\t'),
+                "{args:?}: {text:?}"
+            );
+        }
+        assert!(
+            out.contains("shop\\x1b]0;pwned\\x07\\n1"),
+            "{args:?}: {out}"
+        );
+        assert!(
+            !out.contains("\n1     oomwarden fake-row"),
+            "{args:?}: {out}"
+        );
+    }
+    let (_, out, _) = run(&["actions", "--state-dir", dir], None);
+    assert_eq!(out.lines().count(), 2, "a header and one row: {out}");
+    // JSON escapes them as JSON does.
+    let (_, json, _) = run(&["actions", "--state-dir", dir, "-o", "json"], None);
+    assert!(json.contains("\\u001b]0;pwned\\u0007\\n"), "{json}");
+}

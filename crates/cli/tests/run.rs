@@ -1044,3 +1044,88 @@ fn a_kernel_oom_kill_is_recorded_listed_and_counted() {
     signal(&child, rustix::process::Signal::TERM);
     assert!(child.wait().unwrap().success());
 }
+
+/// The running daemon's `cycles` from `oomwarden status -o json`.
+fn cycles(state: &std::path::Path) -> u64 {
+    let out = oomwarden()
+        .args(["status", "-o", "json", "--state-dir"])
+        .arg(state)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v.get("cycles")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// Issue 32: a file cut at a document boundary (its `OOMWardenConfig` with `dryRun: true`
+/// gone) was accepted on reload, with a warning, and turned dry runs into kills; a SIGHUP storm
+/// starved the loop and every SIGHUP forced a cycle.
+#[test]
+fn reloads_cannot_turn_dry_run_off_and_a_sighup_storm_is_coalesced() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    let oom =
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 2s\n";
+    let warden = "---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    std::fs::write(&config, format!("{oom}{warden}dryRun: true\n")).unwrap();
+    // No `--dry-run` on the command line (it would win over the file): the file's says it.
+    let mut child = oomwarden()
+        .args(["run", "--log-format", "json", "--config"])
+        .arg(&config)
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+    replace_file(&config, oom);
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("configuration reload rejected");
+    assert!(
+        logs.seen.last().unwrap().contains("is gone from the file"),
+        "{}",
+        logs.seen.last().unwrap()
+    );
+    replace_file(&config, &format!("{oom}{warden}killTimeout: 2s\n"));
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("configuration reload rejected");
+    assert!(logs.seen.last().unwrap().contains("write `dryRun: false`"));
+    // The storm: 300 SIGHUPs within about a second and a half, on a 2 s interval. Each one
+    // used to force a reload and a cycle; now the first reloads, the rest wait for the next
+    // cycle and are one reload there.
+    replace_file(&config, &format!("{oom}{warden}dryRun: true\n"));
+    let before = cycles(state.path());
+    for _ in 0..300 {
+        signal(&child, rustix::process::Signal::HUP);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let after = cycles(state.path());
+    // At most one cycle per 2 s interval passed during the storm (the storm lasted far less
+    // than 20 intervals however slow the machine), never one per signal.
+    assert!(
+        after - before <= 20,
+        "{before} -> {after} cycles in the storm"
+    );
+    let wait_end = Instant::now() + Duration::from_secs(20);
+    while cycles(state.path()) <= after {
+        assert!(Instant::now() < wait_end, "no cycle after the storm");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
+    let reloads = logs
+        .seen
+        .iter()
+        .chain(logs.rx.try_iter().collect::<Vec<_>>().iter())
+        .filter(|l| l.contains("configuration reloaded"))
+        .count();
+    assert!(reloads < 30, "{reloads} reloads for 300 SIGHUPs");
+}

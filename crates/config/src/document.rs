@@ -129,6 +129,18 @@ pub(crate) fn declares_warden_document(text: &str) -> bool {
     })
 }
 
+/// Whether `text` has an `OOMWardenConfig` document that sets the top-level `key` (any
+/// value): a reload may move `dryRun` from true to false only when the file says so.
+pub(crate) fn warden_sets(text: &str, key: &str) -> bool {
+    serde_saphyr::from_multiple::<Value>(text).is_ok_and(|docs| {
+        docs.iter().any(|d| {
+            d.get("apiVersion").and_then(Value::as_str) == Some(WARDEN_API_VERSION)
+                && d.get("kind").and_then(Value::as_str) == Some(WARDEN_KIND)
+                && d.get(key).is_some()
+        })
+    })
+}
+
 /// Errors of one load, with the file name filled in.
 struct Errors<'a> {
     file: &'a str,

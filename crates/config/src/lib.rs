@@ -439,6 +439,12 @@ pub fn declares_warden_document(text: &str) -> bool {
     document::declares_warden_document(text)
 }
 
+/// Whether `text`'s `OOMWardenConfig` document sets the top-level `key` itself (not by
+/// default).
+pub fn warden_sets(text: &str, key: &str) -> bool {
+    document::warden_sets(text, key)
+}
+
 /// `layout` written out as an `OOMWardenConfig` document with a custom layout (named
 /// [`DEFAULT_CUSTOM_NAME`] when it is a built-in one): a starting point for a custom layout.
 /// Loading the output gives the same metrics and candidates.

@@ -24,6 +24,28 @@ fn label(encoder: &mut LabelValueEncoder<'_>, name: &str) -> Result<(), std::fmt
     std::fmt::Write::write_str(encoder, name)
 }
 
+/// A label value from outside (a namespace the runtime named, a build's commit), escaped as
+/// the exposition format says (`\\`, `\"`, `\n`): prometheus-client writes label values
+/// as they are, and a namespace holding a quote and a newline injected a series and broke the
+/// whole scrape (found by the fault suite).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct LabelText(pub String);
+
+impl EncodeLabelValue for LabelText {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        for c in self.0.chars() {
+            match c {
+                '\\' => encoder.write_str("\\\\")?,
+                '"' => encoder.write_str("\\\"")?,
+                '\n' => encoder.write_str("\\n")?,
+                c => encoder.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A class as a label value: its name as in expressions (`Besteffort` … `System`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Class(pub QosClass);
@@ -78,7 +100,7 @@ pub struct KillLabels {
     /// Its outcome.
     pub outcome: OutcomeLabel,
     /// The victim pod's namespace (`""` when it is no pod, or its pod is unknown).
-    pub namespace: String,
+    pub namespace: LabelText,
 }
 
 /// Which expression failed.
@@ -232,9 +254,9 @@ pub struct WatchProblemLabels {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct VersionLabel {
     /// The crate version.
-    pub version: String,
+    pub version: LabelText,
     /// The commit it was built from (`unknown` when the build could not tell).
-    pub commit: String,
+    pub commit: LabelText,
 }
 
 type FloatGauge = Gauge<f64, AtomicU64>;
@@ -494,8 +516,8 @@ impl Metrics {
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                commit: crate::COMMIT.to_owned(),
+                version: LabelText(env!("CARGO_PKG_VERSION").to_owned()),
+                commit: LabelText(crate::COMMIT.to_owned()),
             })
             .set(1);
         registry.register(
@@ -527,7 +549,7 @@ impl Metrics {
                 drop(kills.get_or_create(&KillLabels {
                     class: Class(class),
                     outcome: OutcomeLabel(outcome),
-                    namespace: String::new(),
+                    namespace: LabelText::default(),
                 }));
             }
         }
@@ -681,7 +703,7 @@ impl Metrics {
             .get_or_create(&KillLabels {
                 class: Class(class),
                 outcome: OutcomeLabel(outcome),
-                namespace: namespace.to_owned(),
+                namespace: LabelText(namespace.to_owned()),
             })
             .inc();
         if let Some(s) = verification_seconds {
@@ -952,5 +974,34 @@ mod bound_names {
                 "docs/operations.md lacks {quoted}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod escaping {
+    use super::*;
+
+    /// Found by the fault suite: a namespace from the runtime holding `"`, `}` and a newline
+    /// wrote a series of its own into the scrape and broke the rest of it.
+    #[test]
+    fn a_label_value_from_outside_cannot_inject_a_series() {
+        let m = Metrics::new();
+        m.killed(
+            QosClass::Besteffort,
+            Outcome::Killed,
+            "shop\"} 1\nevil_series{a=\"b\\",
+            None,
+        );
+        let text = m.encode();
+        assert!(
+            !text.lines().any(|l| l.starts_with("evil_series")),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "oomwarden_kills_total{class=\"Besteffort\",outcome=\"killed\",namespace=\"shop\\\"} 1\\nevil_series{a=\\\"b\\\\\"} 1"
+            ),
+            "{text}"
+        );
     }
 }

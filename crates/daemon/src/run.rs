@@ -121,16 +121,28 @@ fn lock_state_dir(dir: &Path) -> Result<std::fs::File, RunError> {
 
 /// Loads the configuration file (or the defaults) and applies the overrides.
 pub fn load_settings(file: Option<&Path>, overrides: &Overrides) -> Result<Settings, RunError> {
-    let result = match file {
-        None => Settings::defaults(),
+    load_declared(file, overrides).map(|(settings, _)| settings)
+}
+
+/// [`load_settings`], and what the file declares itself (from the same read: a reload judges
+/// what it loads against what the start read, never against a file changed since).
+fn load_declared(
+    file: Option<&Path>,
+    overrides: &Overrides,
+) -> Result<(Settings, Declared), RunError> {
+    let (result, declared) = match file {
+        None => (Settings::defaults(), Declared::default()),
         Some(path) => {
             let text = read_config_file(path)?;
-            Settings::from_yaml(&text, &path.display().to_string())
+            (
+                Settings::from_yaml(&text, &path.display().to_string()),
+                Declared::of(&text),
+            )
         }
     };
     let mut settings = result.map_err(|e: ConfigErrors| RunError::Config(e.to_string()))?;
     settings.apply(overrides);
-    Ok(settings)
+    Ok((settings, declared))
 }
 
 /// The largest configuration file read (a custom layout and two documents fit in a few KiB).
@@ -161,13 +173,13 @@ fn read_config_file(path: &Path) -> Result<String, RunError> {
 /// A reload's settings: as at start, but an empty (or whitespace-only) file is refused,
 /// because on a running node that is a truncated or half-written file, not a wish for the
 /// embedded defaults (which would, for one, turn a `dryRun: true` off).
-/// Also says whether the file holds an `OOMWardenConfig` document.
+/// Also says what the file declares itself (see [`Declared`]).
 fn load_for_reload(
     file: Option<&Path>,
     overrides: &Overrides,
-) -> Result<(Settings, bool), RunError> {
+) -> Result<(Settings, Declared), RunError> {
     let Some(path) = file else {
-        return Ok((load_settings(None, overrides)?, false));
+        return load_declared(None, overrides);
     };
     let text = read_config_file(path)?;
     if text.trim().is_empty() {
@@ -179,7 +191,49 @@ fn load_for_reload(
     let mut settings = Settings::from_yaml(&text, &path.display().to_string())
         .map_err(|e: ConfigErrors| RunError::Config(e.to_string()))?;
     settings.apply(overrides);
-    Ok((settings, oomwarden_config::declares_warden_document(&text)))
+    Ok((settings, Declared::of(&text)))
+}
+
+/// What a configuration file says itself, beyond the settings it comes to: whether it has an
+/// `OOMWardenConfig` document, and whether that document writes `dryRun`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Declared {
+    pub(crate) warden_document: bool,
+    pub(crate) dry_run: bool,
+}
+
+impl Declared {
+    fn of(text: &str) -> Self {
+        Declared {
+            warden_document: oomwarden_config::declares_warden_document(text),
+            dry_run: oomwarden_config::warden_sets(text, "dryRun"),
+        }
+    }
+}
+
+/// Why a reload that loads would lower safety without the file saying so: a file cut at a
+/// document boundary lost its `OOMWardenConfig` (and with it a `dryRun: true`), or a
+/// `dryRun: true` in force would become false by default. Found by the fault suite: a file
+/// truncated to its first document turned dry runs into kills, with only a warning.
+fn unsafe_reload(
+    running: &Settings,
+    running_declared: Declared,
+    new: &Settings,
+    declared: Declared,
+) -> Option<String> {
+    if running_declared.warden_document && !declared.warden_document {
+        return Some(
+            "the OOMWardenConfig document the running configuration has is gone from the file (a file cut short?); to go back to oomwarden's defaults, keep the document with only its apiVersion and kind"
+                .to_owned(),
+        );
+    }
+    if running.warden.dry_run && !new.warden.dry_run && !declared.dry_run {
+        return Some(
+            "dryRun would change from true to false without the file saying so; write `dryRun: false` in the OOMWardenConfig document to start killing"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// Checks that the hierarchy has what the OOM handler needs: cgroup v2 with the memory
@@ -307,7 +361,7 @@ pub fn run(
     // The file's identity is taken before it is read, so a change made while it loads is
     // noticed at the first cycle rather than lost.
     let mut config_watch = ConfigWatch::new(options.config_file.as_deref(), CONFIG_CHECK_EVERY);
-    let settings = load_settings(options.config_file.as_deref(), &options.overrides)?;
+    let (settings, declared) = load_declared(options.config_file.as_deref(), &options.overrides)?;
     check_host(
         &CgroupFs::new(&options.cgroup_root),
         &ProcFs::new(&options.proc_root),
@@ -401,7 +455,14 @@ pub fn run(
     }
     engine.discard_reads();
 
-    cycle_until_stopped(&mut engine, &rx, options, &shared, &mut config_watch);
+    cycle_until_stopped(
+        &mut engine,
+        &rx,
+        options,
+        &shared,
+        &mut config_watch,
+        declared,
+    );
     // No hook outlives the daemon: each running one's process group is ended (found by the
     // fault suite: 11 of 11 post-kill hooks orphaned under PID 1 at SIGTERM).
     engine.finish_hooks(HOOKS_END_WITHIN);
@@ -660,6 +721,7 @@ fn cycle_until_stopped(
     options: &RunOptions,
     shared: &crate::api::SharedState,
     config_watch: &mut ConfigWatch,
+    mut declared: Declared,
 ) {
     let mut kernel = crate::kernel::KernelWatch::start(
         engine,
@@ -672,17 +734,34 @@ fn cycle_until_stopped(
     let mut done = 0u64;
     let mut tick = Instant::now();
     let mut last_cycle: Option<Instant> = None;
+    // SIGHUPs are coalesced: the first since the last cycle reloads at once, the others wait
+    // for the next cycle and are one reload there. A storm neither starves the cycles nor
+    // forces extra ones (found by the fault suite: 2 cycles in 6 s under a SIGHUP storm).
+    let mut reloaded_since_cycle = false;
+    let mut reload_pending = false;
     loop {
         let wait = tick.saturating_duration_since(Instant::now());
         let mut on_pressure = false;
         match rx.recv_timeout(wait) {
             Ok(Wake::Signal(SIGHUP)) => {
-                // Taken before the read, as at start.
-                config_watch.refresh();
-                reload(engine, options, Some(shared));
-                // As Talos: a cycle at once, then ticks on the (new) interval from there.
-                tick = Instant::now();
-                continue;
+                if reloaded_since_cycle {
+                    reload_pending = true;
+                } else {
+                    // Taken before the read, as at start.
+                    config_watch.refresh();
+                    let interval = engine.settings().oom.sample_interval;
+                    reload(engine, options, Some(shared), &mut declared);
+                    reloaded_since_cycle = true;
+                    // A shorter interval is not waited out on the old one.
+                    let now_interval = engine.settings().oom.sample_interval;
+                    if now_interval < interval {
+                        tick = tick.min(Instant::now() + now_interval);
+                    }
+                }
+                // A due cycle is never skipped for a signal.
+                if Instant::now() < tick {
+                    continue;
+                }
             }
             Ok(Wake::Signal(signal)) => {
                 tracing::info!(signal, "oomwarden stopping");
@@ -703,9 +782,13 @@ fn cycle_until_stopped(
         // A ConfigMap update arrives as a symlink swap, without a signal.
         if config_watch.changed() {
             tracing::info!("the configuration file changed on disk; reloading");
-            reload(engine, options, Some(shared));
-            tick = Instant::now();
+            reload(engine, options, Some(shared), &mut declared);
+            reload_pending = false;
+        } else if std::mem::take(&mut reload_pending) {
+            config_watch.refresh();
+            reload(engine, options, Some(shared), &mut declared);
         }
+        reloaded_since_cycle = false;
         rewatch_if_changed(engine, &mut kernel);
         let started = Instant::now();
         last_cycle = Some(started);
@@ -991,14 +1074,27 @@ fn at_next_start(
     changed
 }
 
-fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api::SharedState>) {
+fn reload(
+    engine: &mut Engine,
+    options: &RunOptions,
+    shared: Option<&crate::api::SharedState>,
+    running: &mut Declared,
+) {
     let file = options.config_file.as_deref();
-    let loaded = load_for_reload(file, &options.overrides).and_then(|(settings, warden)| {
-        let layout = resolve_layout(&settings, engine.cgroups())?;
-        Ok((settings, warden, layout))
-    });
+    let loaded = load_for_reload(file, &options.overrides)
+        .and_then(|(settings, declared)| {
+            match unsafe_reload(engine.settings(), *running, &settings, declared) {
+                Some(why) => Err(RunError::Config(why)),
+                None => Ok((settings, declared)),
+            }
+        })
+        .and_then(|(settings, declared)| {
+            let layout = resolve_layout(&settings, engine.cgroups())?;
+            Ok((settings, declared, layout))
+        });
     match loaded {
-        Ok((settings, has_warden_document, (layout, why))) => {
+        Ok((settings, declared, (layout, why))) => {
+            *running = declared;
             engine.metrics().reloaded(true);
             for setting in at_next_start(&engine.settings().warden, &settings.warden) {
                 tracing::warn!(
@@ -1013,11 +1109,6 @@ fn reload(engine: &mut Engine, options: &RunOptions, shared: Option<&crate::api:
             let runtime_changed =
                 settings.warden.container_runtime != engine.settings().warden.container_runtime;
             let events_changed = settings.warden.events != engine.settings().warden.events;
-            if !has_warden_document && settings.warden != engine.settings().warden {
-                tracing::warn!(
-                    "the OOMWardenConfig document is gone from the configuration file; oomwarden's own settings are back to their defaults"
-                );
-            }
             tracing::info!(
                 file = %file.map_or("<defaults>".into(), |f| f.display().to_string()),
                 sample_interval = ?settings.oom.sample_interval,
@@ -1093,7 +1184,40 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let loaded = load_for_reload(Some(&path), &Overrides::default()).ok();
-        assert!(loaded.is_some_and(|(s, warden)| s.warden.dry_run && warden));
+        assert!(loaded.is_some_and(|(s, d)| s.warden.dry_run && d.warden_document && d.dry_run));
+    }
+
+    // Issue 32: a file cut at a document boundary (the OOMWardenConfig with `dryRun: true`
+    // gone) was accepted with a warning and turned dry runs into kills.
+    #[test]
+    fn a_reload_cannot_turn_safety_off_without_the_file_saying_so() {
+        let load = |text: &str| {
+            let s = Settings::from_yaml(text, "oom.yaml").unwrap();
+            (s, Declared::of(text))
+        };
+        let oom = "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\n";
+        let warden = "---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+        let (running, declared) = load(&format!("{oom}{warden}dryRun: true\n"));
+        assert!(running.warden.dry_run);
+        // Cut after the first document.
+        let (new, d) = load(oom);
+        let why = unsafe_reload(&running, declared, &new, d).unwrap_or_default();
+        assert!(why.contains("OOMWardenConfig document"), "{why}");
+        // The document kept, dryRun left out: the default (false) is not taken.
+        let (new, d) = load(&format!("{oom}{warden}killTimeout: 2s\n"));
+        let why = unsafe_reload(&running, declared, &new, d).unwrap_or_default();
+        assert!(why.contains("write `dryRun: false`"), "{why}");
+        // Said explicitly: taken.
+        let (new, d) = load(&format!("{oom}{warden}dryRun: false\n"));
+        assert_eq!(unsafe_reload(&running, declared, &new, d), None);
+        // Without a document at the start, a file without one is no loss.
+        let (running, declared) = load(oom);
+        let (new, d) = load(oom);
+        assert_eq!(unsafe_reload(&running, declared, &new, d), None);
+        // The bare document (apiVersion and kind only) is how the defaults are asked for.
+        let (running, declared) = load(&format!("{oom}{warden}killTimeout: 2s\n"));
+        let (new, d) = load(&format!("{oom}{warden}"));
+        assert_eq!(unsafe_reload(&running, declared, &new, d), None);
     }
 
     #[test]

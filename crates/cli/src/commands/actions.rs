@@ -212,6 +212,8 @@ fn print(
                 )?;
             }
             for r in records {
+                // Names anyone on the node may have chosen: no control character is printed.
+                let r = &crate::terminal::record_names(r);
                 // The kernel's kills have no score; their constraint says why instead.
                 let (outcome, score) = match r.kind {
                     RecordKind::Oomwarden => (

@@ -2,6 +2,7 @@
 //! templates that stay OOM-handler candidates (a container without a memory limit), and the
 //! containers a proposed default memory limit would get rejected at admission.
 
+use crate::terminal::clean;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -93,13 +94,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             "{:<24} {:<48} CONTAINERS WITHOUT A MEMORY LIMIT",
             "NAMESPACE", "OBJECT"
         )?;
+        // Names from the cluster's objects: no control character is printed.
+
         for c in &audit.candidates {
             writeln!(
                 out,
                 "{:<24} {:<48} {}",
-                c.namespace,
-                c.object,
-                c.containers_without_limit.join(", ")
+                clean(&c.namespace),
+                clean(&c.object),
+                clean(&c.containers_without_limit.join(", "))
             )?;
         }
     }
@@ -119,7 +122,11 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 writeln!(
                     out,
                     "{:<24} {:<48} {:<24} {:>14} {}",
-                    b.namespace, b.object, b.container, b.request_bytes, b.request
+                    clean(&b.namespace),
+                    clean(&b.object),
+                    clean(&b.container),
+                    b.request_bytes,
+                    clean(&b.request)
                 )?;
             }
         }

@@ -141,10 +141,16 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         )?;
         return Ok(Exit::Failure);
     };
-    let explanation = explain(record, &records, &args.state, &dir);
-    if !args.output.structured(&explanation, out)? {
-        text(&explanation, out)?;
+    if args.output.is_table() {
+        // Names anyone on the node may have chosen: no control character is printed.
+        let records: Vec<ActionRecord> =
+            records.iter().map(crate::terminal::record_names).collect();
+        let record = records.iter().find(|r| r.id == record.id).unwrap_or(record);
+        text(&explain(record, &records, &args.state, &dir), out)?;
+        return Ok(Exit::Ok);
     }
+    let explanation = explain(record, &records, &args.state, &dir);
+    args.output.structured(&explanation, out)?;
     Ok(Exit::Ok)
 }
 

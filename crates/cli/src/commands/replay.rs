@@ -238,12 +238,15 @@ fn letter(i: usize) -> char {
     char::from(b'A'.saturating_add(u8::try_from(i % 26).unwrap_or(0)))
 }
 
-/// The victim's path without the cgroup root, so lines stay short.
+/// The victim's path without the cgroup root, so lines stay short; no control character a
+/// directory name may hold is printed.
 fn short(path: &str, root: &str) -> String {
-    path.strip_prefix(root)
-        .map(|p| p.trim_start_matches('/'))
-        .unwrap_or(path)
-        .to_owned()
+    crate::terminal::clean(
+        path.strip_prefix(root)
+            .map(|p| p.trim_start_matches('/'))
+            .unwrap_or(path),
+    )
+    .into_owned()
 }
 
 /// Whether `name` occurs in `source` as a whole identifier.

@@ -12,12 +12,14 @@
 //! without being held), so the daemon's memory at start does not grow with the history.
 
 use std::collections::VecDeque;
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use oomwarden_model::ActionRecord;
+use rustix::fs::OFlags;
+
+use crate::statedir::StateDir;
 
 /// Records kept in memory (Talos's `OOMActionLogKeep`).
 pub const KEEP_IN_MEMORY: usize = 50;
@@ -34,6 +36,8 @@ pub const KEEP_BYTES: u64 = 16 << 20;
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// The history file's name in the state directory.
 pub const FILE_NAME: &str = "actions.jsonl";
+/// A compaction's temporary file.
+const TMP_NAME: &str = "actions.jsonl.tmp";
 
 /// What a history file holds, read without changing it.
 #[derive(Debug, Default)]
@@ -59,7 +63,12 @@ pub struct FileContents {
 /// Reads `<state_dir>/actions.jsonl` without changing anything (for `oomwarden actions`
 /// when the daemon is not running). A missing file is an empty history.
 pub fn read(state_dir: &Path) -> Result<FileContents, HistoryError> {
-    read_file(&state_dir.join(FILE_NAME), usize::MAX)
+    let path = state_dir.join(FILE_NAME);
+    match File::open(&path) {
+        Ok(f) => read_file(f, &path, usize::MAX),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(FileContents::default()),
+        Err(e) => Err(wrap(&path)(e)),
+    }
 }
 
 /// One line of the file, read with at most [`MAX_LINE_BYTES`] held.
@@ -108,13 +117,8 @@ fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Line> {
 }
 
 /// Reads the history file as a stream, keeping the newest `keep` records.
-fn read_file(path: &Path, keep: usize) -> Result<FileContents, HistoryError> {
+fn read_file(file: File, path: &Path, keep: usize) -> Result<FileContents, HistoryError> {
     let mut out = FileContents::default();
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(wrap(path)(e)),
-    };
     let mut reader = BufReader::with_capacity(64 << 10, file);
     let mut records = VecDeque::new();
     let mut buf = Vec::new();
@@ -229,6 +233,8 @@ fn wrap(path: &Path) -> impl FnOnce(io::Error) -> HistoryError + '_ {
 #[derive(Debug)]
 pub struct History {
     path: PathBuf,
+    /// Its state directory (none for a history in memory).
+    dir: Option<StateDir>,
     recent: VecDeque<ActionRecord>,
     lines: usize,
     /// The file's length.
@@ -250,42 +256,56 @@ pub struct History {
 
 impl History {
     /// Opens (creating if needed) `<state_dir>/actions.jsonl` and loads it. Returns the
-    /// history and a warning for every line that had to be skipped.
+    /// history and a warning for every line that had to be skipped. The directory is checked
+    /// as [`StateDir::open`] checks it.
     pub fn open(state_dir: &Path) -> Result<(History, Vec<String>), HistoryError> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(state_dir)
-            .map_err(wrap(state_dir))?;
-        let path = state_dir.join(FILE_NAME);
-        let mut notes = tighten(state_dir, &path)?;
-        // A compaction interrupted (a full disk, a crash) leaves its temporary file behind.
-        let tmp = path.with_extension("jsonl.tmp");
-        if tmp.exists() {
-            fs::remove_file(&tmp).map_err(wrap(&tmp))?;
+        let mut notes = Vec::new();
+        let dir = StateDir::open(state_dir, &mut notes).map_err(|e| HistoryError {
+            path: state_dir.to_owned(),
+            source: io::Error::other(e.to_string()),
+        })?;
+        let (history, mut warnings) = History::open_in(&dir)?;
+        warnings.extend(notes);
+        Ok((history, warnings))
+    }
+
+    /// [`History::open`] in a state directory already open: every file is opened relative to
+    /// it, never through a symlink.
+    pub fn open_in(dir: &StateDir) -> Result<(History, Vec<String>), HistoryError> {
+        let path = dir.join(FILE_NAME);
+        let mut notes = Vec::new();
+        let file = match dir.open_file(FILE_NAME, OFlags::RDWR) {
+            Ok(f) => Some(f),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(wrap(&path)(e)),
+        };
+        if let Some(f) = &file {
+            notes.extend(tighten(f, &path)?);
+        }
+        // A compaction interrupted (a full disk, a crash) leaves its temporary file behind
+        // (or one was planted: removed, never followed).
+        if dir.exists(TMP_NAME) {
+            let tmp = dir.join(TMP_NAME);
+            dir.remove(TMP_NAME).map_err(wrap(&tmp))?;
             notes.push(format!(
                 "{}: removed the temporary file of an interrupted compaction",
                 tmp.display()
             ));
         }
-        let read = read_file(&path, KEEP_IN_MEMORY)?;
+        let read = match &file {
+            Some(f) => read_file(f.try_clone().map_err(wrap(&path))?, &path, KEEP_IN_MEMORY)?,
+            None => FileContents::default(),
+        };
         let mut bytes = read.bytes;
-        if read.missing_newline {
-            let mut file = OpenOptions::new()
-                .append(true)
-                .open(&path)
-                .map_err(wrap(&path))?;
-            file.write_all(b"\n").map_err(wrap(&path))?;
-            file.sync_data().map_err(wrap(&path))?;
+        if let (true, Some(mut f)) = (read.missing_newline, file.as_ref()) {
+            f.seek(io::SeekFrom::End(0)).map_err(wrap(&path))?;
+            f.write_all(b"\n").map_err(wrap(&path))?;
+            f.sync_data().map_err(wrap(&path))?;
             bytes += 1;
         }
-        if let Some(complete) = read.torn_at {
-            let file = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(wrap(&path))?;
-            file.set_len(complete).map_err(wrap(&path))?;
-            file.sync_all().map_err(wrap(&path))?;
+        if let (Some(complete), Some(f)) = (read.torn_at, file.as_ref()) {
+            f.set_len(complete).map_err(wrap(&path))?;
+            f.sync_all().map_err(wrap(&path))?;
             bytes = complete;
         }
         // `None` once u64::MAX is taken: no id is left that was never given.
@@ -303,6 +323,7 @@ impl History {
         Ok((
             History {
                 path,
+                dir: Some(dir.clone()),
                 recent: read.records.into(),
                 lines,
                 bytes,
@@ -319,10 +340,33 @@ impl History {
         ))
     }
 
+    /// The history of a state directory that cannot be written (a read-only filesystem): the
+    /// file's newest records are loaded (the cooldown and the ids continue), new ones are kept
+    /// in memory only.
+    pub fn open_read_only(dir: &StateDir) -> Result<(History, Vec<String>), HistoryError> {
+        let path = dir.join(FILE_NAME);
+        let read = match dir.open_file(FILE_NAME, OFlags::RDONLY) {
+            Ok(f) => read_file(f, &path, KEEP_IN_MEMORY)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => FileContents::default(),
+            Err(e) => return Err(wrap(&path)(e)),
+        };
+        let mut history = History::in_memory();
+        history.path = path;
+        history.next_id = read.max_id.map_or(Some(0), |id| id.checked_add(1));
+        history.recent = read.records.into();
+        Ok((history, read.warnings))
+    }
+
+    /// Whether records reach the file (false in memory and on a read-only state directory).
+    pub fn persists(&self) -> bool {
+        self.persist
+    }
+
     /// A history kept in memory only, starting at id 0 (a replay: nothing on disk changes).
     pub fn in_memory() -> History {
         History {
             path: PathBuf::new(),
+            dir: None,
             recent: VecDeque::new(),
             lines: 0,
             bytes: 0,
@@ -403,11 +447,11 @@ impl History {
                 )),
             });
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&self.path)
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let mut file = dir
+            .open_file(FILE_NAME, OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE)
             .map_err(wrap(&self.path))?;
         if let Some(at) = self.repair_at {
             file.set_len(at).map_err(wrap(&self.path))?;
@@ -437,7 +481,12 @@ impl History {
     /// Rewrites the file with its newest lines (at most `keep_lines` and `keep_bytes`),
     /// streaming: only the start offsets of the last `keep_lines` lines are held.
     fn compact(&mut self) -> Result<(), HistoryError> {
-        let mut file = File::open(&self.path).map_err(wrap(&self.path))?;
+        let Some(dir) = self.dir.clone() else {
+            return Ok(());
+        };
+        let mut file = dir
+            .open_file(FILE_NAME, OFlags::RDONLY)
+            .map_err(wrap(&self.path))?;
         let mut starts: VecDeque<u64> = VecDeque::with_capacity(self.keep_lines.min(1 << 16));
         let mut at = 0u64;
         let mut line_start = true;
@@ -470,18 +519,20 @@ impl History {
             .find(|s| total - s <= self.keep_bytes)
             .unwrap_or(total);
         let kept = starts.iter().filter(|s| **s >= from).count();
-        let tmp = self.path.with_extension("jsonl.tmp");
+        let tmp = dir.join(TMP_NAME);
+        // O_EXCL | O_NOFOLLOW: a name planted there (a dangling symlink) is an error, never a
+        // file made where it points.
         let written = (|| -> io::Result<()> {
-            let mut out = File::create(&tmp)?;
-            out.set_permissions(fs::Permissions::from_mode(0o600))?;
+            let mut out = dir.create_new(TMP_NAME)?;
             file.seek(io::SeekFrom::Start(from))?;
             io::copy(&mut (&mut file).take(total - from), &mut out)?;
             out.sync_all()?;
-            fs::rename(&tmp, &self.path)
+            dir.rename(TMP_NAME, FILE_NAME)
         })();
         if let Err(e) = written {
             // Never leave a half-written copy behind (a full disk): the file stays as it was.
-            let _ = fs::remove_file(&tmp);
+            // (A planted name is removed too: the link itself, not what it points to.)
+            let _ = dir.remove(TMP_NAME);
             return Err(wrap(&tmp)(e));
         }
         self.lines = kept;
@@ -491,25 +542,20 @@ impl History {
     }
 }
 
-/// At start: a state directory or history file that others can read (it holds command lines)
-/// is made private again (0700, 0600), said in the returned notes.
-fn tighten(state_dir: &Path, file: &Path) -> Result<Vec<String>, HistoryError> {
-    let mut notes = Vec::new();
-    for (path, private) in [(state_dir, 0o700), (file, 0o600)] {
-        let mode = match fs::metadata(path) {
-            Ok(m) => m.permissions().mode() & 0o777,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(wrap(path)(e)),
-        };
-        if mode & 0o077 != 0 {
-            fs::set_permissions(path, fs::Permissions::from_mode(private)).map_err(wrap(path))?;
-            notes.push(format!(
-                "{}: permissions {mode:o} let others read it; tightened to {private:o}",
-                path.display()
-            ));
-        }
+/// At start: a history file that others can read (it holds command lines) is made private
+/// again (0600) through its descriptor, said in the returned notes.
+fn tighten(file: &File, path: &Path) -> Result<Vec<String>, HistoryError> {
+    let stat = rustix::fs::fstat(file).map_err(|e| wrap(path)(e.into()))?;
+    let mode = stat.st_mode & 0o777;
+    if mode & 0o077 == 0 {
+        return Ok(Vec::new());
     }
-    Ok(notes)
+    rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(0o600))
+        .map_err(|e| wrap(path)(e.into()))?;
+    Ok(vec![format!(
+        "{}: permissions {mode:o} let others read it; tightened to 600",
+        path.display()
+    )])
 }
 
 /// How far the two clocks may disagree for a record to be taken as written during this boot
@@ -538,6 +584,8 @@ pub fn restored_trigger(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
+    use std::os::unix::fs::PermissionsExt;
 
     /// A state directory as the daemon makes it (0700); `tempfile` makes 0755.
     fn private_dir() -> tempfile::TempDir {

@@ -13,6 +13,7 @@ pub mod replay;
 mod report;
 mod run;
 mod slots;
+pub mod statedir;
 
 pub use engine::{CycleOutcome, Engine, RankedCandidate};
 
@@ -30,6 +31,6 @@ pub const COMMIT: &str = env!("OOMWARDEN_COMMIT");
 pub use history::History;
 pub use metrics::Metrics;
 pub use run::{
-    RunError, RunOptions, check_host, identity_config, load_settings, monotonic_ns, next_tick,
-    resolve_layout, run,
+    RunError, RunOptions, StateSetup, check_host, identity_config, load_settings, monotonic_ns,
+    next_tick, open_state, resolve_layout, run,
 };

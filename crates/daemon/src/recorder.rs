@@ -96,7 +96,7 @@ struct Sink {
 /// Where and how many windows are saved.
 #[derive(Debug)]
 struct Saves {
-    dir: PathBuf,
+    dir: crate::statedir::StateDir,
     keep: usize,
 }
 
@@ -134,8 +134,9 @@ impl CycleRecorder {
         Ok(self)
     }
 
-    /// Saves the in-memory window to `dir` with each action, keeping the newest `keep`.
-    pub fn saving_to(mut self, dir: PathBuf, keep: usize) -> Self {
+    /// Saves the in-memory window to `dir` with each action, keeping the newest `keep`
+    /// (files opened and removed relative to `dir`, never through a symlink).
+    pub fn saving_to(mut self, dir: crate::statedir::StateDir, keep: usize) -> Self {
         self.saves = Some(Saves { dir, keep });
         self
     }
@@ -204,19 +205,15 @@ impl CycleRecorder {
     pub(crate) fn save(&self, id: u64) -> Option<String> {
         let saves = self.saves.as_ref()?;
         let bytes = oomwarden_recording::gzip(&self.lock().window());
-        let path = saves.dir.join(format!("action-{id}.rec.gz"));
-        let written = fs::DirBuilder::new()
-            .recursive(true)
-            .create(&saves.dir)
-            .and_then(|()| {
-                let mut f = OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .truncate(true)
-                    .mode(0o600)
-                    .open(&path)?;
-                f.write_all(&bytes)
-            });
+        let name = format!("action-{id}.rec.gz");
+        let path = saves.dir.join(&name);
+        let written = saves
+            .dir
+            .open_file(
+                &name,
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE | rustix::fs::OFlags::TRUNC,
+            )
+            .and_then(|mut f| f.write_all(&bytes));
         if let Err(error) = written {
             tracing::error!(file = %path.display(), %error, "cannot save the flight recorder's window");
             return None;
@@ -227,27 +224,27 @@ impl CycleRecorder {
 }
 
 /// Deletes the oldest `action-<id>.rec.gz` files beyond `keep` (by id).
-fn prune(dir: &Path, keep: usize) {
-    let Ok(entries) = fs::read_dir(dir) else {
+fn prune(dir: &crate::statedir::StateDir, keep: usize) {
+    let Ok(names) = dir.names() else {
         return;
     };
-    let mut saved: Vec<(u64, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
+    let mut saved: Vec<(u64, String)> = names
+        .into_iter()
+        .filter_map(|n| {
+            let name = n.into_string().ok()?;
             let id = name
                 .strip_prefix("action-")?
                 .strip_suffix(".rec.gz")?
                 .parse()
                 .ok()?;
-            Some((id, e.path()))
+            Some((id, name))
         })
         .collect();
     saved.sort_unstable();
     let excess = saved.len().saturating_sub(keep);
-    for (_, path) in saved.into_iter().take(excess) {
-        if let Err(error) = fs::remove_file(&path) {
-            tracing::warn!(file = %path.display(), %error, "cannot delete an old flight recording");
+    for (_, name) in saved.into_iter().take(excess) {
+        if let Err(error) = dir.remove(&name) {
+            tracing::warn!(file = %dir.join(&name).display(), %error, "cannot delete an old flight recording");
         }
     }
 }

@@ -20,6 +20,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use crate::engine::{CycleOutcome, Engine};
 use crate::history::{History, HistoryError};
 use crate::recorder::CycleRecorder;
+use crate::statedir::StateDir;
 
 /// What `oomwarden run` needs.
 #[derive(Debug, Clone)]
@@ -67,6 +68,9 @@ pub enum RunError {
         /// The lock file.
         lock: PathBuf,
     },
+    /// The state directory is refused (owned by another user, writable by others, a symlink).
+    #[error(transparent)]
+    StateDir(#[from] crate::statedir::StateDirError),
     /// The state directory's lock file cannot be used.
     #[error("cannot lock the state directory: {path}: {source}")]
     Lock {
@@ -88,35 +92,90 @@ pub enum RunError {
 /// The lock file in the state directory, held (`flock`) while a daemon runs.
 pub(crate) const LOCK_NAME: &str = "oomwarden.lock";
 
-/// Takes the state directory's lock (creating the directory, 0700, if needed); the lock lasts
-/// as long as the returned file is open, and the kernel drops it when the process ends.
-fn lock_state_dir(dir: &Path) -> Result<std::fs::File, RunError> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+/// Takes the state directory's lock; the lock lasts as long as the returned file is open, and
+/// the kernel drops it when the process ends.
+fn lock_state_dir(dir: &StateDir) -> Result<std::fs::File, RunError> {
     let path = dir.join(LOCK_NAME);
     let io = |source| RunError::Lock {
         path: path.clone(),
         source,
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(io)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&path)
+    let file = dir
+        .open_file(
+            LOCK_NAME,
+            rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
+        )
         .map_err(io)?;
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(file),
         Err(rustix::io::Errno::WOULDBLOCK) => Err(RunError::Running {
-            dir: dir.to_owned(),
+            dir: dir.path().to_owned(),
             lock: path,
         }),
         Err(e) => Err(io(e.into())),
     }
+}
+
+/// The state directory as the daemon uses it: checked ([`StateDir::open`]), locked, its history
+/// loaded. On a read-only filesystem the daemon runs without them, loudly: no lock, the
+/// history's records loaded but new ones kept in memory, no action API socket, no saved
+/// flight windows. Anything else wrong with it refuses the start, with the path and why.
+pub struct StateSetup {
+    /// The directory, when it can be written.
+    pub dir: Option<StateDir>,
+    /// Its lock (held while this lives).
+    pub lock: Option<std::fs::File>,
+    /// The history.
+    pub history: History,
+    /// What was repaired or skipped, for the log.
+    pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for StateSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSetup")
+            .field("dir", &self.dir)
+            .field("persists", &self.history.persists())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens the state directory `path` as the daemon does ([`StateSetup`]).
+pub fn open_state(path: &Path) -> Result<StateSetup, RunError> {
+    let mut warnings = Vec::new();
+    let read_only = |warnings: Vec<String>, history: History| {
+        tracing::error!(
+            state_dir = %path.display(),
+            "the state directory is on a read-only filesystem: running WITHOUT action history (records are kept in memory only), lock, action API socket or saved flight windows"
+        );
+        StateSetup {
+            dir: None,
+            lock: None,
+            history,
+            warnings,
+        }
+    };
+    let dir = match StateDir::open(path, &mut warnings) {
+        Ok(dir) => dir,
+        Err(e) if e.is_read_only() => return Ok(read_only(warnings, History::in_memory())),
+        Err(e) => return Err(e.into()),
+    };
+    if dir.read_only() {
+        let (history, more) = History::open_read_only(&dir)?;
+        warnings.extend(more);
+        return Ok(read_only(warnings, history));
+    }
+    // Before anything in the state directory (the history's repairs, a recording) is touched:
+    // a second daemon is refused without changing what the first one writes.
+    let lock = lock_state_dir(&dir)?;
+    let (history, more) = History::open_in(&dir)?;
+    warnings.extend(more);
+    Ok(StateSetup {
+        dir: Some(dir),
+        lock: Some(lock),
+        history,
+        warnings,
+    })
 }
 
 /// Loads the configuration file (or the defaults) and applies the overrides.
@@ -377,10 +436,12 @@ pub fn run(
     let self_cgroup = own_cgroup(&cgroups);
     let (layout, why) = resolve_layout(&settings, &cgroups)?;
     warn_missing_dirs(&settings, &layout, &cgroups);
-    // Before anything in the state directory (the history's repairs, a recording) is touched:
-    // a second daemon is refused without changing what the first one writes.
-    let _state_lock = lock_state_dir(&settings.warden.state_dir)?;
-    let (history, warnings) = History::open(&settings.warden.state_dir)?;
+    let StateSetup {
+        dir: state,
+        lock: _state_lock,
+        history,
+        warnings,
+    } = open_state(&settings.warden.state_dir)?;
     for w in warnings {
         tracing::warn!(warning = %w, "action history");
     }
@@ -406,7 +467,6 @@ pub fn run(
     });
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
-    let state_dir = settings.warden.state_dir.clone();
     let shared = starting_state(options, &settings, &collector, &why, &history);
     // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
     // record of this boot, so restarting the daemon (or its pod) never bypasses it.
@@ -438,14 +498,9 @@ pub fn run(
         );
     }
     if let (Some(tap), Some(meta)) = (tap, meta) {
-        attach_recorder(&mut engine, tap, meta, options, &state_dir, &shared)?;
+        attach_recorder(&mut engine, tap, meta, options, state.as_ref(), &shared)?;
     }
-    let socket = crate::api::serve_counted(&state_dir, shared.clone(), Some(engine.metrics()))?;
-    tracing::info!(socket = %socket.display(), "serving the action API");
-    if metrics_settings.enabled {
-        let bound = crate::metrics::serve(metrics_settings.listen, engine.metrics())?;
-        tracing::info!(listen = %bound, "serving metrics at /metrics");
-    }
+    let socket = serve(&engine, state.as_ref(), &shared, metrics_settings)?;
 
     let handle = signals.handle();
     // Dropped when `run` returns: the watchdog then knows the stop completed.
@@ -463,18 +518,49 @@ pub fn run(
         &mut config_watch,
         declared,
     );
+    handle.close();
+    wind_down(&mut engine, socket.as_deref());
+    drop(running_tx);
+    Ok(())
+}
+
+/// What the stop ends, after the loop: hooks, the identity cache, the recording, the socket.
+fn wind_down(engine: &mut Engine, socket: Option<&Path>) {
     // No hook outlives the daemon: each running one's process group is ended (found by the
     // fault suite: 11 of 11 post-kill hooks orphaned under PID 1 at SIGTERM).
     engine.finish_hooks(HOOKS_END_WITHIN);
     if let Some(cache) = engine.identity() {
         cache.stop();
     }
-    handle.close();
     engine.finish_recording();
-    drop(running_tx);
     // Best effort: a stale socket is replaced at the next start anyway.
-    let _ = std::fs::remove_file(&socket);
-    Ok(())
+    if let Some(socket) = socket {
+        let _ = std::fs::remove_file(socket);
+    }
+}
+
+/// Serves the action API (in a writable state directory; its socket's path) and the metrics
+/// (when enabled).
+fn serve(
+    engine: &Engine,
+    state: Option<&StateDir>,
+    shared: &crate::api::SharedState,
+    metrics: oomwarden_config::MetricsSettings,
+) -> Result<Option<PathBuf>, RunError> {
+    let socket = match state {
+        Some(dir) => {
+            let socket =
+                crate::api::serve_counted(dir.path(), shared.clone(), Some(engine.metrics()))?;
+            tracing::info!(socket = %socket.display(), "serving the action API");
+            Some(socket)
+        }
+        None => None,
+    };
+    if metrics.enabled {
+        let bound = crate::metrics::serve(metrics.listen, engine.metrics())?;
+        tracing::info!(listen = %bound, "serving metrics at /metrics");
+    }
+    Ok(socket)
 }
 
 /// How long the stop waits for the running hooks to end once their groups were sent SIGKILL
@@ -577,7 +663,7 @@ fn attach_recorder(
     tap: Arc<oomwarden_recording::Tap>,
     meta: oomwarden_recording::Meta,
     options: &RunOptions,
-    state_dir: &Path,
+    state: Option<&StateDir>,
     shared: &crate::api::SharedState,
 ) -> Result<(), RunError> {
     let flight = engine.settings().warden.flight_recorder;
@@ -595,9 +681,17 @@ fn attach_recorder(
         tracing::info!(file = %path.display(), "recording every cycle");
     }
     if flight.enabled {
-        let dir = state_dir.join(crate::recorder::RECORDINGS_DIR);
-        tracing::info!(window = ?flight.window, dir = %dir.display(), "flight recorder on");
-        recorder = recorder.saving_to(dir, flight.keep);
+        if let Some(state) = state {
+            let mut notes = Vec::new();
+            let dir = state.subdir(crate::recorder::RECORDINGS_DIR, &mut notes)?;
+            for n in notes {
+                tracing::warn!(warning = %n, "flight recorder");
+            }
+            tracing::info!(window = ?flight.window, dir = %dir.path().display(), "flight recorder on");
+            recorder = recorder.saving_to(dir, flight.keep);
+        } else {
+            tracing::info!(window = ?flight.window, "flight recorder on (in memory only: the state directory cannot be written)");
+        }
         shared
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

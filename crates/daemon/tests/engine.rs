@@ -1617,7 +1617,6 @@ fn a_hanging_api_server_never_delays_a_kill() {
 /// record names the sandbox apart from the containers and says how old the identities were.
 #[test]
 fn the_first_cycle_after_a_start_ranks_with_the_runtimes_answer() {
-    use oomwarden_testkit::cri::{CriAnswer, FakeCri, LIST_CONTAINERS, LIST_POD_SANDBOX};
     let protected_uid = "6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f";
     let other_uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
     let sandbox_id = "b".repeat(64);
@@ -1655,50 +1654,7 @@ fn the_first_cycle_after_a_start_ranks_with_the_runtimes_answer() {
         Box::new(fake),
     );
     let dir = tempfile::tempdir().unwrap();
-    let cri = FakeCri::start(dir.path());
-    let sandbox = |id: &str, uid: &str, name: &str, protect: bool| oomwarden_cri::v1::PodSandbox {
-        id: id.to_owned(),
-        metadata: Some(oomwarden_cri::v1::PodSandboxMetadata {
-            name: name.to_owned(),
-            uid: uid.to_owned(),
-            namespace: "shop".to_owned(),
-            attempt: 0,
-        }),
-        state: oomwarden_cri::v1::PodSandboxState::SandboxReady as i32,
-        labels: protect
-            .then(|| ("oomwarden.io/protect".to_owned(), "true".to_owned()))
-            .into_iter()
-            .collect(),
-        ..Default::default()
-    };
-    let answer = oomwarden_cri::v1::ListPodSandboxResponse {
-        items: vec![
-            sandbox("p-sandbox", protected_uid, "db", true),
-            sandbox(&sandbox_id, other_uid, "web", false),
-        ],
-    };
-    cri.set(
-        LIST_POD_SANDBOX,
-        CriAnswer::Message(
-            prost::Message::encode_to_vec(&answer),
-            Duration::from_millis(600),
-        ),
-    );
-    let containers = oomwarden_cri::v1::ListContainersResponse {
-        containers: vec![oomwarden_cri::v1::Container {
-            id: ctr.clone(),
-            pod_sandbox_id: sandbox_id.clone(),
-            metadata: Some(oomwarden_cri::v1::ContainerMetadata {
-                name: "nginx".to_owned(),
-                attempt: 0,
-            }),
-            ..Default::default()
-        }],
-    };
-    cri.set(
-        LIST_CONTAINERS,
-        CriAnswer::Message(prost::Message::encode_to_vec(&containers), Duration::ZERO),
-    );
+    let cri = slow_runtime(dir.path(), protected_uid, other_uid, &sandbox_id, &ctr);
     let cache = oomwarden_identity::Cache::start(oomwarden_identity::Config {
         endpoint: oomwarden_identity::Endpoint::Unix(cri.socket().to_owned()),
         pod_logs: dir.path().join("no-pod-logs"),
@@ -1723,4 +1679,62 @@ fn the_first_cycle_after_a_start_ranks_with_the_runtimes_answer() {
     );
     assert_eq!(rec.sandbox.as_deref(), Some(sandbox_id.as_str()));
     assert!(rec.identity_age_ms.is_some(), "{rec:?}");
+}
+
+/// A fake container runtime that names the protected pod (label `oomwarden.io/protect=true`)
+/// and the other one (its sandbox and container `nginx`), answering its first list after
+/// 600 ms.
+fn slow_runtime(
+    dir: &Path,
+    protected_uid: &str,
+    other_uid: &str,
+    sandbox_id: &str,
+    ctr: &str,
+) -> oomwarden_testkit::cri::FakeCri {
+    use oomwarden_testkit::cri::{CriAnswer, FakeCri, LIST_CONTAINERS, LIST_POD_SANDBOX};
+    let cri = FakeCri::start(dir);
+    let sandbox = |id: &str, uid: &str, name: &str, protect: bool| oomwarden_cri::v1::PodSandbox {
+        id: id.to_owned(),
+        metadata: Some(oomwarden_cri::v1::PodSandboxMetadata {
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+            namespace: "shop".to_owned(),
+            attempt: 0,
+        }),
+        state: oomwarden_cri::v1::PodSandboxState::SandboxReady as i32,
+        labels: protect
+            .then(|| ("oomwarden.io/protect".to_owned(), "true".to_owned()))
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    };
+    let answer = oomwarden_cri::v1::ListPodSandboxResponse {
+        items: vec![
+            sandbox("p-sandbox", protected_uid, "db", true),
+            sandbox(sandbox_id, other_uid, "web", false),
+        ],
+    };
+    cri.set(
+        LIST_POD_SANDBOX,
+        CriAnswer::Message(
+            prost::Message::encode_to_vec(&answer),
+            Duration::from_millis(600),
+        ),
+    );
+    let containers = oomwarden_cri::v1::ListContainersResponse {
+        containers: vec![oomwarden_cri::v1::Container {
+            id: ctr.to_owned(),
+            pod_sandbox_id: sandbox_id.to_owned(),
+            metadata: Some(oomwarden_cri::v1::ContainerMetadata {
+                name: "nginx".to_owned(),
+                attempt: 0,
+            }),
+            ..Default::default()
+        }],
+    };
+    cri.set(
+        LIST_CONTAINERS,
+        CriAnswer::Message(prost::Message::encode_to_vec(&containers), Duration::ZERO),
+    );
+    cri
 }

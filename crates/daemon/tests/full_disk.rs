@@ -98,3 +98,39 @@ fn a_record_after_a_full_disk_is_not_glued_onto_a_torn_one() {
     let mode = std::fs::metadata(&state).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
+
+/// Issue 32: a read-only state filesystem stopped the handler from starting at all. Now it
+/// runs without history (loudly): the records there are loaded (the cooldown and the ids go
+/// on), new ones are kept in memory, no lock or socket is made.
+#[test]
+#[ignore = "needs root to mount a read-only tmpfs; scripts/test runs it as root"]
+fn a_read_only_state_filesystem_means_running_without_history() {
+    let mount = small_tmpfs("1m");
+    let state = mount.path().join("state");
+    {
+        let (mut history, _) = History::open(&state).unwrap();
+        history.push(record(7)).unwrap();
+    }
+    let ok = Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(mount.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mount -o remount,ro failed");
+    let mut setup = None;
+    let logs = oomwarden_testkit::capture_logs(|| {
+        setup = Some(oomwarden_daemon::open_state(&state).unwrap());
+    });
+    let mut setup = setup.unwrap();
+    assert!(logs.contains("running WITHOUT action history"), "{logs}");
+    assert!(setup.dir.is_none() && setup.lock.is_none());
+    assert!(!setup.history.persists());
+    assert_eq!(setup.history.recent().last().map(|r| r.id), Some(7));
+    assert_eq!(setup.history.next_id(), 8);
+    setup.history.push(record(8)).unwrap();
+    assert_eq!(setup.history.recent().count(), 2, "kept in memory");
+    // A state directory that cannot even be made there: the same.
+    let missing = mount.path().join("never-made");
+    let setup = oomwarden_daemon::open_state(&missing).unwrap();
+    assert!(setup.dir.is_none());
+}

@@ -143,7 +143,12 @@ impl Live {
             .writing_to(rec.path())
             .unwrap();
         if window.is_some() {
-            recorder = recorder.saving_to(settings.warden.state_dir.join("recordings"), 2);
+            let mut notes = Vec::new();
+            let dir =
+                oomwarden_daemon::statedir::StateDir::open(&settings.warden.state_dir, &mut notes)
+                    .and_then(|d| d.subdir("recordings", &mut notes))
+                    .unwrap();
+            recorder = recorder.saving_to(dir, 2);
         }
         engine.set_recorder(recorder);
         Live {

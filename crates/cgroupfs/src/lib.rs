@@ -12,6 +12,7 @@
 mod files;
 pub mod names;
 pub mod parse;
+mod regular;
 mod triggers;
 
 use std::io;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 pub use files::{Disk, Files, KEPT_AT_MOST, KEPT_IDLE, Kept, MAX_FILE_BYTES};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
+pub use regular::read_regular;
 pub use triggers::{PressureTriggers, TriggerSpec};
 
 /// Where cgroup2 is mounted on a normal host.

@@ -1664,3 +1664,37 @@ fn names_with_control_characters_are_printed_escaped() {
     let (_, json, _) = run(&["actions", "--state-dir", dir, "-o", "json"], None);
     assert!(json.contains("\\u001b]0;pwned\\u0007\\n"), "{json}");
 }
+
+/// Issue 32: `explain` hung on a record whose `recording` is a FIFO. It is refused at once,
+/// said in a note, and the rest of the explanation is printed.
+#[test]
+fn explain_never_blocks_on_a_recording_that_is_a_fifo() {
+    let state = tempfile::tempdir().unwrap();
+    let fifo = state.path().join("window.rec.gz");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let record = serde_json::json!({
+        "id": 0, "time": "2026-12-03T00:00:00.000Z", "monotonicNs": 1, "kind": "oomwarden",
+        "outcome": "killed", "victim": "/sys/fs/cgroup/kubepods/besteffort/podx",
+        "class": "Besteffort", "score": 1.0, "pids": [], "triggerContext": "",
+        "recording": fifo.to_str().unwrap()
+    });
+    std::fs::write(state.path().join("actions.jsonl"), format!("{record}\n")).unwrap();
+    let (code, out, err) = run(
+        &[
+            "explain",
+            "0",
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("not a regular file"), "{out}");
+}

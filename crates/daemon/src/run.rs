@@ -208,25 +208,23 @@ fn load_declared(
 pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// The configuration file's text. Only a regular file (or a symlink to one, as a ConfigMap
-/// mounts it) is read: a FIFO would block the daemon, a device could stream forever.
+/// mounts it) is read, checked on the descriptor opened ([`oomwarden_cgroupfs::read_regular`]):
+/// a FIFO would block the daemon, a device could stream forever.
 fn read_config_file(path: &Path) -> Result<String, RunError> {
     let cannot = |e: &dyn std::fmt::Display| {
         RunError::Config(format!("cannot read {}: {e}", path.display()))
     };
-    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
-    if !meta.is_file() {
-        return Err(cannot(
-            &"not a regular file (a directory, FIFO or device is refused)",
-        ));
-    }
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(cannot(&format!(
-            "{} bytes; a configuration is at most {} MiB",
-            meta.len(),
-            MAX_CONFIG_BYTES >> 20
-        )));
-    }
-    std::fs::read_to_string(path).map_err(|e| cannot(&e))
+    let bytes = oomwarden_cgroupfs::read_regular(path, MAX_CONFIG_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            cannot(&format!(
+                "{e}: a configuration is at most {} MiB",
+                MAX_CONFIG_BYTES >> 20
+            ))
+        } else {
+            cannot(&e)
+        }
+    })?;
+    String::from_utf8(bytes).map_err(|_| cannot(&"not UTF-8 text"))
 }
 
 /// A reload's settings: as at start, but an empty (or whitespace-only) file is refused,

@@ -16,7 +16,7 @@
 mod build;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -167,9 +167,15 @@ impl Events {
         let shared = Arc::new(Shared::default());
         let reporter = options.reporter.clone();
         let thread_shared = Arc::clone(&shared);
+        // The thread logs where its starter logs (the global subscriber in the daemon).
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
         std::thread::Builder::new()
             .name("events".into())
-            .spawn(move || sender(&options, &records, &thread_shared))
+            .spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    sender(&options, &records, &thread_shared);
+                });
+            })
             .map_err(StartError)?;
         Ok(Events {
             queue,
@@ -242,7 +248,22 @@ fn log_once(kind: &str, message: &str, detail: &str) {
         .map(|mut g| g.get_or_insert_with(HashSet::new).insert(kind.to_owned()))
         .unwrap_or(true);
     if first {
-        tracing::warn!(reason = kind, error = detail, "{message}");
+        tracing::warn!(reason = kind, error = %shortened(detail), "{message}");
+    }
+}
+
+/// What the API server said, at most [`MAX_LOGGED_CHARS`] of it: a log line is never as long
+/// as a body a server or a proxy chose.
+const MAX_LOGGED_CHARS: usize = 512;
+
+fn shortened(detail: &str) -> std::borrow::Cow<'_, str> {
+    match detail.char_indices().nth(MAX_LOGGED_CHARS) {
+        None => std::borrow::Cow::Borrowed(detail),
+        Some((at, _)) => std::borrow::Cow::Owned(format!(
+            "{}… ({} more bytes)",
+            detail.get(..at).unwrap_or_default(),
+            detail.len() - at
+        )),
     }
 }
 
@@ -447,11 +468,62 @@ fn drain(records: &Receiver<ActionRecord>, shared: &Shared, reporter: &Reporter,
     }
 }
 
+/// The most read of a kubeconfig, a certificate, a key or a token file.
+pub const MAX_CREDENTIAL_BYTES: u64 = 1 << 20;
+
+/// The most read of one answer of the API server (an Event or a `Status` is a few KiB): a
+/// server or proxy answering a huge body cannot take the daemon's memory.
+pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
+
+/// The service account's files a pod's in-cluster configuration reads.
+const SERVICE_ACCOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Checks that `path` is a regular file of at most [`MAX_CREDENTIAL_BYTES`], read without
+/// blocking (found by the fault suite: a FIFO kubeconfig hung the Events thread for ever,
+/// `/dev/zero` as one was read until memory ran out).
+fn check_credential(what: &str, path: &Path) -> Result<(), String> {
+    oomwarden_cgroupfs::read_regular(path, MAX_CREDENTIAL_BYTES)
+        .map(drop)
+        .map_err(|e| format!("{what} {}: {e}", path.display()))
+}
+
+/// Every file a kubeconfig points to (certificates, keys, token files), checked as the
+/// kubeconfig is before the client reads them.
+fn check_referenced(kubeconfig: &kube::config::Kubeconfig) -> Result<(), String> {
+    for cluster in kubeconfig
+        .clusters
+        .iter()
+        .filter_map(|c| c.cluster.as_ref())
+    {
+        if let Some(ca) = &cluster.certificate_authority {
+            check_credential("certificate-authority", Path::new(ca))?;
+        }
+    }
+    for auth in kubeconfig
+        .auth_infos
+        .iter()
+        .filter_map(|a| a.auth_info.as_ref())
+    {
+        for (what, file) in [
+            ("client-certificate", &auth.client_certificate),
+            ("client-key", &auth.client_key),
+            ("tokenFile", &auth.token_file),
+        ] {
+            if let Some(file) = file {
+                check_credential(what, Path::new(file))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn client(options: &Options) -> Result<kube::Client, String> {
     let mut config = match &options.kubeconfig {
         Some(path) => {
+            check_credential("kubeconfig", path)?;
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
+            check_referenced(&kubeconfig)?;
             kube::Config::from_custom_kubeconfig(
                 kubeconfig,
                 &kube::config::KubeConfigOptions::default(),
@@ -459,16 +531,30 @@ async fn client(options: &Options) -> Result<kube::Client, String> {
             .await
             .map_err(|e| format!("{}: {e}", path.display()))?
         }
-        None => kube::Config::incluster().map_err(|e| {
-            format!("not in a cluster (no service account: {e}); set events.kubeconfig")
-        })?,
+        None => {
+            let account = Path::new(SERVICE_ACCOUNT);
+            if account.exists() {
+                check_credential("service account token", &account.join("token"))?;
+                check_credential("service account CA", &account.join("ca.crt"))?;
+            }
+            kube::Config::incluster().map_err(|e| {
+                format!("not in a cluster (no service account: {e}); set events.kubeconfig")
+            })?
+        }
     };
     config.connect_timeout = Some(options.timeout);
     config.read_timeout = Some(options.timeout);
     config.write_timeout = Some(options.timeout);
     // kube's own retry layer waits up to 1,000 s over 15 tries; ours is bounded and counted.
     config.default_retry = false;
-    kube::Client::try_from(config).map_err(|e| e.to_string())
+    let bounded =
+        tower::util::MapResponseLayer::new(|r: http::Response<Box<kube::client::DynBody>>| {
+            r.map(|body| http_body_util::Limited::new(body, MAX_RESPONSE_BYTES))
+        });
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| e.to_string())?
+        .with_layer(&bounded)
+        .build())
 }
 
 /// The Node's name: `configured`, else `$NODE_NAME`, else the host name.

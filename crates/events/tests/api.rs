@@ -257,3 +257,77 @@ fn the_rate_limit_spaces_events_out() {
         t.elapsed()
     );
 }
+
+/// Found by the fault suite: an API server (or a proxy) answering with a huge body had it
+/// read whole and logged whole (1.5 GB: 4.4 GB of RSS and a 1.5 GB log line). The body is
+/// read up to a bound, and what is logged of it is short.
+#[test]
+fn a_huge_answer_is_read_to_a_bound_and_never_logged_whole() {
+    let server = FakeApiServer::start();
+    server.script((0..10).map(|_| Reply::Huge(503, 8 << 20)));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(&server, dir.path());
+    o.attempts = 2;
+    let mut events = None;
+    let logs = oomwarden_testkit::capture_logs(|| {
+        let e = Events::start(o).unwrap();
+        e.offer(&kill(9));
+        wait_until("the drops", || e.counts().dropped(Dropped::Failed) == 2);
+        events = Some(e);
+    });
+    assert!(events.is_some());
+    let longest = logs.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 4096, "a log line of {longest} bytes");
+    assert!(logs.contains("could not be sent"), "{logs}");
+}
+
+/// Found by the fault suite: the Events thread hung for ever on a FIFO kubeconfig and read
+/// `/dev/zero` as one until memory ran out. Either is refused at once, said, and the Events
+/// are counted as unconfigured; a kubeconfig naming a FIFO as its CA is refused the same way.
+#[test]
+fn a_kubeconfig_that_is_a_fifo_a_device_or_points_to_one_is_refused() {
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let pointing = dir.path().join("pointing");
+    let good = std::fs::read_to_string(server.kubeconfig(dir.path())).unwrap();
+    std::fs::write(
+        &pointing,
+        good.replace(
+            "    server:",
+            &format!("    certificate-authority: {}\n    server:", fifo.display()),
+        ),
+    )
+    .unwrap();
+    for (kubeconfig, said) in [
+        (fifo.clone(), "kubeconfig"),
+        (
+            std::path::PathBuf::from("/dev/zero"),
+            "kubeconfig /dev/zero",
+        ),
+        (pointing, "certificate-authority"),
+    ] {
+        let mut o = options(&server, dir.path());
+        o.kubeconfig = Some(kubeconfig.clone());
+        let logs = oomwarden_testkit::capture_logs(|| {
+            let events = Events::start(o).unwrap();
+            events.offer(&kill(3));
+            wait_until("the drop", || {
+                events.counts().dropped(Dropped::Unconfigured) == 2
+            });
+        });
+        assert!(
+            logs.contains("not a regular file") && logs.contains(said),
+            "{}: {logs}",
+            kubeconfig.display()
+        );
+    }
+}

@@ -12,6 +12,9 @@ const MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// about 200 MB): a gzip bomb is an error, not a full memory.
 pub const MAX_RECORDING_BYTES: u64 = 1 << 30;
 
+/// How much is inflated before the first line is checked.
+const PEEK: u64 = 4 << 10;
+
 /// Compresses a recording.
 pub fn gzip(text: &str) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -55,9 +58,24 @@ fn decode_capped(bytes: &[u8], cap: u64) -> Result<(String, Option<String>), Par
         }
         (None, _) => return Err(invalid("a gzip header cut short".to_owned())),
     }
-    let decoder = flate2::read::MultiGzDecoder::new(bytes);
+    let mut decoder = flate2::read::MultiGzDecoder::new(bytes);
     let mut out = Vec::new();
-    let read = decoder.take(cap + 1).read_to_end(&mut out);
+    // The first line is checked before more than a few KiB are inflated (found by the fault
+    // suite: a gzip bomb cost 1 GB of memory before its first line was looked at).
+    let head = (&mut decoder).take(PEEK.min(cap + 1)).read_to_end(&mut out);
+    let magic = format!("{} ", crate::format::FORMAT_NAME);
+    let compared = out.len().min(magic.len());
+    if out.get(..compared) != magic.as_bytes().get(..compared) {
+        return Err(invalid(format!(
+            "not an oomwarden recording: its first line does not start with \"{}\"",
+            magic.trim_end()
+        )));
+    }
+    let read = head.and_then(|_| {
+        decoder
+            .take(cap + 1 - out.len() as u64)
+            .read_to_end(&mut out)
+    });
     if out.len() as u64 > cap {
         return Err(invalid(format!(
             "decompresses to more than {} MiB (oomwarden reads at most that)",
@@ -93,7 +111,9 @@ mod tests {
         assert_eq!(decode(text.as_bytes()).unwrap(), (text.to_owned(), None));
         let z = gzip(text);
         assert_eq!(decode(&z).unwrap(), (text.to_owned(), None));
-        let big: String = (0..2000).map(|i| format!("c {i} tick\n")).collect();
+        let big: String = std::iter::once("oomwarden-recording 1\n".to_owned())
+            .chain((0..2000).map(|i| format!("c {i} tick\n")))
+            .collect();
         let z = gzip(&big);
         let (cut, warning) = decode(&z[..z.len() / 2]).unwrap();
         assert!(warning.unwrap().contains("ends early"));
@@ -119,14 +139,26 @@ mod tests {
                 .to_string()
                 .contains("cut short")
         );
-        // A bomb, scaled down (1 GiB takes half a minute in a debug build): 16 MiB of zeros
-        // against a 4 MiB cap; the read stops at the cap.
+        // A bomb, scaled down (1 GiB takes half a minute in a debug build): a recording's
+        // first line, then 16 MiB of zeros against a 4 MiB cap; the read stops at the cap.
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(b"oomwarden-recording 2\n").unwrap();
         encoder.write_all(&vec![0u8; 16 << 20]).unwrap();
         let bomb = encoder.finish().unwrap();
         assert!(bomb.len() < 64 << 10, "{}", bomb.len());
         let e = decode_capped(&bomb, 4 << 20).unwrap_err().to_string();
         assert!(e.contains("decompresses to more than 4 MiB"), "{e}");
         assert!(decode_capped(&z, 4 << 20).is_ok());
+    }
+
+    // Issue 32: a bomb that is no recording is refused after its first few KiB, whatever the
+    // cap (1 GiB here): the decoder reads no more than a few KiB of it.
+    #[test]
+    fn a_bomb_that_is_no_recording_is_refused_at_its_first_line() {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        encoder.write_all(&vec![0u8; 64 << 20]).unwrap();
+        let bomb = encoder.finish().unwrap();
+        let e = decode(&bomb).unwrap_err().to_string();
+        assert!(e.contains("not an oomwarden recording"), "{e}");
     }
 }

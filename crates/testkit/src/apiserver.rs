@@ -33,6 +33,9 @@ pub enum Reply {
     Status(u16, &'static str),
     /// The normal answer, sent this late (the object is made at once).
     Delay(Duration),
+    /// This status with a body of this many bytes that is no JSON (a proxy's error page, or
+    /// worse).
+    Huge(u16, usize),
 }
 
 /// One request the fake received.
@@ -238,6 +241,13 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>
     // made all the same, as with a real server behind a slow network).
     if let Reply::Delay(d) = reply {
         tokio::time::sleep(d).await;
+    }
+    if let Reply::Huge(code, bytes) = reply {
+        return hyper::Response::builder()
+            .status(code)
+            .header("content-type", "text/html")
+            .body(Full::new(Bytes::from(vec![b'x'; bytes])))
+            .unwrap();
     }
     hyper::Response::builder()
         .status(status)

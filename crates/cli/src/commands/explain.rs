@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use oomwarden_config::Settings;
 use oomwarden_daemon::{api, history};
 use oomwarden_expr::{AnyValue, TriggerExpr};
@@ -361,7 +362,10 @@ fn from_window(record: &ActionRecord, window: &str, dir: &Path) -> anyhow::Resul
     {
         path = dir.join("recordings").join(name);
     }
-    let bytes = crate::commands::read_input_bytes(&path)?;
+    // A path from a record: only a regular file is read, non-blocking (found by the fault
+    // suite: a record naming a FIFO hung `explain`).
+    let bytes = oomwarden_cgroupfs::read_regular(&path, crate::commands::MAX_INPUT_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let recording = crate::commands::replay::decode(&path.display().to_string(), &bytes)?;
     let settings = match &recording.meta.config {
         Some(text) => Settings::from_yaml(text, "the window's configuration")

@@ -243,16 +243,21 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>
         tokio::time::sleep(d).await;
     }
     if let Reply::Huge(code, bytes) = reply {
-        return hyper::Response::builder()
-            .status(code)
-            .header("content-type", "text/html")
-            .body(Full::new(Bytes::from(vec![b'x'; bytes])))
-            .unwrap();
+        return huge(code, bytes);
     }
     hyper::Response::builder()
         .status(status)
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(out.to_string())))
+        .unwrap()
+}
+
+/// A `code` answer of `bytes` bytes that are no JSON.
+fn huge(code: u16, bytes: usize) -> Response {
+    hyper::Response::builder()
+        .status(code)
+        .header("content-type", "text/html")
+        .body(Full::new(Bytes::from(vec![b'x'; bytes])))
         .unwrap()
 }
 

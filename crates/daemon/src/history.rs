@@ -58,6 +58,33 @@ pub struct FileContents {
     /// The highest `id` on any complete line, a skipped (malformed) record's included, so
     /// that no id is ever given twice.
     pub max_id: Option<u64>,
+    /// What the daemon looks up in the whole file, not only in the records kept.
+    pub index: Index,
+}
+
+/// What the daemon needs from the whole history, not only its newest records (found by the
+/// fault suite: after 50 kernel OOM records the cooldown was lost at a restart, and with
+/// `fromBoot` every restart recorded the whole kernel log again): kept beside the records,
+/// built while the file is read at start and updated with each record. Bounded by the file's
+/// own bound (10,000 lines).
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    /// The last record of oomwarden's own (`kind: oomwarden`): the cooldown's reference.
+    pub last_own: Option<ActionRecord>,
+    /// The kernel OOM kills recorded: (monotonic time, victim PID).
+    pub kernel_reports: std::collections::HashSet<(u64, Option<u32>)>,
+}
+
+impl Index {
+    fn note(&mut self, record: &ActionRecord) {
+        match record.kind {
+            oomwarden_model::RecordKind::Oomwarden => self.last_own = Some(record.clone()),
+            oomwarden_model::RecordKind::KernelOom => {
+                self.kernel_reports
+                    .insert((record.monotonic_ns, record.victim_pid));
+            }
+        }
+    }
 }
 
 /// Reads `<state_dir>/actions.jsonl` without changing anything (for `oomwarden actions`
@@ -162,6 +189,7 @@ fn read_file(file: File, path: &Path, keep: usize) -> Result<FileContents, Histo
                     out.missing_newline = true;
                     out.lines += 1;
                     out.max_id = out.max_id.max(Some(record.id));
+                    out.index.note(&record);
                     push_bounded(&mut records, record, keep);
                 }
                 Err(_) => {
@@ -182,6 +210,7 @@ fn read_file(file: File, path: &Path, keep: usize) -> Result<FileContents, Histo
         match serde_json::from_str::<ActionRecord>(text) {
             Ok(record) => {
                 out.max_id = out.max_id.max(Some(record.id));
+                out.index.note(&record);
                 push_bounded(&mut records, record, keep);
             }
             Err(e) => {
@@ -233,6 +262,8 @@ fn wrap(path: &Path) -> impl FnOnce(io::Error) -> HistoryError + '_ {
 #[derive(Debug)]
 pub struct History {
     path: PathBuf,
+    /// Lookups over the whole history.
+    index: Index,
     /// Its state directory (none for a history in memory).
     dir: Option<StateDir>,
     recent: VecDeque<ActionRecord>,
@@ -323,6 +354,7 @@ impl History {
         Ok((
             History {
                 path,
+                index: read.index,
                 dir: Some(dir.clone()),
                 recent: read.records.into(),
                 lines,
@@ -354,7 +386,22 @@ impl History {
         history.path = path;
         history.next_id = read.max_id.map_or(Some(0), |id| id.checked_add(1));
         history.recent = read.records.into();
+        history.index = read.index;
         Ok((history, read.warnings))
+    }
+
+    /// The last record of oomwarden's own in the whole history (the cooldown's reference at
+    /// start), however many kernel records came after it.
+    pub fn last_own(&self) -> Option<&ActionRecord> {
+        self.index.last_own.as_ref()
+    }
+
+    /// Whether the history holds the kernel's report of a kill at `monotonic_ns` of
+    /// `victim_pid` (so `fromBoot` never records one twice).
+    pub fn holds_kernel_report(&self, monotonic_ns: u64, victim_pid: Option<u32>) -> bool {
+        self.index
+            .kernel_reports
+            .contains(&(monotonic_ns, victim_pid))
     }
 
     /// Whether records reach the file (false in memory and on a read-only state directory).
@@ -366,6 +413,7 @@ impl History {
     pub fn in_memory() -> History {
         History {
             path: PathBuf::new(),
+            index: Index::default(),
             dir: None,
             recent: VecDeque::new(),
             lines: 0,
@@ -434,6 +482,7 @@ impl History {
         if self.recent.len() == KEEP_IN_MEMORY {
             self.recent.pop_front();
         }
+        self.index.note(&record);
         self.recent.push_back(record);
         if !self.persist {
             return Ok(());
@@ -612,6 +661,33 @@ mod tests {
                 1,
             )
         }
+    }
+
+    // Issue 32: the cooldown at start was taken from the last 50 records only: after 50
+    // kernel OOM records the daemon's own last action was forgotten at a restart.
+    #[test]
+    fn the_last_own_record_and_the_kernel_reports_are_found_in_the_whole_file() {
+        let dir = private_dir();
+        let (mut h, _) = History::open(dir.path()).unwrap();
+        h.push(record(0)).unwrap();
+        for id in 1..=60 {
+            let mut k = record(id);
+            k.kind = RecordKind::KernelOom;
+            k.monotonic_ns = 1000 + id;
+            k.victim_pid = Some(u32::try_from(id).unwrap());
+            h.push(k).unwrap();
+        }
+        let (h, _) = History::open(dir.path()).unwrap();
+        assert!(
+            h.recent().all(|r| r.kind == RecordKind::KernelOom),
+            "the newest 50 are the kernel's"
+        );
+        assert_eq!(h.last_own().map(|r| r.id), Some(0));
+        assert!(
+            h.holds_kernel_report(1001, Some(1)),
+            "the oldest kernel report is known"
+        );
+        assert!(!h.holds_kernel_report(1001, Some(2)));
     }
 
     #[test]

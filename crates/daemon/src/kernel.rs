@@ -219,11 +219,9 @@ impl KernelWatch {
         if let Some(memcg) = &event.task_memcg {
             self.ledger.reported(memcg, killed, now_ns);
         }
-        let duplicate = engine.history().recent().any(|r| {
-            r.kind == RecordKind::KernelOom
-                && r.monotonic_ns == at_ns
-                && r.victim_pid == event.victim_pid
-        });
+        let duplicate = engine
+            .history()
+            .holds_kernel_report(at_ns, event.victim_pid);
         if duplicate {
             return None;
         }

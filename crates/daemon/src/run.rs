@@ -469,14 +469,10 @@ pub fn run(
     // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
     // record of this boot, so restarting the daemon (or its pod) never bypasses it.
     // Kernel OOM kills are no trigger of ours: the last of our own records counts.
-    let restored = history
-        .recent()
-        .filter(|r| r.kind == oomwarden_model::RecordKind::Oomwarden)
-        .last()
-        .and_then(|last| {
-            crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
-                .map(|at| (at, last.id))
-        });
+    let restored = history.last_own().and_then(|last| {
+        crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
+            .map(|at| (at, last.id))
+    });
     // Set on SIGTERM/SIGINT: hooks end at once and a kill's verification soon after, so the
     // loop stops within a second whatever the cycle was doing (a watchdog ends the process
     // if a cycle is blocked where no flag can reach, such as a read that never returns).

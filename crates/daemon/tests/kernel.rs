@@ -290,3 +290,46 @@ fn disabled_means_no_watch() {
     };
     assert!(KernelWatch::start(&engine, &settings, monotonic_ns()).is_none());
 }
+
+/// Issue 32: with `fromBoot`, a restart looked for duplicates among the last 50 records only:
+/// a log holding 60 reports was recorded again at every restart (120 → 240 → 360). The whole
+/// history is looked up now.
+#[test]
+fn from_boot_after_a_restart_records_nothing_twice_beyond_fifty_records() {
+    let cg = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    node(cg.path());
+    let kmsg = state.path().join("kmsg");
+    let nth = |i: u64| {
+        report()
+            .replace("4242", &(5000 + i).to_string())
+            .replace(",85230", &format!(",{}", 90_000 + i))
+    };
+    fs::write(&kmsg, (0..60).map(nth).collect::<String>()).unwrap();
+    let settings = oomwarden_config::KernelOomWatchSettings {
+        from_boot: true,
+        ..watch_settings(&kmsg)
+    };
+    let mut engine1 = engine(cg.path(), state.path());
+    let mut watch = KernelWatch::start(&engine1, &settings, monotonic_ns()).unwrap();
+    let got = poll_for(&mut watch, &mut engine1, 60);
+    watch.stop();
+    assert_eq!(got.len(), 60, "the first start records every report");
+    drop(engine1);
+    // One more kill, after the 60 in the log: the restart must record it, and it alone (it
+    // comes last, so every older report has been looked at by then).
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&kmsg)
+        .unwrap()
+        .write_all(nth(60).as_bytes())
+        .unwrap();
+    let mut engine2 = engine(cg.path(), state.path());
+    let mut watch = KernelWatch::start(&engine2, &settings, monotonic_ns()).unwrap();
+    let got = poll_for(&mut watch, &mut engine2, 1);
+    watch.stop();
+    let pids: Vec<Option<u32>> = got.iter().map(|r| r.victim_pid).collect();
+    assert_eq!(pids, [Some(5060)], "the restart recorded again what it had");
+    let lines = fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 61);
+}

@@ -1129,3 +1129,69 @@ fn reloads_cannot_turn_dry_run_off_and_a_sighup_storm_is_coalesced() {
         .count();
     assert!(reloads < 30, "{reloads} reloads for 300 SIGHUPs");
 }
+
+/// Issue 32: a recording made with a relative `--cgroup-root` kept relative paths beside an
+/// absolute root and replayed as "the trigger never fired", exit 0, though the daemon acted.
+/// Recordings keep absolute paths now; a recording whose paths do not meet its roots is said
+/// and refused (exit 1).
+#[test]
+fn a_recording_made_with_relative_roots_replays_what_happened() {
+    let (cg, proc) = node();
+    let work = tempfile::tempdir().unwrap();
+    let config = oom_config(
+        work.path(),
+        "triggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 100ms\n",
+    );
+    copy_dir(cg.path(), &work.path().join("cg"));
+    copy_dir(proc.path(), &work.path().join("proc"));
+    let out = oomwarden()
+        .current_dir(work.path())
+        .args([
+            "record",
+            "--out",
+            "rel.rec",
+            "--cycles",
+            "3",
+            "--cgroup-root",
+            "cg",
+        ])
+        .args(["--proc-root", "proc", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(work.path().join("rel.rec")).unwrap();
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with("p "))
+            .all(|l| l.split(' ').nth(2).is_some_and(|p| p.starts_with('/'))),
+        "every recorded path is absolute"
+    );
+    let replay = oomwarden()
+        .arg("replay")
+        .arg(work.path().join("rel.rec"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{stdout}");
+    assert!(stdout.contains("the trigger fired 3 times"), "{stdout}");
+    // What older versions wrote: relative paths under an absolute root.
+    let root = work.path().join("cg").display().to_string();
+    let relative = text.replace(&format!(" {root}/"), " cg/");
+    std::fs::write(work.path().join("old.rec"), relative).unwrap();
+    let replay = oomwarden()
+        .arg("replay")
+        .arg(work.path().join("old.rec"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(replay.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("not absolute paths under its roots"),
+        "{stderr}"
+    );
+}

@@ -107,6 +107,9 @@ pub struct Replay {
     /// Recorded cycles not replayed (between this configuration's ticks, or woken by PSI
     /// triggers it does not enable).
     pub not_replayed: usize,
+    /// Why the replay's reads do not meet the recording's (`Playback::mismatch`): when set,
+    /// the replay's figures are not the recording's.
+    pub mismatch: Option<String>,
 }
 
 /// The layout a replay uses: the configuration's when it names one, else the recording's.
@@ -244,6 +247,9 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             context: engine.last_context().cloned(),
             result,
         });
+    }
+    if !out.cycles.is_empty() {
+        out.mismatch = playback.mismatch();
     }
     out
 }

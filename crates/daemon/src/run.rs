@@ -425,6 +425,15 @@ pub fn run(
     )?;
     let flight = settings.warden.flight_recorder;
     let protection = protect_self();
+    // Absolute roots, whatever the command line said: what a recording or the flight recorder
+    // keeps must name the paths its meta names.
+    let options = &RunOptions {
+        cgroup_root: std::path::absolute(&options.cgroup_root)
+            .unwrap_or_else(|_| options.cgroup_root.clone()),
+        proc_root: std::path::absolute(&options.proc_root)
+            .unwrap_or_else(|_| options.proc_root.clone()),
+        ..options.clone()
+    };
     let (tap, cgroups, proc) = engine_files(
         options,
         options.record.is_some() || flight.enabled,

@@ -1,6 +1,6 @@
 //! Playback: a [`Files`] that answers each read as it was answered in the recorded cycle.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,6 +22,9 @@ struct State {
     last: HashMap<(Kind, Arc<str>), Observation>,
     /// Cgroups killed during the replay: gone from here on.
     removed: Vec<PathBuf>,
+    /// Files the replay read that the recording answered, and how many reads were asked.
+    answered: HashSet<Arc<str>>,
+    asked: u64,
 }
 
 /// Serves a recording's reads, cycle by cycle.
@@ -113,6 +116,9 @@ impl Playback {
             return None;
         }
         let key: (Kind, Arc<str>) = (kind, Arc::from(path.to_string_lossy().as_ref()));
+        if kind == Kind::File {
+            state.asked += 1;
+        }
         let State { queues, last, .. } = &mut *state;
         if let Some(queue) = queues.get_mut(&key) {
             let obs = if queue.len() > 1 {
@@ -121,11 +127,58 @@ impl Playback {
                 queue.front().cloned()
             };
             if let Some(obs) = obs {
-                last.insert(key, obs.clone());
+                last.insert(key.clone(), obs.clone());
+                if kind == Kind::File {
+                    state.answered.insert(key.1);
+                }
                 return Some(obs);
             }
         }
-        last.get(&key).cloned()
+        let obs = last.get(&key).cloned();
+        if obs.is_some() && kind == Kind::File {
+            state.answered.insert(key.1);
+        }
+        obs
+    }
+
+    /// Why the replay's reads do not meet the recording's, if they do not: a recorded read
+    /// outside the recording's own roots or holding a NUL (a recording made with a relative
+    /// `--cgroup-root` kept relative paths beside absolute roots), or a replay that read files
+    /// and was answered none (found by the fault suite: both replayed as "the trigger never
+    /// fired", exit 0).
+    pub fn mismatch(&self) -> Option<String> {
+        let meta = &self.recording.meta;
+        let roots = [meta.cgroup_root.as_str(), meta.proc_root.as_str()];
+        let within = |p: &str| {
+            roots.iter().any(|r| {
+                p.strip_prefix(r.trim_end_matches('/'))
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+        };
+        let mut outside: BTreeSet<&str> = BTreeSet::new();
+        for c in &self.recording.cycles {
+            for (p, _) in &c.reads {
+                if p.contains('\0') || !p.starts_with('/') || !within(p) {
+                    outside.insert(p);
+                }
+            }
+        }
+        if let Some(first) = outside.first() {
+            return Some(format!(
+                "{} recorded paths are not absolute paths under its roots ({}, {}), the first: {first:?}",
+                outside.len(),
+                meta.cgroup_root,
+                meta.proc_root
+            ));
+        }
+        let state = self.state();
+        if state.asked > 0 && state.answered.is_empty() {
+            return Some(format!(
+                "the replay read {} files and the recording held none of them",
+                state.asked
+            ));
+        }
+        None
     }
 }
 

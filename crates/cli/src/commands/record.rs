@@ -85,17 +85,21 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         Ok(setup) => setup,
         Err(exit) => return Ok(exit),
     };
+    // Absolute, whatever the command line said: the recording's reads and its roots must
+    // name the same paths wherever it is replayed.
+    let cgroup_root = std::path::absolute(&args.node.cgroup_root)?;
+    let proc_root = std::path::absolute(&args.proc_root)?;
     let tap = Tap::new(Arc::new(Disk));
-    let cgroups = CgroupFs::with_files(&args.node.cgroup_root, tap.clone());
-    let proc = ProcFs::with_files(&args.proc_root, tap.clone());
+    let cgroups = CgroupFs::with_files(&cgroup_root, tap.clone());
+    let proc = ProcFs::with_files(&proc_root, tap.clone());
     let interval = setup.settings.oom.sample_interval;
     let meta = Meta {
         description: args.describe.clone(),
         ..oomwarden_daemon::recorder::meta(
             &setup.settings,
             &setup.layout,
-            &args.node.cgroup_root,
-            &args.proc_root,
+            &cgroup_root,
+            &proc_root,
             "record",
         )
     };

@@ -198,6 +198,20 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             layout,
         ));
     }
+    // A replay that did not read what the recorded daemon read would report decisions on
+    // figures nobody recorded (found: a recording made with a relative --cgroup-root replayed
+    // as "the trigger never fired", exit 0).
+    for (c, r) in configs.iter().zip(&replays) {
+        if let Some(why) = &r.mismatch {
+            writeln!(
+                err,
+                "oomwarden: {name}: the replay under {} does not read what the recording holds: {}; no decision of it would describe the node",
+                c.name,
+                crate::terminal::clean(why)
+            )?;
+            return Ok(Exit::Failure);
+        }
+    }
     let start = recording.cycles.first().map_or(0, |c| c.at_ns);
     // A check prints its verdict instead of the report.
     match (args.output, &args.check_against) {

@@ -256,6 +256,34 @@ mod tests {
         Observation::File(text.as_bytes().to_vec())
     }
 
+    // Issue 32: relative paths under absolute roots (a relative --cgroup-root), a NUL in a
+    // path, and a replay answered nothing all replayed as "the trigger never fired".
+    #[test]
+    fn a_recording_whose_paths_do_not_meet_its_roots_is_a_mismatch() {
+        let good = || recording(vec![vec![("/sys/fs/cgroup/memory.pressure", file("x"))]]);
+        let p = Playback::new(good());
+        p.enter(0);
+        assert!(p.read(Path::new("/sys/fs/cgroup/memory.pressure")).is_ok());
+        assert_eq!(p.mismatch(), None);
+        for bad in [
+            "cg/memory.pressure",
+            "/sys/fs/cgroup/a\0b",
+            "/elsewhere/memory.pressure",
+        ] {
+            let p = Playback::new(recording(vec![vec![(bad, file("x"))]]));
+            let why = p.mismatch().unwrap_or_default();
+            assert!(
+                why.contains("not absolute paths under its roots"),
+                "{bad:?}: {why}"
+            );
+        }
+        let p = Playback::new(good());
+        p.enter(0);
+        assert!(p.read(Path::new("/other/root/memory.pressure")).is_err());
+        let why = p.mismatch().unwrap_or_default();
+        assert!(why.contains("held none of them"), "{why}");
+    }
+
     #[test]
     fn reads_follow_the_recorded_cycles() {
         let p = Playback::new(recording(vec![

@@ -1671,14 +1671,7 @@ fn names_with_control_characters_are_printed_escaped() {
 fn explain_never_blocks_on_a_recording_that_is_a_fifo() {
     let state = tempfile::tempdir().unwrap();
     let fifo = state.path().join("window.rec.gz");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    oomwarden_testkit::fifo(&fifo);
     let record = serde_json::json!({
         "id": 0, "time": "2026-12-03T00:00:00.000Z", "monotonicNs": 1, "kind": "oomwarden",
         "outcome": "killed", "victim": "/sys/fs/cgroup/kubepods/besteffort/podx",

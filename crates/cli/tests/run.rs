@@ -227,21 +227,7 @@ fn sighup_rejects_a_broken_config_and_applies_a_valid_one_and_sigterm_exits() {
     let state = tempfile::tempdir().unwrap();
     let config = state.path().join("oom.yaml");
     std::fs::write(&config, "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: \"false\"\nsampleInterval: 20ms\n").unwrap();
-    let mut child = oomwarden()
-        .args(["run", "--log-format", "json", "--dry-run"])
-        .arg("--config")
-        .arg(&config)
-        .arg("--cgroup-root")
-        .arg(cg.path())
-        .arg("--proc-root")
-        .arg(proc.path())
-        .arg("--state-dir")
-        .arg(state.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut logs = Logs::follow(&mut child);
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
     logs.wait_for("oomwarden started");
 
     // Replaced whole (written beside, then renamed), as an editor or a ConfigMap does: the
@@ -360,8 +346,21 @@ fn run_on(
     config: &std::path::Path,
     extra: &[&str],
 ) -> Command {
+    daemon(cg, proc, state, config, extra, true)
+}
+
+/// `oomwarden run` on the fixture node, with `--dry-run` or without it.
+fn daemon(
+    cg: &tempfile::TempDir,
+    proc: &tempfile::TempDir,
+    state: &std::path::Path,
+    config: &std::path::Path,
+    extra: &[&str],
+    dry_run: bool,
+) -> Command {
     let mut c = oomwarden();
-    c.args(["run", "--log-format", "json", "--dry-run"])
+    c.args(["run", "--log-format", "json"])
+        .args(dry_run.then_some("--dry-run"))
         .args(extra)
         .arg("--config")
         .arg(config)
@@ -1071,15 +1070,7 @@ fn reloads_cannot_turn_dry_run_off_and_a_sighup_storm_is_coalesced() {
     let warden = "---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
     std::fs::write(&config, format!("{oom}{warden}dryRun: true\n")).unwrap();
     // No `--dry-run` on the command line (it would win over the file): the file's says it.
-    let mut child = oomwarden()
-        .args(["run", "--log-format", "json", "--config"])
-        .arg(&config)
-        .arg("--cgroup-root")
-        .arg(cg.path())
-        .arg("--proc-root")
-        .arg(proc.path())
-        .arg("--state-dir")
-        .arg(state.path())
+    let mut child = daemon(&cg, &proc, state.path(), &config, &[], false)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -1114,20 +1114,14 @@ fn a_namespace_exemption_spares_a_pod_and_the_record_names_the_victim() {
     let cg = tempfile::tempdir().unwrap();
     let r = cg.path();
     write(r, "memory.pressure", HOT);
-    for (uid, bytes, pid) in [
-        (system_uid, "900000000\n", "100\n"),
-        (shop_uid, "200000000\n", "200\n"),
-    ] {
-        let pod = format!("kubepods/besteffort/pod{uid}");
-        write(
-            r,
-            &format!("{pod}/cgroup.events"),
-            "populated 1\nfrozen 0\n",
-        );
-        write(r, &format!("{pod}/memory.current"), bytes);
-        write(r, &format!("{pod}/memory.max"), "max\n");
-        write(r, &format!("{pod}/{ctr}/cgroup.procs"), pid);
-    }
+    besteffort_pods(
+        r,
+        &[
+            (system_uid, "900000000\n", "100\n"),
+            (shop_uid, "200000000\n", "200\n"),
+        ],
+        &ctr,
+    );
     let proc = tempfile::tempdir().unwrap();
     write(proc.path(), "100/cmdline", "coredns\0");
     write(proc.path(), "200/cmdline", "nginx\0");
@@ -1624,20 +1618,17 @@ fn the_first_cycle_after_a_start_ranks_with_the_runtimes_answer() {
     let cg = tempfile::tempdir().unwrap();
     let r = cg.path();
     write(r, "memory.pressure", HOT);
-    for (uid, bytes, pid) in [
-        (protected_uid, "900000000\n", "100\n"),
-        (other_uid, "200000000\n", "200\n"),
-    ] {
-        let pod = format!("kubepods/besteffort/pod{uid}");
-        write(
-            r,
-            &format!("{pod}/cgroup.events"),
-            "populated 1\nfrozen 0\n",
-        );
-        write(r, &format!("{pod}/memory.current"), bytes);
-        write(r, &format!("{pod}/memory.max"), "max\n");
-        write(r, &format!("{pod}/{ctr}/cgroup.procs"), pid);
-        write(r, &format!("{pod}/{sandbox_id}/cgroup.procs"), "");
+    besteffort_pods(
+        r,
+        &[
+            (protected_uid, "900000000\n", "100\n"),
+            (other_uid, "200000000\n", "200\n"),
+        ],
+        &ctr,
+    );
+    for uid in [protected_uid, other_uid] {
+        let procs = format!("kubepods/besteffort/pod{uid}/{sandbox_id}/cgroup.procs");
+        write(r, &procs, "");
     }
     let proc = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -1737,4 +1728,19 @@ fn slow_runtime(
         CriAnswer::Message(prost::Message::encode_to_vec(&containers), Duration::ZERO),
     );
     cri
+}
+
+/// BestEffort pods without a limit: (UID, `memory.current`, the PID in its container `ctr`).
+fn besteffort_pods(r: &Path, pods: &[(&str, &str, &str)], ctr: &str) {
+    for (uid, bytes, pid) in pods {
+        let pod = format!("kubepods/besteffort/pod{uid}");
+        write(
+            r,
+            &format!("{pod}/cgroup.events"),
+            "populated 1\nfrozen 0\n",
+        );
+        write(r, &format!("{pod}/memory.current"), bytes);
+        write(r, &format!("{pod}/memory.max"), "max\n");
+        write(r, &format!("{pod}/{ctr}/cgroup.procs"), pid);
+    }
 }

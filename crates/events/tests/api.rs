@@ -289,14 +289,7 @@ fn a_kubeconfig_that_is_a_fifo_a_device_or_points_to_one_is_refused() {
     let server = FakeApiServer::start();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    oomwarden_testkit::fifo(&fifo);
     let pointing = dir.path().join("pointing");
     let good = std::fs::read_to_string(server.kubeconfig(dir.path())).unwrap();
     std::fs::write(

@@ -17,6 +17,17 @@ pub fn write(root: &Path, rel: &str, content: &str) {
     std::fs::write(&path, content).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
+/// Makes a FIFO at `path` (a file that blocks whoever opens it for reading without a writer).
+pub fn fifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg("-m")
+        .arg("600")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(made, "mkfifo {}", path.display());
+}
+
 /// Copies a directory tree.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create fixture directory");

@@ -139,7 +139,8 @@ struct Shared {
     answered_wake: Condvar,
     /// Until when a ranking waits for the first answer.
     wait_until: Instant,
-    /// The runtime's last answer and when it came: kept when a refresh fails.
+    /// The runtime's last answer (when it came: `CacheStatus::answered_at`): kept when a
+    /// refresh fails.
     good: Mutex<Option<Good>>,
     /// Set to ask for a refresh soon; the condvar wakes the refresher.
     asked: Mutex<bool>,

@@ -203,7 +203,7 @@ pub struct Part {
     /// The cgroup, relative to the hierarchy's root.
     pub dir: String,
     /// Its id when it was chosen.
-    pub identity: Option<u64>,
+    pub cgroup_id: Option<u64>,
 }
 
 /// What to do to the victim chosen.
@@ -212,7 +212,7 @@ pub struct Order<'a> {
     /// The cgroup, relative to the hierarchy's root.
     pub dir: &'a str,
     /// Its id when it was ranked (see [`kill_cgroup`]).
-    pub identity: Option<u64>,
+    pub cgroup_id: Option<u64>,
     /// Kill these cgroups below `dir` (one after the other, within the one timeout) instead
     /// of `dir` as a whole; empty: the whole of `dir`.
     pub parts: Vec<Part>,
@@ -259,7 +259,7 @@ pub fn act(
             cgroups,
             proc,
             order.dir,
-            order.identity,
+            order.cgroup_id,
             order.timeout,
         )
     } else {
@@ -302,7 +302,7 @@ fn kill_parts(
     proc: &ProcFs,
     order: &Order<'_>,
 ) -> ActReport {
-    if let Err(reason) = same_cgroup(cgroups, order.dir, order.identity) {
+    if let Err(reason) = same_cgroup(cgroups, order.dir, order.cgroup_id) {
         return gone(reason, order.timeout);
     }
     let started = clock.now();
@@ -318,7 +318,7 @@ fn kill_parts(
                 cgroups,
                 proc,
                 &part.dir,
-                part.identity,
+                part.cgroup_id,
                 left,
             )
         })
@@ -431,8 +431,8 @@ pub fn command_lines(proc: &ProcFs, pids: &[u32]) -> (Vec<String>, u64) {
 
 /// Whether `dir` is still the cgroup ranked: present, and with the id it had then (when that
 /// was read). `Err` says what happened to it.
-fn same_cgroup(cgroups: &CgroupFs, dir: &str, identity: Option<u64>) -> Result<(), String> {
-    match (cgroups.identity(dir), identity) {
+fn same_cgroup(cgroups: &CgroupFs, dir: &str, cgroup_id: Option<u64>) -> Result<(), String> {
+    match (cgroups.cgroup_id(dir), cgroup_id) {
         (Ok(now), Some(then)) if now != then => Err(format!(
             "another cgroup has taken its path since it was ranked (cgroup id {now}, ranked {then})"
         )),
@@ -510,7 +510,7 @@ fn verify(
 /// Kills the whole cgroup `dir` (relative to `cgroups`) and verifies it, waiting at most
 /// `timeout` as `clock` tells it. Logs with Talos's messages.
 ///
-/// `identity` is the cgroup's id when it was ranked: the kill is refused ([`ActOutcome::Gone`])
+/// `cgroup_id` is the cgroup's id when it was ranked: the kill is refused ([`ActOutcome::Gone`])
 /// when the cgroup at `dir` has another, or none, before its processes are listed and again
 /// just before `cgroup.kill` is written (a pre-kill hook may run for a minute in between,
 /// and a restarted unit or a new pod sandbox takes the same path).
@@ -520,12 +520,12 @@ pub fn kill_cgroup(
     cgroups: &CgroupFs,
     proc: &ProcFs,
     dir: &str,
-    identity: Option<u64>,
+    cgroup_id: Option<u64>,
     timeout: Duration,
 ) -> ActReport {
     let path = cgroups.dir(dir);
     let node_path = oomwarden_cgroupfs::node_path(dir);
-    if let Err(reason) = same_cgroup(cgroups, dir, identity) {
+    if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
         return gone(reason, timeout);
     }
     tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
@@ -541,7 +541,7 @@ pub fn kill_cgroup(
     }
     let (processes, processes_omitted) = command_lines(proc, &pids);
     open_pidfds(actuator, &pids);
-    if let Err(reason) = same_cgroup(cgroups, dir, identity) {
+    if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
         actuator.close_all();
         return gone(reason, timeout);
     }

@@ -296,7 +296,7 @@ fn race_cgroup_replaced_between_choosing_and_killing() {
     let (cg, proc) = pod();
     let cgroups = CgroupFs::new(cg.path());
     let dir = "kubepods/besteffort/pod1";
-    let ranked = cgroups.identity(dir).unwrap();
+    let ranked = cgroups.cgroup_id(dir).unwrap();
     // Renamed away (so that its inode stays in use) and a new one made at its path.
     fs::rename(cg.path().join(dir), cg.path().join("kubepods/old-pod1")).unwrap();
     fs::create_dir_all(cg.path().join(dir).join("new-ctr")).unwrap();
@@ -326,7 +326,7 @@ fn race_cgroup_replaced_between_choosing_and_killing() {
         fake.calls
     );
     // The same cgroup, still there: killed.
-    let same = cgroups.identity(dir).unwrap();
+    let same = cgroups.cgroup_id(dir).unwrap();
     let report = kill_cgroup(
         &mut fake,
         &SystemClock,
@@ -400,15 +400,15 @@ fn real_kill_of_real_processes_in_a_host_cgroup() {
     let cgroups = CgroupFs::new(&mount);
     assert!(cgroups.is_populated(&name).unwrap());
     // Its id as ranked, read from the real cgroup2 tree: the same cgroup, so it is killed.
-    let identity = cgroups.identity(&name).ok();
-    assert!(identity.is_some());
+    let cgroup_id = cgroups.cgroup_id(&name).ok();
+    assert!(cgroup_id.is_some());
     let report = kill_cgroup(
         &mut LinuxActuator::new(),
         &SystemClock,
         &cgroups,
         &ProcFs::new("/proc"),
         &name,
-        identity,
+        cgroup_id,
         Duration::from_secs(10),
     );
     let statuses: Vec<_> = children.iter_mut().map(|c| c.wait().unwrap()).collect();
@@ -662,7 +662,7 @@ fn act_on_pod1(
     let dir = "kubepods/besteffort/pod1";
     let order = oomwarden_actuate::Order {
         dir,
-        identity: cgroups.identity(dir).ok(),
+        cgroup_id: cgroups.cgroup_id(dir).ok(),
         parts: Vec::new(),
         dry_run,
         timeout: Duration::from_secs(1),

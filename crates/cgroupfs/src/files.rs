@@ -21,11 +21,11 @@ pub trait Files: Send + Sync + fmt::Debug {
     fn subdirs(&self, path: &Path) -> io::Result<Vec<String>>;
     /// Whether `path` is a directory now.
     fn is_dir(&self, path: &Path) -> bool;
-    /// The identity of the file or directory at `path` now: its inode number. For a cgroup
+    /// The id of the file or directory at `path` now: its inode number. For a cgroup
     /// that is the kernel's cgroup id, which cgroup2 never gives twice, so a cgroup removed
     /// and created again under the same path (a restarted unit, a new pod sandbox) has
     /// another.
-    fn identity(&self, path: &Path) -> io::Result<u64>;
+    fn cgroup_id(&self, path: &Path) -> io::Result<u64>;
 }
 
 /// The real filesystem.
@@ -86,7 +86,7 @@ impl Files for Disk {
         path.is_dir()
     }
 
-    fn identity(&self, path: &Path) -> io::Result<u64> {
+    fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
         use std::os::unix::fs::MetadataExt;
         Ok(std::fs::metadata(path)?.ino())
     }
@@ -270,8 +270,8 @@ impl Files for Kept {
         Disk.is_dir(path)
     }
 
-    fn identity(&self, path: &Path) -> io::Result<u64> {
-        Disk.identity(path)
+    fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
+        Disk.cgroup_id(path)
     }
 }
 

@@ -137,10 +137,10 @@ impl CgroupFs {
         self.files.is_dir(&self.dir(cgroup))
     }
 
-    /// The cgroup's id now (its directory's inode number; see [`Files::identity`]).
-    pub fn identity(&self, cgroup: &str) -> Result<u64, ReadError> {
+    /// The cgroup's id now (its directory's inode number; see [`Files::cgroup_id`]).
+    pub fn cgroup_id(&self, cgroup: &str) -> Result<u64, ReadError> {
         let dir = self.dir(cgroup);
-        self.files.identity(&dir).map_err(|e| classify(dir, e))
+        self.files.cgroup_id(&dir).map_err(|e| classify(dir, e))
     }
 
     /// The root directory.

@@ -1691,3 +1691,78 @@ fn explain_never_blocks_on_a_recording_that_is_a_fifo() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("not a regular file"), "{out}");
 }
+
+#[test]
+fn golden_eval_variables() {
+    golden("eval-variables", &["eval", "variables"], None);
+    golden(
+        "eval-variables-ranking-json",
+        &["eval", "variables", "--env", "ranking", "-o", "json"],
+        None,
+    );
+    golden(
+        "eval-variables-with-an-expression",
+        &["eval", "variables", "true"],
+        None,
+    );
+    golden(
+        "eval-env-without-variables",
+        &["eval", "trigger", "true", "--env", "trigger"],
+        None,
+    );
+}
+
+/// The variable tables of docs/configuration.md are `oomwarden eval variables -o json` in
+/// Markdown, between their markers (`UPDATE_GOLDEN=1` rewrites them).
+#[test]
+fn the_documented_variables_are_the_catalogue() {
+    let path = root().join("docs/configuration.md");
+    let mut doc = std::fs::read_to_string(&path).unwrap();
+    for env in ["trigger", "ranking"] {
+        let (code, stdout, stderr) = run(&["eval", "variables", "--env", env, "-o", "json"], None);
+        assert_eq!(code, 0, "{stderr}");
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+        assert!(!rows.is_empty());
+        let mut table = String::from(
+            "| variable | CEL type | unit | origin | read from | meaning |\n|---|---|---|---|---|---|\n",
+        );
+        for r in &rows {
+            let cell = |k: &str| r[k].as_str().unwrap_or("").replace('|', "\\|");
+            table.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} |\n",
+                cell("name"),
+                cell("type"),
+                r["unit"].as_str().unwrap_or("—"),
+                cell("origin"),
+                cell("source"),
+                cell("description"),
+            ));
+        }
+        let begin =
+            format!("<!-- variables {env}: generated from `oomwarden eval variables` -->\n");
+        let end = format!("<!-- end of variables {env} -->");
+        let start = doc
+            .find(&begin)
+            .unwrap_or_else(|| panic!("{}: no marker {begin:?}", path.display()))
+            + begin.len();
+        let stop = start
+            + doc
+                .get(start..)
+                .and_then(|rest| rest.find(&end))
+                .unwrap_or_else(|| panic!("{}: no marker {end:?}", path.display()));
+        let documented = doc.get(start..stop).unwrap_or_default().to_owned();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            doc.replace_range(start..stop, &table);
+        } else {
+            assert!(
+                documented == table,
+                "{}: the {env} variables differ from the catalogue (UPDATE_GOLDEN=1 rewrites them)\n--- documented\n{}\n--- catalogue\n{table}",
+                path.display(),
+                documented
+            );
+        }
+    }
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, doc).unwrap();
+    }
+}

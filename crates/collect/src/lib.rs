@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
+use oomwarden_model::variables::Source;
 use oomwarden_model::{
     BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
     MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, QosClass, StatCounters, SubtreeSample,
@@ -200,6 +201,16 @@ impl Reads {
         vmstat: true,
         memory_stat: true,
     };
+
+    /// What the variables read from these sources need beyond Talos's files.
+    pub fn for_sources(sources: impl IntoIterator<Item = Source>) -> Reads {
+        sources
+            .into_iter()
+            .fold(Reads::default(), |reads, source| Reads {
+                vmstat: reads.vmstat || source == Source::Vmstat,
+                memory_stat: reads.memory_stat || source == Source::ClassMemoryStat,
+            })
+    }
 }
 
 impl Collector {
@@ -417,7 +428,7 @@ impl Collector {
             class,
             psi,
             memory,
-            identity: self.cgroups.identity(dir).ok(),
+            cgroup_id: self.cgroups.cgroup_id(dir).ok(),
             stat,
         }
     }
@@ -609,7 +620,7 @@ impl Collector {
                         .strip_prefix(dir.as_str())
                         .is_some_and(|rest| rest.starts_with('/'))
             });
-            let identity = self.cgroups.identity(&dir).ok();
+            let cgroup_id = self.cgroups.cgroup_id(&dir).ok();
             let oom_score_adj = self.lowest_oom_score_adj(&dir);
             out.push(CandidateSample {
                 path: oomwarden_cgroupfs::node_path(&dir),
@@ -619,7 +630,7 @@ impl Collector {
                 populated,
                 contains_self,
                 read_errors,
-                identity,
+                cgroup_id,
                 oom_score_adj,
             });
         }

@@ -290,3 +290,29 @@ fn the_roots_memory_files_are_not_read() {
         "{problems:?}"
     );
 }
+
+/// Each variable read from `/proc/vmstat` or `memory.stat` turns on that read, and only those
+/// do: Talos's files are read whatever the trigger names.
+#[test]
+fn the_extra_reads_follow_the_catalogue() {
+    use oomwarden_model::TriggerVar;
+    use oomwarden_model::variables::Source;
+    for v in TriggerVar::all() {
+        let reads = Reads::for_sources([v.definition().source]);
+        let name = v.name();
+        assert_eq!(
+            reads.vmstat,
+            name.starts_with("d_node_pg") || name == "d_node_workingset_refault_file",
+            "{name}"
+        );
+        assert_eq!(
+            reads.memory_stat,
+            matches!(name, "d_qos_pgscan" | "d_qos_workingset_refault_file"),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        Reads::for_sources([Source::Vmstat, Source::ClassMemoryStat]),
+        Reads::ALL
+    );
+}

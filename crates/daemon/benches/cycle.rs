@@ -187,7 +187,7 @@ fn identity_table(base: &Path) {
         .unwrap();
         cache
             .watch(live.pod_parents(), |name| {
-                oomwarden_kube::cgroup_identity(name).pod_uid.is_some()
+                oomwarden_kube::decode_cgroup_path(name).pod_uid.is_some()
             })
             .unwrap();
         live.set_identity(cache.clone());

@@ -118,19 +118,11 @@ fn reads_for(settings: &Settings, recording: bool) -> oomwarden_collect::Reads {
         return oomwarden_collect::Reads::ALL;
     }
     let trigger = &settings.oom.trigger;
-    oomwarden_collect::Reads {
-        vmstat: [
-            "d_node_workingset_refault_file",
-            "d_node_pgscan",
-            "d_node_pgscan_direct",
-            "d_node_pgsteal",
-        ]
-        .iter()
-        .any(|v| trigger.reads(v)),
-        memory_stat: ["d_qos_workingset_refault_file", "d_qos_pgscan"]
-            .iter()
-            .any(|v| trigger.reads(v)),
-    }
+    oomwarden_collect::Reads::for_sources(
+        oomwarden_model::TriggerVar::all()
+            .filter(|v| trigger.reads(v.name()))
+            .map(|v| v.definition().source),
+    )
 }
 
 impl Engine {
@@ -543,7 +535,7 @@ impl Engine {
             return; // the kernel says when a pod cgroup is made (Cache::watch)
         }
         let unknown = self.collector.candidate_dirs().iter().any(|dir| {
-            oomwarden_kube::cgroup_identity(dir)
+            oomwarden_kube::decode_cgroup_path(dir)
                 .pod_uid
                 .is_some_and(|uid| identities.pod(&uid).is_none())
         });
@@ -557,7 +549,7 @@ impl Engine {
             return;
         };
         let unknown = plan.candidates.iter().any(|c| {
-            oomwarden_kube::cgroup_identity(&c.dir)
+            oomwarden_kube::decode_cgroup_path(&c.dir)
                 .pod_uid
                 .is_some_and(|uid| identities.pod(&uid).is_none())
         });
@@ -639,7 +631,7 @@ impl Engine {
             });
         let order = Order {
             dir: &target.dir,
-            identity: target.identity,
+            cgroup_id: target.cgroup_id,
             parts: target.parts.clone(),
             dry_run,
             timeout: self.settings.warden.kill_timeout,

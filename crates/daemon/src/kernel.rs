@@ -315,7 +315,7 @@ fn place(record: &mut ActionRecord, engine: &Engine, memcg: &str, identities: &I
     };
     record.victim = Some(node_path(&dir));
     record.class = class;
-    let pod_uid = oomwarden_kube::cgroup_identity(&dir).pod_uid;
+    let pod_uid = oomwarden_kube::decode_cgroup_path(&dir).pod_uid;
     if let Some(uid) = &pod_uid {
         let pod = identities.pod(uid);
         record.namespace = pod.map(|p| p.namespace.clone());

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use oomwarden_model::{
-    OomConstraint, Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind,
+    OomConstraint, Outcome, PerClass, PsiKind, PsiSpan, QosClass, Scalar, TriggerContext,
 };
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -638,8 +638,12 @@ impl Metrics {
     pub fn observe_context(&self, ctx: &TriggerContext) {
         for (i, class) in QosClass::ALL.into_iter().enumerate() {
             for (j, kind) in [PsiKind::Some, PsiKind::Full].into_iter().enumerate() {
-                let avg10 = ctx.class_psi(false, kind, PsiSpan::Avg10).get(class);
-                let total = ctx.class_psi(false, kind, PsiSpan::Total).get(class);
+                let avg10 = ctx
+                    .class_map(PerClass::psi(false, kind, PsiSpan::Avg10))
+                    .get(class);
+                let total = ctx
+                    .class_map(PerClass::psi(false, kind, PsiSpan::Total))
+                    .get(class);
                 if let Some(g) = self.class_pressure.get(i).and_then(|k| k.get(j)) {
                     g.set(avg10 / 100.0);
                 }
@@ -648,12 +652,12 @@ impl Metrics {
                 }
             }
             if let Some(g) = self.class_memory.get(i) {
-                g.set(ctx.class_usage(false, UsageKind::Current).get(class));
+                g.set(ctx.class_map(PerClass::QosMemoryCurrent).get(class));
             }
         }
-        let (available, total) = ctx.node_memory();
-        self.node_available.set(available);
-        self.node_total.set(total);
+        self.node_available
+            .set(ctx.get(Scalar::NodeMemoryAvailable));
+        self.node_total.set(ctx.get(Scalar::NodeMemoryTotal));
     }
 
     /// A trigger evaluation, fired or not (`None`: it failed).

@@ -21,7 +21,7 @@ pub(crate) struct Target {
     /// Relative to the hierarchy read.
     pub(crate) dir: String,
     /// Its cgroup id when it was ranked.
-    pub(crate) identity: Option<u64>,
+    pub(crate) cgroup_id: Option<u64>,
     pub(crate) class: QosClass,
     pub(crate) pod_uid: Option<String>,
     /// Its containers' IDs (the first [`MAX_CONTAINERS_LISTED`]), the sandbox left out.
@@ -61,11 +61,11 @@ impl Target {
             .unwrap_or_default()
             .iter()
             .filter_map(|child| {
-                oomwarden_kube::cgroup_identity(&format!("{}/{child}", c.dir)).container_id
+                oomwarden_kube::decode_cgroup_path(&format!("{}/{child}", c.dir)).container_id
             })
             .take(MAX_CONTAINERS_LISTED)
             .partition(|id| identities.is_sandbox(id));
-        let pod_uid = oomwarden_kube::cgroup_identity(&c.dir).pod_uid;
+        let pod_uid = oomwarden_kube::decode_cgroup_path(&c.dir).pod_uid;
         let pod = pod_uid.as_deref().and_then(|uid| identities.pod(uid));
         let parts = match (&pod_uid, scope) {
             (Some(uid), KillScope::Containers) => {
@@ -100,7 +100,7 @@ impl Target {
         Target {
             path: c.path.clone(),
             dir: c.dir.clone(),
-            identity: c.identity,
+            cgroup_id: c.cgroup_id,
             class: c.class,
             namespace: pod.map(|p| p.namespace.clone()),
             pod_name: pod.map(|p| p.name.clone()),
@@ -150,7 +150,7 @@ fn container_parts(
         .map(|name| format!("{dir}/{name}"))
         .collect();
     let named = |child: &str| {
-        oomwarden_kube::cgroup_identity(child)
+        oomwarden_kube::decode_cgroup_path(child)
             .container_id
             .and_then(|id| identities.container(&id).map(|c| c.pod_uid == uid))
             .unwrap_or(false)
@@ -170,7 +170,7 @@ fn container_parts(
     // named or not: a container restarted since the last refresh has an ID nobody knows yet,
     // and sparing it would spare the memory the kill is for.
     let known_sandbox = |child: &str| {
-        oomwarden_kube::cgroup_identity(child)
+        oomwarden_kube::decode_cgroup_path(child)
             .container_id
             .is_some_and(|id| identities.is_sandbox(&id))
     };
@@ -191,7 +191,7 @@ fn container_parts(
     containers
         .into_iter()
         .map(|child| Part {
-            identity: cgroups.identity(child).ok(),
+            cgroup_id: cgroups.cgroup_id(child).ok(),
             dir: child.clone(),
         })
         .collect()
@@ -235,7 +235,7 @@ pub(crate) fn runners_up(
         .filter(|(c, _)| c.path != victim.path)
         .take(MAX_RUNNERS_UP)
         .map(|(c, score)| {
-            let pod = oomwarden_kube::cgroup_identity(&c.dir)
+            let pod = oomwarden_kube::decode_cgroup_path(&c.dir)
                 .pod_uid
                 .and_then(|uid| identities.pod(&uid).cloned());
             RunnerUp {
@@ -395,7 +395,7 @@ mod tests {
         Target {
             path: "/sys/fs/cgroup/kubepods/besteffort/podx".to_owned(),
             dir: "kubepods/besteffort/podx".to_owned(),
-            identity: Some(7),
+            cgroup_id: Some(7),
             class: QosClass::Besteffort,
             pod_uid: Some("x".to_owned()),
             containers: vec!["c1".to_owned()],

@@ -720,7 +720,7 @@ fn start_identity(engine: &mut Engine) {
             // New pods and containers ask for a refresh at once (inotify); without it, the
             // quiet cycles' look for new pods and the period remain.
             if let Err(e) = cache.watch(engine.pod_parents(), |name| {
-                oomwarden_kube::cgroup_identity(name).pod_uid.is_some()
+                oomwarden_kube::decode_cgroup_path(name).pod_uid.is_some()
             }) {
                 tracing::warn!(error = %e, "cannot watch the pod cgroups; new containers are named at the next identity refresh");
             }

@@ -826,8 +826,8 @@ impl oomwarden_cgroupfs::Files for Starved {
     fn is_dir(&self, path: &Path) -> bool {
         oomwarden_cgroupfs::Disk.is_dir(path)
     }
-    fn identity(&self, path: &Path) -> std::io::Result<u64> {
-        oomwarden_cgroupfs::Disk.identity(path)
+    fn cgroup_id(&self, path: &Path) -> std::io::Result<u64> {
+        oomwarden_cgroupfs::Disk.cgroup_id(path)
     }
 }
 

@@ -111,7 +111,7 @@ fn is_constant(root: &SpannedExpr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use oomwarden_model::{PsiKind, PsiSpan, QosClass, TriggerContext};
+    use oomwarden_model::{PerClass, QosClass, TriggerContext};
 
     use crate::TriggerExpr;
 
@@ -141,14 +141,8 @@ time_since_trigger > duration(\"5s\")";
     fn comparisons_are_evaluated_side_by_side() {
         let t = TriggerExpr::compile(DEFAULT).unwrap();
         let mut ctx = TriggerContext::new();
-        ctx.add_class_psi(false, PsiKind::Full, PsiSpan::Avg10, QosClass::System, 4.0);
-        ctx.add_class_psi(
-            false,
-            PsiKind::Full,
-            PsiSpan::Avg10,
-            QosClass::Podruntime,
-            2.5,
-        );
+        ctx.add(PerClass::QosMemoryFullAvg10, QosClass::System, 4.0);
+        ctx.add(PerClass::QosMemoryFullAvg10, QosClass::Podruntime, 2.5);
         let e = t.evaluate_comparisons(&ctx);
         assert_eq!(e.len(), 3);
         assert_eq!(e[1].left.as_number(), Some(6.5));
@@ -174,7 +168,7 @@ time_since_trigger > duration(\"5s\")";
 
 #[cfg(test)]
 mod extension_tests {
-    use oomwarden_model::{ClassRate, NodeRate, QosClass, TriggerContext};
+    use oomwarden_model::{PerClass, QosClass, Scalar, TriggerContext};
 
     use crate::TriggerExpr;
 
@@ -188,8 +182,8 @@ mod extension_tests {
         assert!(!t.reads("d_node_pgscan"));
         let mut ctx = TriggerContext::new();
         assert_eq!(t.eval(&ctx), Ok(false));
-        ctx.set_node_rate(NodeRate::MemoryAvailable, -20.0 * 1048576.0);
-        ctx.add_class_rate(ClassRate::Pgscan, QosClass::System, 150.0);
+        ctx.set(Scalar::DNodeMemoryAvailable, -20.0 * 1048576.0);
+        ctx.add(PerClass::DQosPgscan, QosClass::System, 150.0);
         assert_eq!(t.eval(&ctx), Ok(true));
         let talos = TriggerExpr::compile_talos(text).unwrap_err().to_string();
         assert!(

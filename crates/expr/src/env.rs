@@ -11,9 +11,8 @@ use cel_core::{
     Activation, CelType, Env, EvalError as CelEvalError, EvalErrorKind, FunctionDecl, OverloadDecl,
     Value, ValueMap,
 };
-use oomwarden_model::{
-    EXTENSION_MAP_NAMES, MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER,
-};
+use oomwarden_model::variables::{Definition, VarType};
+use oomwarden_model::{QosClass, RankingVar, TriggerVar};
 
 /// The unit constants, all `uint` (Talos `celenv.go`).
 pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
@@ -31,21 +30,25 @@ pub(crate) const UNIT_CONSTANTS: [(&str, u64); 12] = [
     ("EB", 1_000_000_000_000_000_000),
 ];
 
-/// Names of the ranking variables, in slot order.
-pub(crate) const RANKING_VARIABLES: [&str; 12] = [
-    "memory_max",
-    "memory_current",
-    "memory_peak",
-    "path",
-    "class",
-    "pod_uid",
-    "pod_namespace",
-    "pod_name",
-    "labels",
-    "annotations",
-    "container_names",
-    "oom_score_adj",
-];
+/// A catalogue type as `cel-core` declares it.
+fn cel_type(ty: VarType) -> CelType {
+    match ty {
+        VarType::Double => CelType::Double,
+        VarType::ClassMap => CelType::map(CelType::Int, CelType::Double),
+        VarType::Duration => CelType::Duration,
+        VarType::OptionalUint => CelType::optional(CelType::UInt),
+        VarType::String => CelType::String,
+        VarType::Int => CelType::Int,
+        VarType::StringMap => CelType::map(CelType::String, CelType::String),
+        VarType::StringList => CelType::list(CelType::String),
+    }
+}
+
+fn declare(env: &mut Env, variables: impl Iterator<Item = Definition>) {
+    for d in variables {
+        env.add_variable(d.name, cel_type(d.ty));
+    }
+}
 
 fn with_constants(mut env: Env) -> Env {
     for class in QosClass::ALL {
@@ -65,24 +68,11 @@ fn base_env() -> Env {
     env
 }
 
-/// The trigger environment: 16 doubles, 22 `map(int, double)`, a duration, and
-/// `multiply_qos_vectors`.
+/// The trigger environment: the catalogue's trigger variables (Talos's 16 doubles, 22
+/// `map(int, double)` and a duration, and the extensions), and `multiply_qos_vectors`.
 pub(crate) static TRIGGER_ENV: LazyLock<Env> = LazyLock::new(|| {
     let mut env = base_env();
-    for name in SCALAR_NAMES {
-        env.add_variable(name, CelType::Double);
-    }
-    for name in MAP_NAMES {
-        env.add_variable(name, CelType::map(CelType::Int, CelType::Double));
-    }
-    env.add_variable(TIME_SINCE_TRIGGER, CelType::Duration);
-    // Extensions: a Talos expression never names them.
-    for name in NODE_NAMES {
-        env.add_variable(name, CelType::Double);
-    }
-    for name in EXTENSION_MAP_NAMES {
-        env.add_variable(name, CelType::map(CelType::Int, CelType::Double));
-    }
+    declare(&mut env, TriggerVar::all().map(TriggerVar::definition));
     let class_map = CelType::map(CelType::Dyn, CelType::Double);
     env.add_function(
         FunctionDecl::new("multiply_qos_vectors").with_overload(
@@ -97,27 +87,11 @@ pub(crate) static TRIGGER_ENV: LazyLock<Env> = LazyLock::new(|| {
     env
 });
 
-/// The ranking environment: three `optional(uint)`, `path` and `class`.
+/// The ranking environment: the catalogue's ranking variables (Talos's three
+/// `optional(uint)`, `path` and `class`, and the extensions).
 pub(crate) static RANKING_ENV: LazyLock<Env> = LazyLock::new(|| {
     let mut env = base_env();
-    for name in ["memory_max", "memory_current", "memory_peak"] {
-        env.add_variable(name, CelType::optional(CelType::UInt));
-    }
-    env.add_variable("path", CelType::String);
-    env.add_variable("class", CelType::Int);
-    // oomwarden's extensions: the pod UID decoded from the path ("" for non-pod cgroups),
-    // who the pod is (from the container runtime or the pod-log directories; "", empty maps
-    // and lists when unknown), and the lowest oom_score_adj of its processes.
-    env.add_variable("pod_uid", CelType::String);
-    env.add_variable("pod_namespace", CelType::String);
-    env.add_variable("pod_name", CelType::String);
-    env.add_variable("labels", CelType::map(CelType::String, CelType::String));
-    env.add_variable(
-        "annotations",
-        CelType::map(CelType::String, CelType::String),
-    );
-    env.add_variable("container_names", CelType::list(CelType::String));
-    env.add_variable("oom_score_adj", CelType::Int);
+    declare(&mut env, RankingVar::all().map(RankingVar::definition));
     env
 });
 
@@ -200,60 +174,36 @@ static CONSTANTS: LazyLock<HashMap<&'static str, Value>> = LazyLock::new(|| {
     classes.chain(units).chain(types).collect()
 });
 
-/// Slot index of each trigger variable.
-static TRIGGER_SLOTS: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
-    SCALAR_NAMES
-        .iter()
-        .chain(MAP_NAMES.iter())
-        .chain(std::iter::once(&TIME_SINCE_TRIGGER))
-        .chain(NODE_NAMES.iter())
-        .chain(EXTENSION_MAP_NAMES.iter())
-        .enumerate()
-        .map(|(i, n)| (*n, i))
-        .collect()
-});
+/// Each trigger variable by name.
+static TRIGGER_NAMES: LazyLock<HashMap<&'static str, TriggerVar>> =
+    LazyLock::new(|| TriggerVar::all().map(|v| (v.name(), v)).collect());
 
-/// An activation over a fixed set of named slots plus the constants. Cheaper than a
-/// `HashMap<String, Value>` built per evaluation.
-pub(crate) struct SlotActivation {
-    pub(crate) names: fn(&str) -> Option<usize>,
-    pub(crate) values: Vec<Value>,
-}
-
-impl Activation for SlotActivation {
-    fn resolve(&self, name: &str) -> Option<Value> {
-        match (self.names)(name) {
-            Some(i) => self.values.get(i).cloned(),
-            None => CONSTANTS.get(name).cloned(),
-        }
-    }
-}
-
-/// An activation over a fixed set of named slots whose values are made only when the
-/// expression reads them: a trigger reads a few of its 49 variables (the default, 3), and
-/// making every one (30 class maps) each cycle was most of a quiet cycle's allocations.
-pub(crate) struct LazyActivation<F> {
-    pub(crate) names: fn(&str) -> Option<usize>,
+/// An activation over the variables of a catalogue enum plus the constants, whose values are
+/// made only when the expression reads them: a trigger reads a few of its 49 variables (the
+/// default, 3), and making every one (30 class maps) each cycle was most of a quiet cycle's
+/// allocations.
+pub(crate) struct LazyActivation<K, F> {
+    pub(crate) names: fn(&str) -> Option<K>,
     pub(crate) value: F,
 }
 
-impl<F: Fn(usize) -> Option<Value> + Send + Sync> Activation for LazyActivation<F> {
+impl<K, F: Fn(K) -> Value + Send + Sync> Activation for LazyActivation<K, F> {
     fn resolve(&self, name: &str) -> Option<Value> {
         match (self.names)(name) {
-            Some(i) => (self.value)(i),
+            Some(variable) => Some((self.value)(variable)),
             None => CONSTANTS.get(name).cloned(),
         }
     }
 }
 
-/// Slot of a trigger variable (order: scalars, maps, duration).
-pub(crate) fn trigger_slot(name: &str) -> Option<usize> {
-    TRIGGER_SLOTS.get(name).copied()
+/// A trigger variable by name.
+pub(crate) fn trigger_variable(name: &str) -> Option<TriggerVar> {
+    TRIGGER_NAMES.get(name).copied()
 }
 
-/// Slot of a ranking variable.
-pub(crate) fn ranking_slot(name: &str) -> Option<usize> {
-    RANKING_VARIABLES.iter().position(|n| *n == name)
+/// A ranking variable by name.
+pub(crate) fn ranking_variable(name: &str) -> Option<RankingVar> {
+    RankingVar::from_name(name)
 }
 
 // Send + Sync are required to share compiled programs across threads.
@@ -261,5 +211,4 @@ pub(crate) fn ranking_slot(name: &str) -> Option<usize> {
 fn assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Env>();
-    is::<SlotActivation>();
 }

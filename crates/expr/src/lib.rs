@@ -46,7 +46,7 @@ use std::fmt;
 use std::sync::{Arc, LazyLock};
 
 use cel_core::{Ast, Env, MapKey, Program, Value, ValueMap};
-use oomwarden_model::{QosClass, TriggerContext, Variable};
+use oomwarden_model::{QosClass, RankingVar, TriggerContext, TriggerVar, Variable};
 use thiserror::Error;
 
 pub use compare::Comparison;
@@ -54,10 +54,7 @@ pub use diag::Diagnostic;
 pub use limits::{MAX_CODE_POINTS, MAX_RECURSION_DEPTH};
 
 use crate::diag::Rendered;
-use crate::env::{
-    LazyActivation, RANKING_ENV, RANKING_VARIABLES, SlotActivation, TRIGGER_ENV, ranking_slot,
-    trigger_slot,
-};
+use crate::env::{LazyActivation, RANKING_ENV, TRIGGER_ENV, ranking_variable, trigger_variable};
 use crate::limits::{LimitExceeded, check_limits};
 
 /// Stack for the compiler thread. Parsing costs up to ~24 KiB per nesting level in debug
@@ -434,14 +431,13 @@ impl TriggerExpr {
     }
 }
 
-/// The context's variables as CEL values, each made when the expression reads it (the slot
-/// of a name is its place in `TriggerContext::variables`).
+/// The context's variables as CEL values, each made when the expression reads it.
 fn trigger_activation(
     ctx: &TriggerContext,
-) -> LazyActivation<impl Fn(usize) -> Option<Value> + Send + Sync + '_> {
+) -> LazyActivation<TriggerVar, impl Fn(TriggerVar) -> Value + Send + Sync + '_> {
     LazyActivation {
-        names: trigger_slot,
-        value: move |slot| ctx.variables().nth(slot).map(|(_, v)| trigger_value(v)),
+        names: trigger_variable,
+        value: move |variable| trigger_value(ctx.value(variable)),
     }
 }
 
@@ -485,26 +481,25 @@ impl RankingExpr {
     }
 }
 
-fn ranking_activation(input: &RankingInput<'_>) -> SlotActivation {
+/// A candidate's variables as CEL values, each made when the expression reads it.
+fn ranking_activation<'a>(
+    input: &'a RankingInput<'a>,
+) -> LazyActivation<RankingVar, impl Fn(RankingVar) -> Value + Send + Sync + 'a> {
     let opt = |v: Option<u64>| Value::from_option(v.map(Value::UInt));
-    let mut values = vec![Value::Null; RANKING_VARIABLES.len()];
-    for (slot, value) in [
-        ("memory_max", opt(input.memory_max)),
-        ("memory_current", opt(input.memory_current)),
-        ("memory_peak", opt(input.memory_peak)),
-        ("path", Value::String(Arc::from(input.path))),
-        ("class", Value::Int(input.class.as_i64())),
-        ("pod_uid", Value::String(Arc::from(input.pod_uid))),
-        (
-            "pod_namespace",
-            text(input.pod.map(|p| p.namespace.as_str())),
-        ),
-        ("pod_name", text(input.pod.map(|p| p.name.as_str()))),
-        ("labels", string_map(input.pod.map(|p| &p.labels))),
-        ("annotations", string_map(input.pod.map(|p| &p.annotations))),
-        (
-            "container_names",
-            Value::List(
+    LazyActivation {
+        names: ranking_variable,
+        value: move |variable| match variable {
+            RankingVar::MemoryMax => opt(input.memory_max),
+            RankingVar::MemoryCurrent => opt(input.memory_current),
+            RankingVar::MemoryPeak => opt(input.memory_peak),
+            RankingVar::Path => Value::String(Arc::from(input.path)),
+            RankingVar::Class => Value::Int(input.class.as_i64()),
+            RankingVar::PodUid => Value::String(Arc::from(input.pod_uid)),
+            RankingVar::PodNamespace => text(input.pod.map(|p| p.namespace.as_str())),
+            RankingVar::PodName => text(input.pod.map(|p| p.name.as_str())),
+            RankingVar::Labels => string_map(input.pod.map(|p| &p.labels)),
+            RankingVar::Annotations => string_map(input.pod.map(|p| &p.annotations)),
+            RankingVar::ContainerNames => Value::List(
                 input
                     .pod
                     .map(|p| {
@@ -515,16 +510,8 @@ fn ranking_activation(input: &RankingInput<'_>) -> SlotActivation {
                     })
                     .unwrap_or_default(),
             ),
-        ),
-        ("oom_score_adj", Value::Int(input.oom_score_adj)),
-    ] {
-        if let Some(cell) = ranking_slot(slot).and_then(|i| values.get_mut(i)) {
-            *cell = value;
-        }
-    }
-    SlotActivation {
-        names: ranking_slot,
-        values,
+            RankingVar::OomScoreAdj => Value::Int(input.oom_score_adj),
+        },
     }
 }
 

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use oomwarden_expr::{AnyExpr, CompileError, ExprKind, RankingInput};
-use oomwarden_model::{PsiKind, PsiSpan, QosClass, TriggerContext};
+use oomwarden_model::{PerClass, QosClass, Scalar, TriggerContext};
 
 fn testdata(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -36,23 +36,11 @@ fn testdata(name: &str) -> String {
 /// The fixture values of `tools/cel-oracle/oracle.py` (TRIG_DATA).
 fn trigger_fixture() -> TriggerContext {
     let mut ctx = TriggerContext::new();
-    ctx.add_class_psi(
-        true,
-        PsiKind::Full,
-        PsiSpan::Total,
-        QosClass::Podruntime,
-        200.0,
-    );
-    ctx.add_class_psi(true, PsiKind::Full, PsiSpan::Total, QosClass::System, 300.0);
-    ctx.add_class_psi(
-        false,
-        PsiKind::Full,
-        PsiSpan::Avg10,
-        QosClass::Podruntime,
-        3.0,
-    );
-    ctx.add_class_psi(false, PsiKind::Full, PsiSpan::Avg10, QosClass::System, 4.0);
-    ctx.set_root_psi(false, PsiKind::Full, PsiSpan::Avg10, 10.0);
+    ctx.add(PerClass::DQosMemoryFullTotal, QosClass::Podruntime, 200.0);
+    ctx.add(PerClass::DQosMemoryFullTotal, QosClass::System, 300.0);
+    ctx.add(PerClass::QosMemoryFullAvg10, QosClass::Podruntime, 3.0);
+    ctx.add(PerClass::QosMemoryFullAvg10, QosClass::System, 4.0);
+    ctx.set(Scalar::MemoryFullAvg10, 10.0);
     ctx.set_time_since_trigger(Some(7_000_000_000));
     ctx
 }
@@ -409,4 +397,40 @@ fn output_type_is_enforced_exactly() {
         matches!(err, CompileError::OutputType { ref found, .. } if found == "dyn"),
         "{err}"
     );
+}
+
+/// The catalogue's type of each of Talos's variables is the one cel-go checks it as (the
+/// expression that is the variable alone: cel-go reports its type even when Talos refuses it
+/// as an output), so `oomwarden eval variables` prints cel-go's types.
+#[test]
+fn the_catalogue_types_are_cel_gos() {
+    use oomwarden_model::variables::{Env, Origin, catalogue};
+    let oracle = match celgo::locate() {
+        Ok(o) => o,
+        Err(why) => {
+            eprintln!("SKIPPED asking cel-go the catalogue's types ({why})");
+            return;
+        }
+    };
+    let talos: Vec<_> = catalogue().filter(|d| d.origin == Origin::Talos).collect();
+    let requests: Vec<serde_json::Value> = talos
+        .iter()
+        .map(|d| {
+            let env = match d.env {
+                Env::Trigger => "trigger",
+                Env::Ranking => "ranking",
+            };
+            serde_json::json!({"env": env, "expr": d.name})
+        })
+        .collect();
+    let answers = celgo::ask_all(&oracle, &requests);
+    assert_eq!(answers.len(), talos.len());
+    for (d, answer) in talos.iter().zip(&answers) {
+        assert_eq!(
+            answer["type"].as_str(),
+            Some(d.ty.cel_go()),
+            "{}: {answer}",
+            d.name
+        );
+    }
 }

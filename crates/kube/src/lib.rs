@@ -1,6 +1,6 @@
 //! Kubernetes node semantics, as the kubelet and the container runtimes define them. Pure.
 //!
-//! - [`cgroup_identity`]: the pod UID, QoS class and container ID a cgroup path belongs to, for
+//! - [`decode_cgroup_path`]: the pod UID, QoS class and container ID a cgroup path belongs to, for
 //!   both kubelet cgroup drivers (`cgroupfs`: `kubepods/burstable/pod<uid>/<id>`; `systemd`:
 //!   `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/
 //!   cri-containerd-<id>.scope`) and the runtimes' container names (containerd, CRI-O,
@@ -22,5 +22,5 @@ pub mod pod;
 mod quantity;
 
 pub use names::{is_dns_subdomain, is_qualified_name};
-pub use path::{CgroupIdentity, cgroup_identity};
+pub use path::{CgroupPathInfo, decode_cgroup_path};
 pub use quantity::{Quantity, QuantityError};

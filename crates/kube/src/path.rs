@@ -7,7 +7,7 @@ use oomwarden_model::QosClass;
 
 /// What a cgroup path says about the pod and container it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CgroupIdentity {
+pub struct CgroupPathInfo {
     /// The pod's UID, with dashes (`6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f`), or the static pod
     /// hash (32 hex digits, no dashes).
     pub pod_uid: Option<String>,
@@ -70,9 +70,9 @@ fn container_id(component: &str) -> Option<String> {
 
 /// Decodes the pod and container a cgroup path belongs to. Unknown paths give an empty
 /// identity; the function never fails.
-pub fn cgroup_identity(path: &str) -> CgroupIdentity {
+pub fn decode_cgroup_path(path: &str) -> CgroupPathInfo {
     let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
-    let mut identity = CgroupIdentity::default();
+    let mut identity = CgroupPathInfo::default();
     for (i, component) in components.iter().enumerate() {
         let pod = match systemd_pod(component) {
             Some((uid, qos)) => Some((uid, qos)),
@@ -104,8 +104,8 @@ mod tests {
     const UID: &str = "6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f";
     const ID: &str = "d4735e3a265e16eee03f59718b9b5d03019c07d8b6c51f90da3a666eec13ab35";
 
-    fn id(pod: Option<&str>, qos: Option<QosClass>, ctr: Option<&str>) -> CgroupIdentity {
-        CgroupIdentity {
+    fn id(pod: Option<&str>, qos: Option<QosClass>, ctr: Option<&str>) -> CgroupPathInfo {
+        CgroupPathInfo {
             pod_uid: pod.map(str::to_owned),
             qos,
             container_id: ctr.map(str::to_owned),
@@ -144,7 +144,7 @@ mod tests {
             ),
         ];
         for (path, want) in cases {
-            assert_eq!(cgroup_identity(&path), want, "{path}");
+            assert_eq!(decode_cgroup_path(&path), want, "{path}");
         }
     }
 
@@ -185,7 +185,7 @@ mod tests {
             ),
         ];
         for (path, want) in cases {
-            assert_eq!(cgroup_identity(&path), want, "{path}");
+            assert_eq!(decode_cgroup_path(&path), want, "{path}");
         }
     }
 
@@ -202,13 +202,17 @@ mod tests {
             "/user.slice/user-1000.slice/session-2.scope",
             "/kubepods/burstable/pod6B86B273-FF34-4FCE-96E3-6B3E0E2D5A2Fx",
         ] {
-            assert_eq!(cgroup_identity(path), CgroupIdentity::default(), "{path}");
+            assert_eq!(
+                decode_cgroup_path(path),
+                CgroupPathInfo::default(),
+                "{path}"
+            );
         }
         // An upper-case or short container name is not an ID.
         let upper = format!("/kubepods/pod{UID}/{}", ID.to_uppercase());
-        assert_eq!(cgroup_identity(&upper).container_id, None);
+        assert_eq!(decode_cgroup_path(&upper).container_id, None);
         assert_eq!(
-            cgroup_identity(&format!("/kubepods/pod{UID}/abc")).container_id,
+            decode_cgroup_path(&format!("/kubepods/pod{UID}/abc")).container_id,
             None
         );
     }
@@ -216,7 +220,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn never_panics(path in "[/a-z0-9_.-]{0,200}") {
-            let _ = cgroup_identity(&path);
+            let _ = decode_cgroup_path(&path);
         }
 
         #[test]
@@ -228,8 +232,8 @@ mod tests {
             } else {
                 format!("/kubepods.slice/{unit}.slice/{unit}-pod{}.slice/cri-containerd-{ctr}.scope", uid.replace('-', "_"))
             };
-            let a = cgroup_identity(&cgroupfs);
-            proptest::prop_assert_eq!(&a, &cgroup_identity(&systemd));
+            let a = decode_cgroup_path(&cgroupfs);
+            proptest::prop_assert_eq!(&a, &decode_cgroup_path(&systemd));
             proptest::prop_assert_eq!(a.pod_uid.as_deref(), Some(uid.as_str()));
             proptest::prop_assert_eq!(a.container_id.as_deref(), Some(ctr.as_str()));
         }

@@ -2,8 +2,9 @@
 //!
 //! Talos 1.14's 39 (§3.4): 16 root scalars (`memory_*`, `d_memory_*`), 22 per-class maps
 //! (`qos_*`, `d_qos_*`) that always hold all five classes, and `time_since_trigger`. Then our
-//! extensions ([`NODE_NAMES`]: the node's `MemAvailable` and `MemTotal`), which a Talos
-//! expression never names. The JSON form is Talos's `triggerContext`: sorted keys, class maps
+//! extensions (the node's `/proc/meminfo` and `/proc/vmstat`, the classes' `memory.stat`),
+//! which a Talos expression never names. Which variables there are is the catalogue's
+//! ([`crate::variables`]); this holds their values. The JSON form is Talos's `triggerContext`: sorted keys, class maps
 //! keyed `"0"`…`"4"`, the duration in integer nanoseconds, numbers as Go prints them, no
 //! whitespace.
 
@@ -12,28 +13,31 @@ use std::fmt::Write as _;
 use serde_json::Value as Json;
 use thiserror::Error;
 
+use enum_map::EnumMap;
+
+use crate::variables::{Origin, PerClass, Scalar, TriggerVar};
 use crate::{QosClass, format_go_float, parse_go_duration};
 
 /// PSI line type (`some` or `full`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, enum_map::Enum)]
 pub enum PsiKind {
     /// At least one task stalled.
-    Some = 0,
+    Some,
     /// All non-idle tasks stalled.
-    Full = 1,
+    Full,
 }
 
 /// PSI field: the three running averages (percent) and the cumulative total (microseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, enum_map::Enum)]
 pub enum PsiSpan {
     /// 10-second average, percent.
-    Avg10 = 0,
+    Avg10,
     /// 60-second average, percent.
-    Avg60 = 1,
+    Avg60,
     /// 300-second average, percent.
-    Avg300 = 2,
+    Avg300,
     /// Total stall time since boot, microseconds.
-    Total = 3,
+    Total,
 }
 
 impl PsiKind {
@@ -69,122 +73,6 @@ impl PsiSpan {
     }
 }
 
-/// Memory usage file summed per class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UsageKind {
-    /// `memory.current`.
-    Current = 0,
-    /// `memory.peak`.
-    Peak = 1,
-    /// `memory.max` (unlimited counts as 0, as in Talos).
-    Max = 2,
-}
-
-/// Names of the 16 root scalars, indexed by `derivative * 8 + kind * 4 + span`.
-pub const SCALAR_NAMES: [&str; 16] = [
-    "memory_some_avg10",
-    "memory_some_avg60",
-    "memory_some_avg300",
-    "memory_some_total",
-    "memory_full_avg10",
-    "memory_full_avg60",
-    "memory_full_avg300",
-    "memory_full_total",
-    "d_memory_some_avg10",
-    "d_memory_some_avg60",
-    "d_memory_some_avg300",
-    "d_memory_some_total",
-    "d_memory_full_avg10",
-    "d_memory_full_avg60",
-    "d_memory_full_avg300",
-    "d_memory_full_total",
-];
-
-/// Names of the 22 class maps: PSI maps indexed like [`SCALAR_NAMES`], then the usage maps
-/// at `16 + derivative * 3 + usage`.
-pub const MAP_NAMES: [&str; 22] = [
-    "qos_memory_some_avg10",
-    "qos_memory_some_avg60",
-    "qos_memory_some_avg300",
-    "qos_memory_some_total",
-    "qos_memory_full_avg10",
-    "qos_memory_full_avg60",
-    "qos_memory_full_avg300",
-    "qos_memory_full_total",
-    "d_qos_memory_some_avg10",
-    "d_qos_memory_some_avg60",
-    "d_qos_memory_some_avg300",
-    "d_qos_memory_some_total",
-    "d_qos_memory_full_avg10",
-    "d_qos_memory_full_avg60",
-    "d_qos_memory_full_avg300",
-    "d_qos_memory_full_total",
-    "qos_memory_current",
-    "qos_memory_peak",
-    "qos_memory_max",
-    "d_qos_memory_current",
-    "d_qos_memory_peak",
-    "d_qos_memory_max",
-];
-
-/// The name of the duration variable.
-pub const TIME_SINCE_TRIGGER: &str = "time_since_trigger";
-
-/// Extension variables (not in Talos), doubles: from `/proc/meminfo`, in bytes, `MemAvailable`
-/// (the kernel's estimate of memory available without swapping, page cache it can drop
-/// included) and `MemTotal` (0 when it could not be read); then rates per second over
-/// measured time: of `MemAvailable` (bytes per second, negative while memory runs out), and of
-/// `/proc/vmstat`'s page counters: `workingset_refault_file` (file pages read again soon after
-/// they were reclaimed: the working set no longer fits), `pgscan` (pages scanned for reclaim,
-/// by kswapd, directly and by khugepaged), `pgscan_direct` (scanned by the allocating tasks
-/// themselves: they stall while they do) and `pgsteal` (pages reclaimed). A rate is 0 in the
-/// first cycle, when a counter went backwards, or when its file could not be read. Last,
-/// `node_memory_available_trend`: the median of the per-second rates of `MemAvailable` over
-/// the last 20 s, or over the last 5 s when that pace is slower (bytes per second; a fall
-/// that has lasted and still goes on, which a burst that stopped or a single jump does not
-/// make; 0 until 20 s were seen).
-pub const NODE_NAMES: [&str; 8] = [
-    "node_memory_available",
-    "node_memory_total",
-    "d_node_memory_available",
-    "d_node_workingset_refault_file",
-    "d_node_pgscan",
-    "d_node_pgscan_direct",
-    "d_node_pgsteal",
-    "node_memory_available_trend",
-];
-
-/// Extension maps (not in Talos), one rate per class, per second over measured time, summed
-/// over the class's cgroups as the other class maps are: from each cgroup's `memory.stat`,
-/// `workingset_refault_file` and `pgscan` (pages).
-pub const EXTENSION_MAP_NAMES: [&str; 2] = ["d_qos_workingset_refault_file", "d_qos_pgscan"];
-
-/// Which node rate [`TriggerContext::set_node_rate`] sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeRate {
-    /// `d_node_memory_available`, bytes per second.
-    MemoryAvailable = 2,
-    /// `d_node_workingset_refault_file`, pages per second.
-    WorkingsetRefaultFile = 3,
-    /// `d_node_pgscan`, pages per second.
-    Pgscan = 4,
-    /// `d_node_pgscan_direct`, pages per second.
-    PgscanDirect = 5,
-    /// `d_node_pgsteal`, pages per second.
-    Pgsteal = 6,
-    /// `node_memory_available_trend`, bytes per second.
-    MemoryAvailableTrend = 7,
-}
-
-/// Which class rate [`TriggerContext::add_class_rate`] adds to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClassRate {
-    /// `d_qos_workingset_refault_file`.
-    WorkingsetRefaultFile = 0,
-    /// `d_qos_pgscan`.
-    Pgscan = 1,
-}
-
 /// One value per class, indexed by [`QosClass::index`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ClassMap(pub [f64; 5]);
@@ -214,30 +102,15 @@ pub enum Variable<'a> {
     DurationNanos(i64),
 }
 
-/// The trigger variables of one cycle: Talos's 39 and our extensions.
-#[derive(Debug, Clone, PartialEq)]
+/// The trigger variables of one cycle: Talos's 39 and our extensions, one value per
+/// variable of the catalogue ([`TriggerVar`]).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TriggerContext {
-    scalars: [f64; 16],
-    maps: [ClassMap; 22],
+    scalars: EnumMap<Scalar, f64>,
+    per_class: EnumMap<PerClass, ClassMap>,
     /// `None` before the first trigger: the variable is then the largest duration (~292 years),
     /// as in Talos.
     time_since_trigger_ns: Option<i64>,
-    /// [`NODE_NAMES`], in that order.
-    node: [f64; 8],
-    /// [`EXTENSION_MAP_NAMES`], in that order.
-    extension_maps: [ClassMap; 2],
-}
-
-impl Default for TriggerContext {
-    fn default() -> Self {
-        TriggerContext {
-            scalars: [0.0; 16],
-            maps: [ClassMap::default(); 22],
-            time_since_trigger_ns: None,
-            node: [0.0; 8],
-            extension_maps: [ClassMap::default(); 2],
-        }
-    }
 }
 
 /// Why a JSON document is not a trigger context.
@@ -262,14 +135,6 @@ pub enum ContextJsonError {
     },
 }
 
-fn psi_index(derivative: bool, kind: PsiKind, span: PsiSpan) -> usize {
-    usize::from(derivative) * 8 + (kind as usize) * 4 + span as usize
-}
-
-fn usage_index(derivative: bool, usage: UsageKind) -> usize {
-    16 + usize::from(derivative) * 3 + usage as usize
-}
-
 fn finite_or_zero(value: f64) -> f64 {
     // Talos scrubs NaN and ±Inf to 0 because they cannot be expressed in JSON.
     if value.is_finite() { value } else { 0.0 }
@@ -281,62 +146,24 @@ impl TriggerContext {
         Self::default()
     }
 
-    /// Sets a root PSI scalar (`memory_*`, or `d_memory_*` when `derivative`).
-    pub fn set_root_psi(&mut self, derivative: bool, kind: PsiKind, span: PsiSpan, value: f64) {
-        if let Some(slot) = self.scalars.get_mut(psi_index(derivative, kind, span)) {
-            *slot = finite_or_zero(value);
-        }
+    /// Sets a `double` variable (NaN and ±Inf are 0, as in Talos).
+    pub fn set(&mut self, variable: Scalar, value: f64) {
+        self.scalars[variable] = finite_or_zero(value);
     }
 
-    /// Root PSI scalar.
-    pub fn root_psi(&self, derivative: bool, kind: PsiKind, span: PsiSpan) -> f64 {
-        self.scalars
-            .get(psi_index(derivative, kind, span))
-            .copied()
-            .unwrap_or(0.0)
+    /// A `double` variable.
+    pub fn get(&self, variable: Scalar) -> f64 {
+        self.scalars[variable]
     }
 
-    /// Adds to a class PSI map (`qos_memory_*`, or `d_qos_memory_*`).
-    pub fn add_class_psi(
-        &mut self,
-        derivative: bool,
-        kind: PsiKind,
-        span: PsiSpan,
-        class: QosClass,
-        value: f64,
-    ) {
-        if let Some(map) = self.maps.get_mut(psi_index(derivative, kind, span)) {
-            map.add(class, value);
-        }
+    /// Adds to one class of a per-class map (Talos sums the cgroups of a class).
+    pub fn add(&mut self, variable: PerClass, class: QosClass, value: f64) {
+        self.per_class[variable].add(class, value);
     }
 
-    /// A class PSI map.
-    pub fn class_psi(&self, derivative: bool, kind: PsiKind, span: PsiSpan) -> ClassMap {
-        self.maps
-            .get(psi_index(derivative, kind, span))
-            .copied()
-            .unwrap_or_default()
-    }
-
-    /// Adds to a class usage map (`qos_memory_current|peak|max`, or the `d_` form).
-    pub fn add_class_usage(
-        &mut self,
-        derivative: bool,
-        usage: UsageKind,
-        class: QosClass,
-        value: f64,
-    ) {
-        if let Some(map) = self.maps.get_mut(usage_index(derivative, usage)) {
-            map.add(class, value);
-        }
-    }
-
-    /// A class usage map.
-    pub fn class_usage(&self, derivative: bool, usage: UsageKind) -> ClassMap {
-        self.maps
-            .get(usage_index(derivative, usage))
-            .copied()
-            .unwrap_or_default()
+    /// A per-class map.
+    pub fn class_map(&self, variable: PerClass) -> ClassMap {
+        self.per_class[variable]
     }
 
     /// Sets `time_since_trigger`; `None` means "never triggered" (the maximum duration).
@@ -349,77 +176,28 @@ impl TriggerContext {
         self.time_since_trigger_ns.unwrap_or(i64::MAX)
     }
 
-    /// Sets the extension variables `node_memory_available` and `node_memory_total` (bytes).
-    pub fn set_node_memory(&mut self, available: f64, total: f64) {
-        let [a, t, ..] = &mut self.node;
-        *a = finite_or_zero(available);
-        *t = finite_or_zero(total);
-    }
-
-    /// Sets a node rate (`d_node_*`, `node_memory_available_trend`).
-    pub fn set_node_rate(&mut self, rate: NodeRate, value: f64) {
-        if let Some(slot) = self.node.get_mut(rate as usize) {
-            *slot = finite_or_zero(value);
+    /// One variable's value.
+    pub fn value(&self, variable: TriggerVar) -> Variable<'_> {
+        match variable {
+            TriggerVar::Scalar(s) => Variable::Double(self.scalars[s]),
+            TriggerVar::PerClass(m) => Variable::ClassMap(&self.per_class[m]),
+            TriggerVar::TimeSinceTrigger => {
+                Variable::DurationNanos(self.time_since_trigger_nanos())
+            }
         }
     }
 
-    /// A node rate.
-    pub fn node_rate(&self, rate: NodeRate) -> f64 {
-        self.node.get(rate as usize).copied().unwrap_or(0.0)
-    }
-
-    /// Adds to a class rate (`d_qos_workingset_refault_file`, `d_qos_pgscan`).
-    pub fn add_class_rate(&mut self, rate: ClassRate, class: QosClass, value: f64) {
-        if let Some(map) = self.extension_maps.get_mut(rate as usize) {
-            map.add(class, value);
-        }
-    }
-
-    /// A class rate map.
-    pub fn class_rate(&self, rate: ClassRate) -> ClassMap {
-        self.extension_maps
-            .get(rate as usize)
-            .copied()
-            .unwrap_or_default()
-    }
-
-    /// `node_memory_available` and `node_memory_total`, bytes.
-    pub fn node_memory(&self) -> (f64, f64) {
-        (self.node[0], self.node[1])
-    }
-
-    /// Every variable with its name: Talos's (scalars, maps, the duration), then the
-    /// extensions.
+    /// Every variable with its name, in the catalogue's order: Talos's (scalars, maps, the
+    /// duration), then the extensions.
     pub fn variables(&self) -> impl Iterator<Item = (&'static str, Variable<'_>)> {
-        self.talos_variables()
-            .chain(
-                NODE_NAMES
-                    .iter()
-                    .zip(self.node.iter())
-                    .map(|(n, v)| (*n, Variable::Double(*v))),
-            )
-            .chain(
-                EXTENSION_MAP_NAMES
-                    .iter()
-                    .zip(self.extension_maps.iter())
-                    .map(|(n, m)| (*n, Variable::ClassMap(m))),
-            )
+        TriggerVar::all().map(|v| (v.name(), self.value(v)))
     }
 
     /// Talos's 39 variables with their names, scalars first, then maps, then the duration.
     pub fn talos_variables(&self) -> impl Iterator<Item = (&'static str, Variable<'_>)> {
-        let scalars = SCALAR_NAMES
-            .iter()
-            .zip(self.scalars.iter())
-            .map(|(n, v)| (*n, Variable::Double(*v)));
-        let maps = MAP_NAMES
-            .iter()
-            .zip(self.maps.iter())
-            .map(|(n, m)| (*n, Variable::ClassMap(m)));
-        scalars.chain(maps).chain(std::iter::once((
-            TIME_SINCE_TRIGGER,
-            Variable::DurationNanos(self.time_since_trigger_nanos()),
-        )))
+        TriggerVar::all()
+            .filter(|v| v.definition().origin == Origin::Talos)
+            .map(|v| (v.name(), self.value(v)))
     }
 
     /// Talos's 39 variables exactly as Talos writes `triggerContext`: Go `encoding/json` of
@@ -481,26 +259,13 @@ impl TriggerContext {
         };
         let mut ctx = TriggerContext::new();
         for (name, value) in &object {
-            if let Some(i) = SCALAR_NAMES.iter().position(|n| n == name) {
-                if let Some(slot) = ctx.scalars.get_mut(i) {
-                    *slot = json_double(name, value)?;
+            match TriggerVar::from_name(name) {
+                Some(TriggerVar::Scalar(s)) => ctx.scalars[s] = json_double(name, value)?,
+                Some(TriggerVar::PerClass(m)) => ctx.per_class[m] = json_class_map(name, value)?,
+                Some(TriggerVar::TimeSinceTrigger) => {
+                    ctx.time_since_trigger_ns = Some(json_duration(name, value)?);
                 }
-            } else if let Some(i) = MAP_NAMES.iter().position(|n| n == name) {
-                if let Some(slot) = ctx.maps.get_mut(i) {
-                    *slot = json_class_map(name, value)?;
-                }
-            } else if name == TIME_SINCE_TRIGGER {
-                ctx.time_since_trigger_ns = Some(json_duration(name, value)?);
-            } else if let Some(i) = NODE_NAMES.iter().position(|n| n == name) {
-                if let Some(slot) = ctx.node.get_mut(i) {
-                    *slot = json_double(name, value)?;
-                }
-            } else if let Some(i) = EXTENSION_MAP_NAMES.iter().position(|n| n == name) {
-                if let Some(slot) = ctx.extension_maps.get_mut(i) {
-                    *slot = json_class_map(name, value)?;
-                }
-            } else {
-                return Err(ContextJsonError::UnknownVariable(name.clone()));
+                None => return Err(ContextJsonError::UnknownVariable(name.clone())),
             }
         }
         Ok(ctx)
@@ -570,8 +335,8 @@ mod tests {
         let ctx = TriggerContext::new();
         let names: Vec<&str> = ctx.variables().map(|(n, _)| n).collect();
         assert_eq!(names.len(), 49);
-        assert_eq!(names.get(39..47), Some(&NODE_NAMES[..]));
-        assert_eq!(names.get(47..), Some(&EXTENSION_MAP_NAMES[..]));
+        assert_eq!(names.get(39), Some(&"node_memory_available"));
+        assert_eq!(names.get(48), Some(&"d_qos_pgscan"));
         assert_eq!(ctx.talos_variables().count(), 39);
         let mut dedup = names.clone();
         dedup.sort_unstable();
@@ -582,7 +347,8 @@ mod tests {
     #[test]
     fn extensions_are_in_records_but_not_in_the_talos_form() {
         let mut ctx = TriggerContext::new();
-        ctx.set_node_memory(104857600.0, 1073741824.0);
+        ctx.set(Scalar::NodeMemoryAvailable, 104857600.0);
+        ctx.set(Scalar::NodeMemoryTotal, 1073741824.0);
         assert!(!ctx.to_talos_json().contains("node_memory"));
         let all = ctx.to_json();
         assert!(
@@ -593,12 +359,13 @@ mod tests {
         );
         let back = TriggerContext::from_json(&all).unwrap();
         assert_eq!(back.to_json(), all);
-        assert_eq!(back.node_memory(), (104857600.0, 1073741824.0));
+        assert_eq!(back.get(Scalar::NodeMemoryAvailable), 104857600.0);
+        assert_eq!(back.get(Scalar::NodeMemoryTotal), 1073741824.0);
         // The rates round-trip too, and none is in Talos's form.
         let mut ctx = TriggerContext::new();
-        ctx.set_node_rate(NodeRate::MemoryAvailable, -52428800.0);
-        ctx.set_node_rate(NodeRate::PgscanDirect, 1234.5);
-        ctx.add_class_rate(ClassRate::Pgscan, QosClass::System, 77.0);
+        ctx.set(Scalar::DNodeMemoryAvailable, -52428800.0);
+        ctx.set(Scalar::DNodePgscanDirect, 1234.5);
+        ctx.add(PerClass::DQosPgscan, QosClass::System, 77.0);
         let all = ctx.to_json();
         assert!(
             all.contains("\"d_node_memory_available\":-52428800,"),
@@ -615,32 +382,20 @@ mod tests {
         let back = TriggerContext::from_json(&all).unwrap();
         assert_eq!(back.to_json(), all);
         assert_eq!(
-            back.class_rate(ClassRate::Pgscan).get(QosClass::System),
+            back.class_map(PerClass::DQosPgscan).get(QosClass::System),
             77.0
         );
-        assert_eq!(back.node_rate(NodeRate::PgscanDirect), 1234.5);
+        assert_eq!(back.get(Scalar::DNodePgscanDirect), 1234.5);
     }
 
     #[test]
     fn json_is_talos_format() {
         let mut ctx = TriggerContext::new();
-        ctx.set_root_psi(false, PsiKind::Full, PsiSpan::Avg10, 14.54);
-        ctx.set_root_psi(false, PsiKind::Some, PsiSpan::Total, 12172340.0);
-        ctx.add_class_psi(
-            false,
-            PsiKind::Some,
-            PsiSpan::Avg10,
-            QosClass::System,
-            17.06,
-        );
-        ctx.add_class_psi(
-            false,
-            PsiKind::Some,
-            PsiSpan::Avg10,
-            QosClass::System,
-            17.06,
-        );
-        ctx.add_class_usage(false, UsageKind::Max, QosClass::Burstable, f64::INFINITY);
+        ctx.set(Scalar::MemoryFullAvg10, 14.54);
+        ctx.set(Scalar::MemorySomeTotal, 12172340.0);
+        ctx.add(PerClass::QosMemorySomeAvg10, QosClass::System, 17.06);
+        ctx.add(PerClass::QosMemorySomeAvg10, QosClass::System, 17.06);
+        ctx.add(PerClass::QosMemoryMax, QosClass::Burstable, f64::INFINITY);
         let json = ctx.to_talos_json();
         assert!(json.starts_with("{\"d_memory_full_avg10\":0,"), "{json}");
         assert!(json.contains("\"memory_full_avg10\":14.54,"));
@@ -680,9 +435,9 @@ mod tests {
             r#"{"memory_full_avg10": 10, "qos_memory_full_avg10": {"System": 4.0, "3": 3.0}, "time_since_trigger": "7s"}"#,
         )
         .unwrap();
-        assert_eq!(ctx.root_psi(false, PsiKind::Full, PsiSpan::Avg10), 10.0);
+        assert_eq!(ctx.get(Scalar::MemoryFullAvg10), 10.0);
         assert_eq!(
-            ctx.class_psi(false, PsiKind::Full, PsiSpan::Avg10).0,
+            ctx.class_map(PerClass::QosMemoryFullAvg10).0,
             [0.0, 0.0, 0.0, 3.0, 4.0]
         );
         assert_eq!(ctx.time_since_trigger_nanos(), 7_000_000_000);
@@ -722,10 +477,7 @@ mod exact_floats {
             r#"{{"memory_full_avg10": {value:?}, "d_qos_memory_full_total": {{"1": {value:?}}}}}"#
         );
         let ctx = TriggerContext::from_json(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(
-            ctx.root_psi(false, PsiKind::Full, PsiSpan::Avg10).to_bits(),
-            value.to_bits()
-        );
+        assert_eq!(ctx.get(Scalar::MemoryFullAvg10).to_bits(), value.to_bits());
         let map = ctx
             .talos_variables()
             .find_map(|(name, v)| match v {

@@ -5,6 +5,7 @@
 //! - [`TriggerContext`]: Talos's 39 variables the trigger expression sees and our extensions,
 //!   with the exact JSON encoding Talos stores in its action records (`triggerContext`).
 //!
+//! - [`variables`]: the catalogue, one definition per trigger and ranking variable.
 //! - [`Layout`]: which cgroup directories make up each class (data, not code).
 //! - [`MetricsSample`], [`CandidateSample`]: what one cycle read, as plain data.
 //! - [`ActionRecord`]: what one triggered cycle did.
@@ -20,12 +21,10 @@ mod layout;
 mod limit;
 mod record;
 mod sample;
+pub mod variables;
 
 pub use class::QosClass;
-pub use context::{
-    ClassMap, ClassRate, ContextJsonError, EXTENSION_MAP_NAMES, MAP_NAMES, NODE_NAMES, NodeRate,
-    PsiKind, PsiSpan, SCALAR_NAMES, TIME_SINCE_TRIGGER, TriggerContext, UsageKind, Variable,
-};
+pub use context::{ClassMap, ContextJsonError, PsiKind, PsiSpan, TriggerContext, Variable};
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::{format_go_float, format_number, format_rounded};
 pub use identity::{ContainerIdentity, Identities, IdentitySource, KillScope, PodIdentity};
@@ -42,3 +41,4 @@ pub use sample::{
     CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, StatCounters,
     SubtreeSample, VmCounters,
 };
+pub use variables::{PerClass, RankingVar, Scalar, TriggerVar};

@@ -53,7 +53,7 @@ pub struct SubtreeSample {
     pub memory: MemoryReading,
     /// Its cgroup id (the directory's inode, never given twice): a new id at the same path is
     /// another cgroup (a restarted unit), whose counters start again. `None` when unreadable.
-    pub identity: Option<u64>,
+    pub cgroup_id: Option<u64>,
     /// Its `memory.stat` reclaim counters, read only when the trigger uses them; `None`
     /// otherwise or when unreadable.
     pub stat: Option<StatCounters>,
@@ -127,7 +127,7 @@ pub struct CandidateSample {
     pub read_errors: Vec<(String, String)>,
     /// The cgroup's id when it was read (its directory's inode): the kill checks it is still
     /// the same cgroup. `None` when it could not be read.
-    pub identity: Option<u64>,
+    pub cgroup_id: Option<u64>,
     /// The lowest `/proc/<pid>/oom_score_adj` of its processes, the pod sandbox's (−998, which
     /// the kubelet gives every pod's pause process) left out; `None` when no process was read
     /// (the ranking's `oom_score_adj` is then 0).

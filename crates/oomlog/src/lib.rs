@@ -520,7 +520,7 @@ fn complete(open: Open) -> OomEvent {
         e.killed.insert(0, k);
     }
     if let Some(task) = &e.task_memcg {
-        let id = oomwarden_kube::cgroup_identity(task);
+        let id = oomwarden_kube::decode_cgroup_path(task);
         e.pod_uid = id.pod_uid;
         e.container_id = id.container_id;
     }

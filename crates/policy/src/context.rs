@@ -2,23 +2,65 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use enum_map::{Enum, EnumMap};
 use oomwarden_model::{
-    ClassRate, Limit, MetricsSample, NodeRate, PsiKind, PsiReading, PsiSpan, TriggerContext,
-    UsageKind,
+    Limit, MetricsSample, PerClass, PsiKind, PsiReading, PsiSpan, Scalar, SubtreeSample,
+    TriggerContext,
 };
 
-/// Slots of one subtree's previous values: 8 PSI values, 3 memory values, then 2 `memory.stat`
-/// counters.
-const SLOTS: usize = 13;
+/// What a metrics subtree's rates are taken of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+enum Measure {
+    /// A PSI field of `memory.pressure`.
+    Psi(PsiKind, PsiSpan),
+    /// `memory.current`.
+    Current,
+    /// `memory.peak`.
+    Peak,
+    /// `memory.max`.
+    Max,
+    /// `memory.stat`'s `workingset_refault_file`.
+    WorkingsetRefaultFile,
+    /// `memory.stat`'s `pgscan`.
+    Pgscan,
+}
+
+impl Measure {
+    /// A counter only grows: less is a reset, not a negative rate.
+    fn counter(self) -> bool {
+        matches!(
+            self,
+            Measure::Psi(_, PsiSpan::Total) | Measure::WorkingsetRefaultFile | Measure::Pgscan
+        )
+    }
+}
+
+/// The node's values whose rates are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Enum)]
+enum NodeMeasure {
+    /// `/proc/meminfo`'s `MemAvailable`, bytes.
+    MemAvailable,
+    /// `/proc/vmstat`'s `workingset_refault_file`.
+    WorkingsetRefaultFile,
+    /// `/proc/vmstat`'s `pgscan_*`, summed.
+    Pgscan,
+    /// `/proc/vmstat`'s `pgscan_direct`.
+    PgscanDirect,
+    /// `/proc/vmstat`'s `pgsteal_*`, summed.
+    Pgsteal,
+}
+
+/// A value and when it was read.
+type Cell = Option<(f64, u64)>;
 
 /// Previous values of one subtree, each with its time.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Previous {
-    values: [Option<(f64, u64)>; SLOTS],
+    values: EnumMap<Measure, Cell>,
     /// The sample that last saw this subtree (entries not seen are dropped).
     seen_at: u64,
     /// The cgroup id the values belong to.
-    identity: Option<u64>,
+    cgroup_id: Option<u64>,
 }
 
 /// What the policy remembers between cycles.
@@ -36,8 +78,8 @@ pub struct State {
 /// What the node's rates remember.
 #[derive(Debug, Clone, Default)]
 struct NodeState {
-    /// Previous values: `MemAvailable`, then the four `/proc/vmstat` counters.
-    previous: [Option<(f64, u64)>; 5],
+    /// Previous values.
+    previous: EnumMap<NodeMeasure, Cell>,
     /// `MemAvailable` about once a second, for `node_memory_available_trend`.
     available_seconds: Trend,
 }
@@ -62,7 +104,7 @@ impl State {
     pub fn remembered_keys(&self) -> usize {
         self.previous
             .values()
-            .map(|p| p.values.iter().flatten().count())
+            .map(|p| p.values.values().flatten().count())
             .sum()
     }
 }
@@ -91,7 +133,10 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
     let mut ctx = TriggerContext::new();
     if let Some(node) = sample.node_memory {
         #[allow(clippy::cast_precision_loss)] // bytes: exact below 8 PiB
-        ctx.set_node_memory(node.available as f64, node.total as f64);
+        {
+            ctx.set(Scalar::NodeMemoryAvailable, node.available as f64);
+            ctx.set(Scalar::NodeMemoryTotal, node.total as f64);
+        }
     }
     ctx.set_time_since_trigger(
         state
@@ -105,81 +150,20 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
                 .previous
                 .entry(subtree.dir.clone())
                 .or_insert(Previous {
-                    values: [None; SLOTS],
+                    values: EnumMap::default(),
                     seen_at: now,
-                    identity: subtree.identity,
+                    cgroup_id: subtree.cgroup_id,
                 }),
         };
         entry.seen_at = now;
-        if let (Some(then), Some(id)) = (entry.identity, subtree.identity)
+        if let (Some(then), Some(id)) = (entry.cgroup_id, subtree.cgroup_id)
             && then != id
         {
             // Another cgroup at the same path: nothing to take a difference from.
-            entry.values = [None; SLOTS];
+            entry.values = EnumMap::default();
         }
-        entry.identity = subtree.identity.or(entry.identity);
-        let mut derivative = |slot: usize, value: f64, counter: bool| -> f64 {
-            entry
-                .values
-                .get_mut(slot)
-                .map_or(0.0, |cell| rate(cell, value, now, counter))
-        };
-        for kind in PsiKind::ALL {
-            for span in PsiSpan::ALL {
-                let value = subtree.psi.get(kind, span);
-                let d = derivative(
-                    kind as usize * 4 + span as usize,
-                    value,
-                    span == PsiSpan::Total,
-                );
-                match subtree.class {
-                    None => {
-                        ctx.set_root_psi(false, kind, span, value);
-                        ctx.set_root_psi(true, kind, span, d);
-                    }
-                    Some(class) => {
-                        ctx.add_class_psi(false, kind, span, class, value);
-                        ctx.add_class_psi(true, kind, span, class, d);
-                    }
-                }
-            }
-        }
-        // The root's memory files have no variables (Talos reads and discards them).
-        let Some(class) = subtree.class else { continue };
-        let m = &subtree.memory;
-        for (i, usage) in [UsageKind::Current, UsageKind::Peak, UsageKind::Max]
-            .into_iter()
-            .enumerate()
-        {
-            // Talos: unreadable is NaN and `max` is +Inf, both scrubbed to 0.
-            #[allow(clippy::cast_precision_loss)]
-            let value = match usage {
-                UsageKind::Current => m.current.map_or(0.0, |v| v as f64),
-                UsageKind::Peak => m.peak.map_or(0.0, |v| v as f64),
-                UsageKind::Max => match m.max {
-                    Some(Limit::Bytes(b)) => b as f64,
-                    Some(Limit::Max) | None => 0.0,
-                },
-            };
-            let d = derivative(8 + i, value, false);
-            ctx.add_class_usage(false, usage, class, value);
-            ctx.add_class_usage(true, usage, class, d);
-        }
-        // Read only when the trigger uses them (the rate is over the time since the last
-        // read, whenever that was).
-        if let Some(stat) = subtree.stat {
-            #[allow(clippy::cast_precision_loss)] // page counts far below 2^53
-            for (slot, which, value) in [
-                (
-                    11,
-                    ClassRate::WorkingsetRefaultFile,
-                    stat.workingset_refault_file as f64,
-                ),
-                (12, ClassRate::Pgscan, stat.pgscan as f64),
-            ] {
-                ctx.add_class_rate(which, class, derivative(slot, value, true));
-            }
-        }
+        entry.cgroup_id = subtree.cgroup_id.or(entry.cgroup_id);
+        add_subtree(subtree, entry, now, &mut ctx);
     }
     node_rates(sample, &mut state.node, now, &mut ctx);
     // Forget subtrees that are gone (Talos keeps their keys forever).
@@ -187,9 +171,81 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
     Ok(ctx)
 }
 
+/// Adds one subtree's values and rates to the context, its previous values updated.
+fn add_subtree(subtree: &SubtreeSample, entry: &mut Previous, now: u64, ctx: &mut TriggerContext) {
+    let mut rate_of = |measure: Measure, value: f64| -> f64 {
+        rate(&mut entry.values[measure], value, now, measure.counter())
+    };
+    for kind in PsiKind::ALL {
+        for span in PsiSpan::ALL {
+            let value = subtree.psi.get(kind, span);
+            let d = rate_of(Measure::Psi(kind, span), value);
+            match subtree.class {
+                None => {
+                    ctx.set(Scalar::root_psi(false, kind, span), value);
+                    ctx.set(Scalar::root_psi(true, kind, span), d);
+                }
+                Some(class) => {
+                    ctx.add(PerClass::psi(false, kind, span), class, value);
+                    ctx.add(PerClass::psi(true, kind, span), class, d);
+                }
+            }
+        }
+    }
+    // The root's memory files have no variables (Talos reads and discards them).
+    let Some(class) = subtree.class else { return };
+    let m = &subtree.memory;
+    // Talos: unreadable is NaN and `max` is +Inf, both scrubbed to 0.
+    #[allow(clippy::cast_precision_loss)] // bytes: exact below 8 PiB
+    let usage = [
+        (
+            Measure::Current,
+            m.current.map_or(0.0, |v| v as f64),
+            PerClass::QosMemoryCurrent,
+            PerClass::DQosMemoryCurrent,
+        ),
+        (
+            Measure::Peak,
+            m.peak.map_or(0.0, |v| v as f64),
+            PerClass::QosMemoryPeak,
+            PerClass::DQosMemoryPeak,
+        ),
+        (
+            Measure::Max,
+            match m.max {
+                Some(Limit::Bytes(b)) => b as f64,
+                Some(Limit::Max) | None => 0.0,
+            },
+            PerClass::QosMemoryMax,
+            PerClass::DQosMemoryMax,
+        ),
+    ];
+    for (measure, value, variable, rate_variable) in usage {
+        let d = rate_of(measure, value);
+        ctx.add(variable, class, value);
+        ctx.add(rate_variable, class, d);
+    }
+    // Read only when the trigger uses them (the rate is over the time since the last
+    // read, whenever that was).
+    if let Some(stat) = subtree.stat {
+        #[allow(clippy::cast_precision_loss)] // page counts far below 2^53
+        let counters = [
+            (
+                Measure::WorkingsetRefaultFile,
+                stat.workingset_refault_file as f64,
+                PerClass::DQosWorkingsetRefaultFile,
+            ),
+            (Measure::Pgscan, stat.pgscan as f64, PerClass::DQosPgscan),
+        ];
+        for (measure, value, rate_variable) in counters {
+            ctx.add(rate_variable, class, rate_of(measure, value));
+        }
+    }
+}
+
 /// The rate of `value` since `cell`'s, per second of measured time, and `cell` updated. A
 /// counter only grows: less is a reset, not a negative rate. 0 without a previous value.
-fn rate(cell: &mut Option<(f64, u64)>, value: f64, now: u64, counter: bool) -> f64 {
+fn rate(cell: &mut Cell, value: f64, now: u64, counter: bool) -> f64 {
     let d = match *cell {
         Some((prev, _)) if counter && value < prev => 0.0,
         Some((prev, at)) if now > at => {
@@ -212,38 +268,43 @@ fn node_rates(sample: &MetricsSample, node: &mut NodeState, now: u64, ctx: &mut 
         Some(m) => node.available_seconds.push(now, m.available as f64),
         None => node.available_seconds.forget(),
     };
-    ctx.set_node_rate(NodeRate::MemoryAvailableTrend, t);
+    ctx.set(Scalar::NodeMemoryAvailableTrend, t);
     #[allow(clippy::cast_precision_loss)] // bytes and pages far below 2^53
-    let values: [(NodeRate, Option<f64>, bool); 5] = [
+    let values = [
         (
-            NodeRate::MemoryAvailable,
+            NodeMeasure::MemAvailable,
             sample.node_memory.map(|m| m.available as f64),
-            false,
+            Scalar::DNodeMemoryAvailable,
         ),
         (
-            NodeRate::WorkingsetRefaultFile,
+            NodeMeasure::WorkingsetRefaultFile,
             sample.vmstat.map(|v| v.workingset_refault_file as f64),
-            true,
+            Scalar::DNodeWorkingsetRefaultFile,
         ),
         (
-            NodeRate::Pgscan,
+            NodeMeasure::Pgscan,
             sample.vmstat.map(|v| v.pgscan as f64),
-            true,
+            Scalar::DNodePgscan,
         ),
         (
-            NodeRate::PgscanDirect,
+            NodeMeasure::PgscanDirect,
             sample.vmstat.map(|v| v.pgscan_direct as f64),
-            true,
+            Scalar::DNodePgscanDirect,
         ),
         (
-            NodeRate::Pgsteal,
+            NodeMeasure::Pgsteal,
             sample.vmstat.map(|v| v.pgsteal as f64),
-            true,
+            Scalar::DNodePgsteal,
         ),
     ];
-    for ((which, value, counter), cell) in values.into_iter().zip(node.previous.iter_mut()) {
+    for (measure, value, variable) in values {
+        let cell = &mut node.previous[measure];
         match value {
-            Some(v) => ctx.set_node_rate(which, rate(cell, v, now, counter)),
+            // Everything but MemAvailable is a counter.
+            Some(v) => ctx.set(
+                variable,
+                rate(cell, v, now, measure != NodeMeasure::MemAvailable),
+            ),
             None => *cell = None,
         }
     }

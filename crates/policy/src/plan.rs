@@ -157,7 +157,7 @@ mod tests {
             class,
             psi: psi(full10),
             memory: MemoryReading::default(),
-            identity: None,
+            cgroup_id: None,
             stat: None,
         };
         MetricsSample {
@@ -185,7 +185,7 @@ mod tests {
             populated,
             contains_self: false,
             read_errors: Vec::new(),
-            identity: None,
+            cgroup_id: None,
             oom_score_adj: None,
         }
     }

@@ -129,7 +129,7 @@ pub fn rank_with(
             ranking.excluded.push((index, Exclusion::Empty));
             continue;
         }
-        let identity = oomwarden_kube::cgroup_identity(&c.dir);
+        let identity = oomwarden_kube::decode_cgroup_path(&c.dir);
         let input = RankingInput {
             memory_max: c.memory.max.and_then(Limit::bytes),
             memory_current: c.memory.current,
@@ -265,7 +265,7 @@ mod order_tests {
             populated: true,
             contains_self: false,
             read_errors: Vec::new(),
-            identity: None,
+            cgroup_id: None,
             oom_score_adj: None,
         }
     }

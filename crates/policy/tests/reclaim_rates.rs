@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
 use oomwarden_model::{
-    ClassRate, MemoryReading, MetricsSample, NodeMemory, NodeRate, PsiReading, QosClass,
-    StatCounters, SubtreeSample, VmCounters,
+    MemoryReading, MetricsSample, NodeMemory, PerClass, PsiReading, QosClass, Scalar, StatCounters,
+    SubtreeSample, VmCounters,
 };
 use oomwarden_policy::{State, build_context};
 
@@ -22,7 +22,7 @@ fn sample(
         class,
         psi: PsiReading::Missing,
         memory: MemoryReading::default(),
-        identity: Some(7),
+        cgroup_id: Some(7),
         stat,
     };
     MetricsSample {
@@ -64,8 +64,8 @@ fn rates_per_second_of_measured_time() {
     )
     .unwrap();
     // No previous value: every rate is 0.
-    assert_eq!(first.node_rate(NodeRate::MemoryAvailable), 0.0);
-    assert_eq!(first.node_rate(NodeRate::Pgscan), 0.0);
+    assert_eq!(first.get(Scalar::DNodeMemoryAvailable), 0.0);
+    assert_eq!(first.get(Scalar::DNodePgscan), 0.0);
     // Half a second later.
     let ctx = build_context(
         &sample(S / 2, 450 << 20, vm(600, 3000, 1010, 2400), stat(105, 250)),
@@ -73,26 +73,27 @@ fn rates_per_second_of_measured_time() {
     )
     .unwrap();
     assert_eq!(
-        ctx.node_rate(NodeRate::MemoryAvailable),
+        ctx.get(Scalar::DNodeMemoryAvailable),
         -100.0 * 1048576.0,
         "50 MiB in 0.5 s"
     );
-    assert_eq!(ctx.node_rate(NodeRate::WorkingsetRefaultFile), 1000.0);
-    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 4000.0);
-    assert_eq!(ctx.node_rate(NodeRate::PgscanDirect), 2000.0);
-    assert_eq!(ctx.node_rate(NodeRate::Pgsteal), 3000.0);
+    assert_eq!(ctx.get(Scalar::DNodeWorkingsetRefaultFile), 1000.0);
+    assert_eq!(ctx.get(Scalar::DNodePgscan), 4000.0);
+    assert_eq!(ctx.get(Scalar::DNodePgscanDirect), 2000.0);
+    assert_eq!(ctx.get(Scalar::DNodePgsteal), 3000.0);
     // Summed over the class's two subtrees, as the other class maps are.
     assert_eq!(
-        ctx.class_rate(ClassRate::WorkingsetRefaultFile)
+        ctx.class_map(PerClass::DQosWorkingsetRefaultFile)
             .get(QosClass::System),
         400.0
     );
     assert_eq!(
-        ctx.class_rate(ClassRate::Pgscan).get(QosClass::System),
+        ctx.class_map(PerClass::DQosPgscan).get(QosClass::System),
         800.0
     );
     assert_eq!(
-        ctx.class_rate(ClassRate::Pgscan).get(QosClass::Besteffort),
+        ctx.class_map(PerClass::DQosPgscan)
+            .get(QosClass::Besteffort),
         0.0
     );
 }
@@ -111,17 +112,17 @@ fn a_counter_that_goes_back_or_is_not_read_gives_no_rate() {
         &mut state,
     )
     .unwrap();
-    assert_eq!(ctx.node_rate(NodeRate::WorkingsetRefaultFile), 0.0);
-    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 1000.0);
+    assert_eq!(ctx.get(Scalar::DNodeWorkingsetRefaultFile), 0.0);
+    assert_eq!(ctx.get(Scalar::DNodePgscan), 1000.0);
     // Not read this cycle (the trigger stopped naming it): 0, and no stale previous value.
     let ctx = build_context(&sample(2 * S, 500 << 20, None, None), &mut state).unwrap();
-    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 0.0);
+    assert_eq!(ctx.get(Scalar::DNodePgscan), 0.0);
     let ctx = build_context(
         &sample(3 * S, 500 << 20, vm(60, 9000, 10, 900), None),
         &mut state,
     )
     .unwrap();
-    assert_eq!(ctx.node_rate(NodeRate::Pgscan), 0.0, "a first value again");
+    assert_eq!(ctx.get(Scalar::DNodePgscan), 0.0, "a first value again");
     // A JSON record carries them.
     assert!(ctx.to_json().contains("\"d_node_pgscan\":0,"));
 }

@@ -11,8 +11,8 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_expr::{RankingExpr, RankingInput, TriggerExpr};
 use oomwarden_model::{
-    CandidateSample, ClassMap, Layout, Limit, MemoryReading, MetricsSample, PsiKind, PsiSpan,
-    QosClass, TriggerContext, UsageKind,
+    CandidateSample, ClassMap, Layout, Limit, MemoryReading, MetricsSample, PerClass, PsiKind,
+    PsiSpan, QosClass, Scalar, TriggerContext,
 };
 use oomwarden_policy::{Exclusion, State, build_context, rank, select};
 use oomwarden_procfs::ProcFs;
@@ -46,13 +46,14 @@ fn t2_1_empty_tree_is_all_zeros() {
     let ctx = build_context(&sample(&fixture("does-not-exist"), 0), &mut State::new()).unwrap();
     // Talos's 39 variables are all zero; our extensions come from /proc, not the tree.
     assert_eq!(ctx.to_talos_json(), TriggerContext::new().to_talos_json());
-    assert_eq!(ctx.node_memory(), (782_780.0 * 1024.0, 998_096.0 * 1024.0));
+    assert_eq!(ctx.get(Scalar::NodeMemoryAvailable), 782_780.0 * 1024.0);
+    assert_eq!(ctx.get(Scalar::NodeMemoryTotal), 998_096.0 * 1024.0);
 }
 
 #[test]
 fn t2_2_trigger_false_values() {
     let ctx = build_context(&sample(&fixture("trigger-false"), 0), &mut State::new()).unwrap();
-    let root = |k, s| ctx.root_psi(false, k, s);
+    let root = |k, s| ctx.get(Scalar::root_psi(false, k, s));
     assert_eq!(
         [
             root(PsiKind::Some, PsiSpan::Avg10),
@@ -71,7 +72,7 @@ fn t2_2_trigger_false_values() {
         ],
         [2.4, 5.16, 1.71, 10654831.0]
     );
-    let q = |k, s| classes(ctx.class_psi(false, k, s));
+    let q = |k, s| classes(ctx.class_map(PerClass::psi(false, k, s)));
     assert_eq!(
         q(PsiKind::Some, PsiSpan::Avg10),
         [0.0, 0.0, 0.0, 2.82, 5.64]
@@ -103,20 +104,29 @@ fn t2_2_trigger_false_values() {
     );
     for kind in PsiKind::ALL {
         for span in PsiSpan::ALL {
-            assert_eq!(ctx.root_psi(true, kind, span), 0.0);
-            assert_eq!(classes(ctx.class_psi(true, kind, span)), [0.0; 5]);
+            assert_eq!(ctx.get(Scalar::root_psi(true, kind, span)), 0.0);
+            assert_eq!(
+                classes(ctx.class_map(PerClass::psi(true, kind, span))),
+                [0.0; 5]
+            );
         }
     }
-    for usage in [UsageKind::Current, UsageKind::Peak, UsageKind::Max] {
-        assert_eq!(classes(ctx.class_usage(false, usage)), [0.0; 5]);
-        assert_eq!(classes(ctx.class_usage(true, usage)), [0.0; 5]);
+    for usage in [
+        PerClass::QosMemoryCurrent,
+        PerClass::QosMemoryPeak,
+        PerClass::QosMemoryMax,
+        PerClass::DQosMemoryCurrent,
+        PerClass::DQosMemoryPeak,
+        PerClass::DQosMemoryMax,
+    ] {
+        assert_eq!(classes(ctx.class_map(usage)), [0.0; 5]);
     }
 }
 
 #[test]
 fn t2_3_and_t8_trigger_true_values_and_json() {
     let ctx = build_context(&sample(&fixture("trigger-true"), 0), &mut State::new()).unwrap();
-    let q = |k, s| classes(ctx.class_psi(false, k, s));
+    let q = |k, s| classes(ctx.class_map(PerClass::psi(false, k, s)));
     assert_eq!(
         q(PsiKind::Some, PsiSpan::Avg10),
         [17.06, 0.0, 11.0, 17.06, 34.12]
@@ -202,14 +212,14 @@ fn t3_trigger_evaluation() {
     );
     let ctx = t3_context("trigger-false", Some(3000));
     assert_eq!(
-        ctx.class_psi(true, PsiKind::Full, PsiSpan::Total)
+        ctx.class_map(PerClass::DQosMemoryFullTotal)
             .get(QosClass::System),
         212.0
     );
     assert!(!default.eval(&ctx).unwrap(), "cgroup-false: 8*212 <= 3000");
     let ctx = t3_context("trigger-true", Some(6000));
     assert_eq!(
-        ctx.class_psi(true, PsiKind::Full, PsiSpan::Total)
+        ctx.class_map(PerClass::DQosMemoryFullTotal)
             .get(QosClass::System),
         21309662.0
     );
@@ -258,7 +268,7 @@ fn candidate(
         populated: true,
         contains_self: false,
         read_errors: Vec::new(),
-        identity: None,
+        cgroup_id: None,
         oom_score_adj: None,
     }
 }
@@ -385,7 +395,7 @@ fn d1_class_derivatives_sum_subtrees() {
     set("system/memory.pressure", 2000);
     let c1 = build_context(&sample(dir.path(), 0), &mut state).unwrap();
     assert_eq!(
-        c1.class_psi(true, PsiKind::Full, PsiSpan::Total)
+        c1.class_map(PerClass::DQosMemoryFullTotal)
             .get(QosClass::System),
         0.0
     );
@@ -393,7 +403,7 @@ fn d1_class_derivatives_sum_subtrees() {
     set("system/memory.pressure", 2300);
     let c2 = build_context(&sample(dir.path(), 500 * MS), &mut state).unwrap();
     assert_eq!(
-        c2.class_psi(true, PsiKind::Full, PsiSpan::Total)
+        c2.class_map(PerClass::DQosMemoryFullTotal)
             .get(QosClass::System),
         1800.0
     );
@@ -419,7 +429,7 @@ fn difference_derivatives_use_measured_time() {
     write(1_000_000);
     let ctx = build_context(&sample(dir.path(), 1000 * MS), &mut state).unwrap();
     assert_eq!(
-        ctx.class_psi(true, PsiKind::Full, PsiSpan::Total)
+        ctx.class_map(PerClass::DQosMemoryFullTotal)
             .get(QosClass::System),
         1_000_000.0
     );
@@ -443,13 +453,13 @@ fn difference_memory_derivatives_are_real_d2() {
     .unwrap();
     let ctx = build_context(&sample(dir.path(), 500 * MS), &mut state).unwrap();
     assert_eq!(
-        ctx.class_usage(false, UsageKind::Current)
+        ctx.class_map(PerClass::QosMemoryCurrent)
             .get(QosClass::Besteffort),
         300.0
     );
     // Talos reports 0 here (never-stored previous value); the real rate is 200 B / 0.5 s.
     assert_eq!(
-        ctx.class_usage(true, UsageKind::Current)
+        ctx.class_map(PerClass::DQosMemoryCurrent)
             .get(QosClass::Besteffort),
         400.0
     );
@@ -466,13 +476,13 @@ fn difference_new_cgroup_contributes_zero_and_vanished_keys_are_forgotten() {
     std::fs::write(dir.path().join("kubepods/pod-guaranteed-2/memory.pressure"), "some avg10=10.00 avg60=20.00 avg300=30.00 total=1000\nfull avg10=50.00 avg60=60.00 avg300=70.00 total=5000\n").unwrap();
     let ctx = build_context(&sample(dir.path(), 500 * MS), &mut state).unwrap();
     assert_eq!(
-        ctx.class_psi(true, PsiKind::Full, PsiSpan::Total)
+        ctx.class_map(PerClass::DQosMemoryFullTotal)
             .get(QosClass::Guaranteed),
         0.0,
         "first cycle of a new pod: no spike"
     );
     assert_eq!(
-        ctx.class_psi(false, PsiKind::Full, PsiSpan::Total)
+        ctx.class_map(PerClass::QosMemoryFullTotal)
             .get(QosClass::Guaranteed),
         5500.0
     );
@@ -490,7 +500,7 @@ fn d3_unlimited_max_counts_zero() {
     std::fs::write(dir.path().join("podruntime/memory.max"), "1073741824\n").unwrap();
     let ctx = build_context(&sample(dir.path(), 0), &mut State::new()).unwrap();
     assert_eq!(
-        classes(ctx.class_usage(false, UsageKind::Max)),
+        classes(ctx.class_map(PerClass::QosMemoryMax)),
         [0.0, 0.0, 0.0, 1073741824.0, 0.0]
     );
 }
@@ -505,15 +515,9 @@ fn d4_d5_time_since_trigger_and_strict_threshold() {
             .eval(&ctx)
             .unwrap()
     );
-    ctx.add_class_psi(true, PsiKind::Full, PsiSpan::Total, QosClass::System, 300.0);
-    ctx.add_class_psi(
-        true,
-        PsiKind::Full,
-        PsiSpan::Total,
-        QosClass::Podruntime,
-        150.0,
-    );
-    ctx.add_class_psi(false, PsiKind::Full, PsiSpan::Avg10, QosClass::System, 10.0);
+    ctx.add(PerClass::DQosMemoryFullTotal, QosClass::System, 300.0);
+    ctx.add(PerClass::DQosMemoryFullTotal, QosClass::Podruntime, 150.0);
+    ctx.add(PerClass::QosMemoryFullAvg10, QosClass::System, 10.0);
     ctx.set_time_since_trigger(Some(10_000_000_000));
     assert!(
         !TriggerExpr::compile(DEFAULT_TRIGGER)
@@ -690,7 +694,7 @@ fn d14_missing_or_garbage_pressure_reads_zero() {
     assert!(problems[0].to_string().contains("system/memory.pressure"));
     let ctx = build_context(&s, &mut State::new()).unwrap();
     assert_eq!(
-        classes(ctx.class_psi(false, PsiKind::Full, PsiSpan::Total)),
+        classes(ctx.class_map(PerClass::QosMemoryFullTotal)),
         [0.0, 0.0, 0.0, 0.0, 106.0]
     );
 }
@@ -722,7 +726,7 @@ fn difference_counter_resets_and_replaced_cgroups_start_again() {
         .unwrap()
     };
     let d = |ctx: &TriggerContext, span| {
-        ctx.class_psi(true, PsiKind::Full, span)
+        ctx.class_map(PerClass::psi(true, PsiKind::Full, span))
             .get(QosClass::System)
     };
     write(&file, 40.0, 9_000_000);

@@ -219,7 +219,7 @@ impl Files for Playback {
 
     /// Identities are not recorded: a path that is a directory keeps one identity for the
     /// whole replay (a hash of the path), so a replay never sees a cgroup replaced.
-    fn identity(&self, path: &Path) -> io::Result<u64> {
+    fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
         use std::hash::{Hash, Hasher};
         if !self.is_dir(path) {
             return Err(io::ErrorKind::NotFound.into());

@@ -82,8 +82,8 @@ impl Files for Tap {
 
     /// Not recorded: a replay cannot tell a cgroup replaced under the same path (see
     /// [`Playback`](crate::Playback)).
-    fn identity(&self, path: &Path) -> io::Result<u64> {
-        self.inner.identity(path)
+    fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
+        self.inner.cgroup_id(path)
     }
 
     fn is_dir(&self, path: &Path) -> bool {

@@ -4,6 +4,7 @@
 //! oomwarden eval trigger 'memory_full_avg10 > 10.0' --context ctx.json
 //! oomwarden eval ranking --memory-current 1073741824 --class Burstable
 //! oomwarden eval trigger --config oom.yaml --context -      # the configured expression
+//! oomwarden eval variables --env trigger -o json            # what an expression can read
 //! ```
 
 use std::io::Write;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use oomwarden_config::Settings;
 use oomwarden_expr::{AnyExpr, ExprKind, RankingExpr, RankingInput, TriggerExpr};
+use oomwarden_model::variables::{self, Definition, Env, Origin};
 use oomwarden_model::{QosClass, TriggerContext, format_number};
 use serde_json::json;
 
@@ -26,13 +28,27 @@ pub(crate) enum Kind {
     Trigger,
     /// A `cgroupRankingExpression` (ranking environment, result `double`).
     Ranking,
+    /// List the variables an expression can read (both environments, or `--env`'s).
+    Variables,
+}
+
+/// `--env` of `oomwarden eval variables`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EnvArg {
+    /// The trigger's variables.
+    Trigger,
+    /// The ranking's variables.
+    Ranking,
 }
 
 /// Arguments of `oomwarden eval`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The environment: `trigger` or `ranking`.
+    /// The environment, `trigger` or `ranking`; or `variables` to list what each can read.
     kind: Kind,
+    /// With `variables`: list only this environment's.
+    #[arg(long, value_enum, value_name = "trigger|ranking")]
+    env: Option<EnvArg>,
     /// The expression. Without it, the expression of `--config` (or the default) is used.
     expression: Option<String>,
     /// Take the expression from this configuration file when none is given.
@@ -120,7 +136,16 @@ struct Outcome {
 }
 
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
-    if args.kind == Kind::Trigger
+    let kind = match args.kind {
+        Kind::Variables => return variables(args, out, err),
+        Kind::Trigger => ExprKind::Trigger,
+        Kind::Ranking => ExprKind::Ranking,
+    };
+    if args.env.is_some() {
+        writeln!(err, "--env goes with `oomwarden eval variables`")?;
+        return Ok(Exit::Usage);
+    }
+    if kind == ExprKind::Trigger
         && (args.memory_max.is_some()
             || args.memory_current.is_some()
             || args.memory_peak.is_some()
@@ -137,7 +162,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         )?;
         return Ok(Exit::Usage);
     }
-    if args.kind == Kind::Ranking && args.context.is_some() {
+    if kind == ExprKind::Ranking && args.context.is_some() {
         writeln!(
             err,
             "--context describes trigger variables; a ranking reads --memory-*, --path and --class"
@@ -156,9 +181,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 None => (String::new(), "<defaults>".to_owned()),
             };
             match Settings::from_yaml(&text, &name) {
-                Ok(s) => match args.kind {
-                    Kind::Trigger => s.oom.trigger.source().to_owned(),
-                    Kind::Ranking => s.oom.ranking.source().to_owned(),
+                Ok(s) => match kind {
+                    ExprKind::Trigger => s.oom.trigger.source().to_owned(),
+                    ExprKind::Ranking => s.oom.ranking.source().to_owned(),
                 },
                 Err(errors) => {
                     writeln!(err, "{errors}")?;
@@ -167,8 +192,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             }
         }
     };
-    let outcome = match args.kind {
-        Kind::Trigger => {
+    let outcome = match kind {
+        ExprKind::Trigger => {
             let ctx = match &args.context {
                 Some(path) => TriggerContext::from_json(&read_input(path)?)
                     .with_context(|| format!("{}: not a trigger context", path.display()))?,
@@ -176,9 +201,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             };
             evaluate_trigger(&expression, &ctx, args.any)
         }
-        Kind::Ranking => {
+        ExprKind::Ranking => {
             let memory_max = args.memory_max.and_then(|l| l.0);
-            let identity = oomwarden_kube::cgroup_identity(&args.path);
+            let identity = oomwarden_kube::decode_cgroup_path(&args.path);
             let pod = pod_identity(args, identity.pod_uid.as_deref());
             let input = RankingInput {
                 memory_max,
@@ -193,7 +218,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             evaluate_ranking(&expression, &input, args.any)
         }
     };
-    print(args, &outcome, out, err)
+    print(args, kind, &outcome, out, err)
 }
 
 /// The pod the identity flags describe (none when no flag is given).
@@ -258,13 +283,14 @@ fn evaluate<T>(
 
 fn print(
     args: &Args,
+    kind: ExprKind,
     outcome: &Outcome,
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> anyhow::Result<Exit> {
-    let kind = match args.kind {
-        Kind::Trigger => "trigger",
-        Kind::Ranking => "ranking",
+    let kind = match kind {
+        ExprKind::Trigger => "trigger",
+        ExprKind::Ranking => "ranking",
     };
     let value = match &outcome.result {
         Ok((type_name, text)) => {
@@ -284,4 +310,85 @@ fn print(
     } else {
         Exit::Failure
     })
+}
+
+/// `oomwarden eval variables`: the catalogue, as a table (`-o wide`: where each is read from
+/// and what it means) or one JSON/YAML object per variable.
+fn variables(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+    let ranking_flags = args.memory_max.is_some()
+        || args.memory_current.is_some()
+        || args.memory_peak.is_some()
+        || args.namespace.is_some()
+        || args.pod_name.is_some()
+        || !args.labels.is_empty()
+        || !args.annotations.is_empty()
+        || !args.container_names.is_empty()
+        || args.oom_score_adj != 0
+        || args.any;
+    if args.expression.is_some() || args.config.is_some() || args.context.is_some() || ranking_flags
+    {
+        writeln!(
+            err,
+            "`oomwarden eval variables` takes only --env and -o; it lists the variables, it evaluates nothing"
+        )?;
+        return Ok(Exit::Usage);
+    }
+    let wanted = args.env.map(|e| match e {
+        EnvArg::Trigger => Env::Trigger,
+        EnvArg::Ranking => Env::Ranking,
+    });
+    let rows: Vec<Definition> = variables::catalogue()
+        .filter(|d| wanted.is_none_or(|w| d.env == w))
+        .collect();
+    if args.output.structured(&rows, out)? {
+        return Ok(Exit::Ok);
+    }
+    let wide = args.output.is_wide();
+    let mut table: Vec<[String; 7]> = vec![[
+        "NAME".into(),
+        "ENV".into(),
+        "TYPE".into(),
+        "UNIT".into(),
+        "ORIGIN".into(),
+        "SOURCE".into(),
+        "DESCRIPTION".into(),
+    ]];
+    table.extend(rows.iter().map(|d| {
+        [
+            d.name.to_owned(),
+            d.env.name().to_owned(),
+            d.ty.cel_go().to_owned(),
+            d.unit.map_or("-", |u| u.name()).to_owned(),
+            match d.origin {
+                Origin::Talos => "talos",
+                Origin::Oomwarden => "oomwarden",
+            }
+            .to_owned(),
+            d.source.describe().to_owned(),
+            d.description.to_owned(),
+        ]
+    }));
+    let columns = if wide { 7 } else { 5 };
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| {
+            table
+                .iter()
+                .filter_map(|row| row.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &table {
+        let mut line = String::new();
+        for (i, (cell, width)) in row.iter().zip(&widths).enumerate() {
+            if i + 1 == columns {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(Exit::Ok)
 }

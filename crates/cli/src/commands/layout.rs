@@ -72,7 +72,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         &settings.warden.container_runtime,
     ));
     let pod_of = |dir: &str| {
-        oomwarden_kube::cgroup_identity(dir)
+        oomwarden_kube::decode_cgroup_path(dir)
             .pod_uid
             .and_then(|uid| identities.pod(&uid).cloned())
     };
@@ -103,7 +103,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 json!({
                     "cgroup": c.dir, "path": oomwarden_cgroupfs::node_path(&c.dir),
                     "class": c.class.name(),
-                    "podUID": oomwarden_kube::cgroup_identity(&c.dir).pod_uid,
+                    "podUID": oomwarden_kube::decode_cgroup_path(&c.dir).pod_uid,
                     "namespace": pod.as_ref().map(|p| p.namespace.clone()),
                     "podName": pod.as_ref().map(|p| p.name.clone()),
                     "populated": c.populated, "memoryCurrentBytes": c.memory.current,
@@ -154,7 +154,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let Some(c) = candidates.get(i) else { continue };
         let v = verdict(i);
         let (score, eligible, reason) = (v.score(), v.eligible(), v.reason());
-        let uid = oomwarden_kube::cgroup_identity(&c.dir)
+        let uid = oomwarden_kube::decode_cgroup_path(&c.dir)
             .pod_uid
             .unwrap_or_else(|| "-".to_owned());
         let pod = pod_of(&c.dir).map_or_else(String::new, |p| format!(" ({})", p.qualified_name()));

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use oomwarden_config::Settings;
 use oomwarden_daemon::replay::{self, Decision, Replay, Result as CycleResult};
+use oomwarden_model::variables::Unit;
 use oomwarden_model::{
-    ActionRecord, Outcome, PsiKind, PsiSpan, QosClass, TriggerContext, UsageKind,
+    ActionRecord, Outcome, PerClass, QosClass, Scalar, TriggerContext, TriggerVar,
 };
 use oomwarden_recording::{Recording, parse};
 use serde::Serialize;
@@ -273,24 +274,26 @@ fn mentions(source: &str, name: &str) -> bool {
     })
 }
 
-/// The context variables the trigger expression reads, compactly, with their units: PSI
-/// averages in percent, stall rates (`d_*_total`, µs of stall per second) in ms/s, memory
+/// The context variables the trigger expression reads, compactly, with their units (the
+/// catalogue's): PSI averages in percent, stall rates (µs of stall per second) in ms/s, memory
 /// in Ki/Mi/Gi and its rates per second, `time_since_trigger` rounded (`never` before the
 /// first trigger).
 fn why(ctx: &TriggerContext, trigger: &str) -> String {
     let mut parts = Vec::new();
-    for (name, value) in ctx.variables() {
+    for variable in TriggerVar::all() {
+        let name = variable.name();
         if !mentions(trigger, name) {
             continue;
         }
-        let shown = match value {
-            oomwarden_model::Variable::Double(v) => with_unit(name, v),
+        let unit = variable.definition().unit;
+        let shown = match ctx.value(variable) {
+            oomwarden_model::Variable::Double(v) => with_unit(unit, v),
             oomwarden_model::Variable::DurationNanos(ns) => duration_for_people(ns),
             oomwarden_model::Variable::ClassMap(map) => {
                 let entries: Vec<String> = QosClass::ALL
                     .iter()
                     .filter(|c| map.get(**c) != 0.0)
-                    .map(|c| format!("{} {}", c.name(), with_unit(name, map.get(*c))))
+                    .map(|c| format!("{} {}", c.name(), with_unit(unit, map.get(*c))))
                     .collect();
                 if entries.is_empty() {
                     "0 for every class".to_owned()
@@ -304,42 +307,32 @@ fn why(ctx: &TriggerContext, trigger: &str) -> String {
     parts.join("; ")
 }
 
-/// A trigger variable's value with its unit.
-fn with_unit(name: &str, v: f64) -> String {
-    let rate = name.starts_with("d_") || name.ends_with("_trend");
-    let base = name.trim_start_matches("d_").trim_end_matches("_trend");
-    // Sizes first: `node_memory_total` is bytes, not a stall total.
-    if base.contains("memory_current")
-        || base.contains("memory_peak")
-        || base.contains("memory_max")
-        || base.starts_with("node_memory")
-    {
-        let size = if v.is_finite() && v.abs() < 1.8e19 {
+/// A trigger variable's value in its unit, for people.
+fn with_unit(unit: Option<Unit>, v: f64) -> String {
+    let size = || {
+        if v.is_finite() && v.abs() < 1.8e19 {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let b = v.abs().round() as u64;
             let sign = if v < 0.0 { "-" } else { "" };
             format!("{sign}{}", crate::human::bytes(b))
         } else {
             crate::human::number(v)
-        };
-        if rate { format!("{size}/s") } else { size }
-    } else if base.ends_with("_avg10") || base.ends_with("_avg60") || base.ends_with("_avg300") {
-        let unit = if rate { " %/s" } else { " %" };
-        format!("{}{unit}", crate::human::number(round_to(v, 2)))
-    } else if base.ends_with("_total") {
-        // Stall time in µs; its rate in µs per second, shown as ms of stall per second.
-        if rate {
-            format!("{} ms/s", crate::human::number(round_to(v / 1000.0, 1)))
-        } else {
-            format!("{} s", crate::human::number(round_to(v / 1e6, 1)))
         }
-    } else if ["pgscan", "pgsteal", "workingset_refault"]
-        .iter()
-        .any(|p| base.contains(p))
-    {
-        format!("{} pages/s", crate::human::number(round_to(v, 0)))
-    } else {
-        crate::human::number(v)
+    };
+    match unit {
+        Some(Unit::Bytes) => size(),
+        Some(Unit::BytesPerSecond) => format!("{}/s", size()),
+        Some(Unit::Percent) => format!("{} %", crate::human::number(round_to(v, 2))),
+        Some(Unit::PercentPerSecond) => format!("{} %/s", crate::human::number(round_to(v, 2))),
+        // Stall time in µs; its rate in µs per second, shown as ms of stall per second.
+        Some(Unit::Microseconds) => format!("{} s", crate::human::number(round_to(v / 1e6, 1))),
+        Some(Unit::MicrosecondsPerSecond) => {
+            format!("{} ms/s", crate::human::number(round_to(v / 1000.0, 1)))
+        }
+        Some(Unit::PagesPerSecond) => {
+            format!("{} pages/s", crate::human::number(round_to(v, 0)))
+        }
+        Some(Unit::Nanoseconds | Unit::Class | Unit::OomScoreAdj) | None => crate::human::number(v),
     }
 }
 
@@ -778,12 +771,11 @@ fn timeline(
             if let Some(ctx) = &c.context {
                 p.push((
                     secs(c.at_ns),
-                    ctx.class_psi(false, PsiKind::Full, PsiSpan::Avg10)
-                        .get(class),
+                    ctx.class_map(PerClass::QosMemoryFullAvg10).get(class),
                 ));
                 m.push((
                     secs(c.at_ns),
-                    ctx.class_usage(false, UsageKind::Current).get(class) / 1_048_576.0,
+                    ctx.class_map(PerClass::QosMemoryCurrent).get(class) / 1_048_576.0,
                 ));
             }
         }
@@ -806,17 +798,14 @@ fn timeline(
             .iter()
             .filter_map(|c| {
                 let ctx = c.context.as_ref()?;
-                Some((
-                    secs(c.at_ns),
-                    ctx.root_psi(false, PsiKind::Full, PsiSpan::Avg10),
-                ))
+                Some((secs(c.at_ns), ctx.get(Scalar::MemoryFullAvg10)))
             })
             .collect(),
     });
     let node_memory = cycles
         .iter()
         .filter_map(|c| c.context.as_ref())
-        .map(|ctx| ctx.node_memory().1)
+        .map(|ctx| ctx.get(oomwarden_model::Scalar::NodeMemoryTotal))
         .find(|t| *t > 0.0);
     let root = &recording.meta.cgroup_root;
     let decisions = decision_rows(configs, replays, &secs, root);
@@ -1070,7 +1059,14 @@ mod context_tests {
 
 #[cfg(test)]
 mod with_unit_tests {
-    use super::with_unit;
+    use oomwarden_model::TriggerVar;
+
+    /// A variable's value shown in the catalogue's unit.
+    fn with_unit(name: &str, v: f64) -> String {
+        let unit = TriggerVar::from_name(name).map(|var| var.definition().unit);
+        assert!(matches!(unit, Some(Some(_))), "{name} has a unit");
+        super::with_unit(unit.flatten(), v)
+    }
 
     #[test]
     fn every_extension_variable_has_its_unit() {

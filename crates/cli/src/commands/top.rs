@@ -176,7 +176,7 @@ fn stat_row(stat: &BTreeMap<String, u64>, row: &mut Row) {
 }
 
 fn read_row(cgroups: &CgroupFs, dir: &str, kind: RowKind, class: Option<&'static str>) -> Row {
-    let id = oomwarden_kube::cgroup_identity(dir);
+    let id = oomwarden_kube::decode_cgroup_path(dir);
     let mut row = Row {
         cgroup: if dir.is_empty() {
             "/".to_owned()

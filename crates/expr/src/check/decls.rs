@@ -11,9 +11,8 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use oomwarden_model::{
-    EXTENSION_MAP_NAMES, MAP_NAMES, NODE_NAMES, QosClass, SCALAR_NAMES, TIME_SINCE_TRIGGER,
-};
+use oomwarden_model::variables::{Definition, Origin, VarType};
+use oomwarden_model::{QosClass, RankingVar, TriggerVar};
 
 use super::types::Type;
 use crate::env::UNIT_CONSTANTS;
@@ -342,6 +341,20 @@ fn type_idents() -> Vec<(&'static str, Type)> {
     ]
 }
 
+/// A catalogue type as the checker declares it.
+fn checker_type(ty: VarType) -> Type {
+    match ty {
+        VarType::Double => Type::Double,
+        VarType::ClassMap => Type::map(Type::Int, Type::Double),
+        VarType::Duration => Type::Duration,
+        VarType::OptionalUint => Type::optional(Type::Uint),
+        VarType::String => Type::String,
+        VarType::Int => Type::Int,
+        VarType::StringMap => Type::map(Type::String, Type::String),
+        VarType::StringList => Type::list(Type::String),
+    }
+}
+
 /// `extensions`: oomwarden's variables beside Talos's (`node_*`, `pod_uid`).
 fn build(env: EnvName, extensions: bool) -> Decls {
     let mut functions: HashMap<&'static str, Vec<Overload>> = HashMap::new();
@@ -358,48 +371,21 @@ fn build(env: EnvName, extensions: bool) -> Decls {
     for (name, _) in UNIT_CONSTANTS {
         idents.insert(name.to_owned(), Type::Uint);
     }
-    match env {
-        EnvName::Trigger => {
-            for name in SCALAR_NAMES {
-                idents.insert(name.to_owned(), Type::Double);
-            }
-            if extensions {
-                for name in NODE_NAMES {
-                    idents.insert(name.to_owned(), Type::Double);
-                }
-                for name in EXTENSION_MAP_NAMES {
-                    idents.insert(name.to_owned(), Type::map(Type::Int, Type::Double));
-                }
-            }
-            for name in MAP_NAMES {
-                idents.insert(name.to_owned(), Type::map(Type::Int, Type::Double));
-            }
-            idents.insert(TIME_SINCE_TRIGGER.to_owned(), Type::Duration);
-            let class_map = Type::map(Type::Dyn, Type::Double);
-            functions.insert(
-                "multiply_qos_vectors",
-                vec![global(vec![class_map.clone(), class_map], Type::Double)],
-            );
+    let variables: Vec<Definition> = match env {
+        EnvName::Trigger => TriggerVar::all().map(TriggerVar::definition).collect(),
+        EnvName::Ranking => RankingVar::all().map(RankingVar::definition).collect(),
+    };
+    for d in variables {
+        if extensions || d.origin == Origin::Talos {
+            idents.insert(d.name.to_owned(), checker_type(d.ty));
         }
-        EnvName::Ranking => {
-            for name in ["memory_max", "memory_current", "memory_peak"] {
-                idents.insert(name.to_owned(), Type::optional(Type::Uint));
-            }
-            idents.insert("path".to_owned(), Type::String);
-            idents.insert("class".to_owned(), Type::Int);
-            if extensions {
-                idents.insert("pod_uid".to_owned(), Type::String);
-                idents.insert("pod_namespace".to_owned(), Type::String);
-                idents.insert("pod_name".to_owned(), Type::String);
-                idents.insert("labels".to_owned(), Type::map(Type::String, Type::String));
-                idents.insert(
-                    "annotations".to_owned(),
-                    Type::map(Type::String, Type::String),
-                );
-                idents.insert("container_names".to_owned(), Type::list(Type::String));
-                idents.insert("oom_score_adj".to_owned(), Type::Int);
-            }
-        }
+    }
+    if env == EnvName::Trigger {
+        let class_map = Type::map(Type::Dyn, Type::Double);
+        functions.insert(
+            "multiply_qos_vectors",
+            vec![global(vec![class_map.clone(), class_map], Type::Double)],
+        );
     }
     Decls { idents, functions }
 }
@@ -416,3 +402,33 @@ pub(crate) static TALOS_TRIGGER: LazyLock<Decls> = LazyLock::new(|| build(EnvNam
 
 /// Talos's `OOMCgroupScoring` environment exactly.
 pub(crate) static TALOS_RANKING: LazyLock<Decls> = LazyLock::new(|| build(EnvName::Ranking, false));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checker declares each catalogue variable with the type the catalogue gives and
+    /// spells it as cel-go does (`oomwarden eval variables` prints the catalogue's spelling).
+    #[test]
+    fn every_catalogue_variable_is_declared_as_cel_go_prints_it() {
+        for (decls, talos, env) in [
+            (&*TRIGGER, &*TALOS_TRIGGER, EnvName::Trigger),
+            (&*RANKING, &*TALOS_RANKING, EnvName::Ranking),
+        ] {
+            let defs: Vec<Definition> = match env {
+                EnvName::Trigger => TriggerVar::all().map(TriggerVar::definition).collect(),
+                EnvName::Ranking => RankingVar::all().map(RankingVar::definition).collect(),
+            };
+            for d in defs {
+                let declared = decls.idents.get(d.name).map(ToString::to_string);
+                assert_eq!(declared.as_deref(), Some(d.ty.cel_go()), "{}", d.name);
+                assert_eq!(
+                    talos.idents.contains_key(d.name),
+                    d.origin == Origin::Talos,
+                    "{}",
+                    d.name
+                );
+            }
+        }
+    }
+}

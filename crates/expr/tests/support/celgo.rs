@@ -18,7 +18,18 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use oomwarden_expr::{CompileError, RankingExpr, RankingInput, Stage, TriggerExpr};
-use oomwarden_model::{MAP_NAMES, QosClass, SCALAR_NAMES, TriggerContext, Variable};
+use oomwarden_model::variables::{Origin, VarType};
+use oomwarden_model::{QosClass, TriggerContext, TriggerVar, Variable};
+
+/// Talos's trigger variables of one type, in the catalogue's order (the generator draws from
+/// these lists by position, so the order is part of a seed's meaning).
+pub fn talos_trigger_names(ty: VarType) -> Vec<&'static str> {
+    TriggerVar::all()
+        .map(TriggerVar::definition)
+        .filter(|d| d.origin == Origin::Talos && d.ty == ty)
+        .map(|d| d.name)
+        .collect()
+}
 use serde_json::{Value as Json, json};
 
 /// Where the oracle binary is, or why it is not used.
@@ -110,16 +121,22 @@ impl Activation {
                 time_since_trigger_ns,
             } => {
                 let mut obj = serde_json::Map::new();
-                for (name, v) in SCALAR_NAMES.iter().zip(scalars) {
-                    obj.insert((*name).into(), oracle_number(*v));
+                for (name, v) in talos_trigger_names(VarType::Double)
+                    .into_iter()
+                    .zip(scalars)
+                {
+                    obj.insert(name.into(), oracle_number(*v));
                 }
-                for (name, m) in MAP_NAMES.iter().zip(maps.iter()) {
+                for (name, m) in talos_trigger_names(VarType::ClassMap)
+                    .into_iter()
+                    .zip(maps.iter())
+                {
                     let entries: serde_json::Map<String, Json> = m
                         .iter()
                         .enumerate()
                         .map(|(i, v)| (i.to_string(), oracle_number(*v)))
                         .collect();
-                    obj.insert((*name).into(), Json::Object(entries));
+                    obj.insert(name.into(), Json::Object(entries));
                 }
                 obj.insert(
                     "time_since_trigger".into(),
@@ -156,12 +173,18 @@ impl Activation {
             panic!("not a trigger activation")
         };
         let mut text = serde_json::Map::new();
-        for (name, v) in SCALAR_NAMES.iter().zip(scalars) {
-            text.insert((*name).into(), json!(v));
+        for (name, v) in talos_trigger_names(VarType::Double)
+            .into_iter()
+            .zip(scalars)
+        {
+            text.insert(name.into(), json!(v));
         }
-        for (name, m) in MAP_NAMES.iter().zip(maps.iter()) {
+        for (name, m) in talos_trigger_names(VarType::ClassMap)
+            .into_iter()
+            .zip(maps.iter())
+        {
             text.insert(
-                (*name).into(),
+                name.into(),
                 json!({"0": m[0], "1": m[1], "2": m[2], "3": m[3], "4": m[4]}),
             );
         }
@@ -170,7 +193,10 @@ impl Activation {
         // The conversion must be exact, or the comparison means nothing.
         for (name, var) in ctx.talos_variables() {
             if let Variable::Double(d) = var {
-                let i = SCALAR_NAMES.iter().position(|n| *n == name).unwrap();
+                let i = talos_trigger_names(VarType::Double)
+                    .into_iter()
+                    .position(|n| n == name)
+                    .unwrap();
                 assert_eq!(d.to_bits(), scalars[i].to_bits(), "{name}");
             }
         }

@@ -7,7 +7,9 @@
 
 #![allow(dead_code, unreachable_pub, clippy::indexing_slicing)]
 
-use oomwarden_model::{MAP_NAMES, SCALAR_NAMES};
+use oomwarden_model::variables::VarType;
+
+use crate::celgo::talos_trigger_names;
 use rand::RngExt;
 use rand_xorshift::XorShiftRng;
 
@@ -114,8 +116,8 @@ impl<'a> Gen<'a> {
             return Some(self.pick(&scoped).clone());
         }
         let names: Vec<&str> = match (self.env, ty) {
-            (Env::Trigger, Ty::Double) => SCALAR_NAMES.to_vec(),
-            (Env::Trigger, Ty::ClassMap) => MAP_NAMES.to_vec(),
+            (Env::Trigger, Ty::Double) => talos_trigger_names(VarType::Double),
+            (Env::Trigger, Ty::ClassMap) => talos_trigger_names(VarType::ClassMap),
             (Env::Trigger, Ty::Duration) => vec!["time_since_trigger"],
             (Env::Ranking, Ty::OptUint) => vec!["memory_max", "memory_current", "memory_peak"],
             (Env::Ranking, Ty::Str) => vec!["path"],

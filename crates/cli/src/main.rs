@@ -19,7 +19,7 @@ use crate::exit::Exit;
 /// Userspace OOM handler and memory forensics for Kubernetes nodes, compatible with the Talos
 /// Linux OOM controller's configuration.
 #[derive(Debug, Parser)]
-#[command(name = "oomwarden", version = oomwarden_daemon::VERSION, about, long_about = None)]
+#[command(name = "oomwarden", version = oomwarden_node::VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -93,7 +93,7 @@ fn man(
             Some(sub) => sub
                 .clone()
                 .name(format!("oomwarden-{name}"))
-                .version(oomwarden_daemon::VERSION),
+                .version(oomwarden_node::VERSION),
             None => {
                 writeln!(err, "oomwarden: no subcommand {name:?}")?;
                 return Ok(Exit::Usage);

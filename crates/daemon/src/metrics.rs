@@ -517,7 +517,7 @@ impl Metrics {
         build
             .get_or_create(&VersionLabel {
                 version: LabelText(env!("CARGO_PKG_VERSION").to_owned()),
-                commit: LabelText(crate::COMMIT.to_owned()),
+                commit: LabelText(oomwarden_node::COMMIT.to_owned()),
             })
             .set(1);
         registry.register(

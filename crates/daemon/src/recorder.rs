@@ -36,8 +36,8 @@ pub fn meta(
             .to_string()
     };
     Meta {
-        started_at: crate::run::wall_clock(),
-        start_ns: crate::run::monotonic_ns(),
+        started_at: oomwarden_node::wall_clock(),
+        start_ns: oomwarden_node::monotonic_ns(),
         cgroup_root: absolute(cgroup_root),
         proc_root: absolute(proc_root),
         layout: layout.name.clone(),

@@ -540,7 +540,7 @@ fn metrics_are_served_scraped_and_parsed() {
             "oomwarden_build_info",
             &format!(
                 "commit=\"{}\",version=\"{}\"",
-                oomwarden_daemon::COMMIT,
+                oomwarden_node::COMMIT,
                 env!("CARGO_PKG_VERSION")
             )
         ),

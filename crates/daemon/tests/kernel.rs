@@ -14,10 +14,11 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
 use oomwarden_daemon::kernel::{GRACE_NS, KernelWatch};
-use oomwarden_daemon::{Engine, History, monotonic_ns};
+use oomwarden_daemon::{Engine, History};
 use oomwarden_model::{
     ActionRecord, DetectedBy, Layout, OomConstraint, Outcome, QosClass, RecordKind,
 };
+use oomwarden_node::monotonic_ns;
 use oomwarden_procfs::ProcFs;
 use oomwarden_testkit::write;
 

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use oomwarden_daemon::api::{self, Status};
-use oomwarden_daemon::{history, load_settings};
+use oomwarden_daemon::history;
 use oomwarden_model::{ActionRecord, QosClass, RecordKind};
+use oomwarden_node::load_settings;
 use serde::Serialize;
 
 use crate::exit::Exit;

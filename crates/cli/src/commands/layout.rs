@@ -68,7 +68,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         writeln!(err, "warning: {p}")?;
     }
     // Who the pods are, as the daemon would rank them (`containerRuntime`).
-    let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_daemon::identity_config(
+    let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_node::identity_config(
         &settings.warden.container_runtime,
     ));
     let pod_of = |dir: &str| {

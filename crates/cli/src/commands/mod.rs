@@ -208,20 +208,19 @@ pub(crate) fn node_and_layout(
     err: &mut impl std::io::Write,
 ) -> anyhow::Result<Result<NodeSetup, crate::exit::Exit>> {
     let cgroups = oomwarden_cgroupfs::CgroupFs::new(&node.cgroup_root);
-    if let Err(e) =
-        oomwarden_daemon::check_host(&cgroups, &oomwarden_procfs::ProcFs::new(proc_root))
+    if let Err(e) = oomwarden_node::check_host(&cgroups, &oomwarden_procfs::ProcFs::new(proc_root))
     {
         writeln!(err, "{}", host_diagnosis(&e))?;
         return Ok(Err(crate::exit::Exit::Unsupported));
     }
-    let settings = match oomwarden_daemon::load_settings(node.config.as_deref(), overrides) {
+    let settings = match oomwarden_node::load_settings(node.config.as_deref(), overrides) {
         Ok(s) => s,
         Err(e) => {
             writeln!(err, "{e}")?;
             return Ok(Err(crate::exit::Exit::Failure));
         }
     };
-    let (layout, why) = match oomwarden_daemon::resolve_layout(&settings, &cgroups) {
+    let (layout, why) = match oomwarden_node::resolve_layout(&settings, &cgroups) {
         Ok(v) => v,
         Err(e) => {
             writeln!(err, "{e}")?;
@@ -261,7 +260,7 @@ pub(crate) fn node_and_layout(
 }
 
 /// The one line every command that reads the node prints when this host cannot be used.
-pub(crate) fn host_diagnosis(e: &oomwarden_daemon::RunError) -> String {
+pub(crate) fn host_diagnosis(e: &oomwarden_node::SetupError) -> String {
     format!("oomwarden: this host cannot run the OOM handler: {e}")
 }
 

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use oomwarden_cgroupfs::{CgroupFs, Disk};
 use oomwarden_collect::Collector;
-use oomwarden_daemon::{api, monotonic_ns};
+use oomwarden_daemon::api;
+use oomwarden_node::monotonic_ns;
 use oomwarden_procfs::ProcFs;
 use oomwarden_recording::{Meta, Recorder, Tap, Wakeup};
 
@@ -109,7 +110,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     // Who the pods are, kept in the recording as the daemon keeps it, so that a replay ranks
     // by namespace and labels as the daemon would have (a cache that cannot start records
     // none, as a daemon without one would rank).
-    let identity = oomwarden_identity::Cache::start(oomwarden_daemon::identity_config(
+    let identity = oomwarden_identity::Cache::start(oomwarden_node::identity_config(
         &setup.settings.warden.container_runtime,
     ))
     .map_err(|e| writeln!(err, "oomwarden: no pod identity in this recording: {e}"))
@@ -160,7 +161,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             break;
         }
         // The daemon's schedule: ticks a slow cycle overran are skipped, not bunched.
-        (tick, _) = oomwarden_daemon::next_tick(tick, interval, Instant::now());
+        (tick, _) = oomwarden_node::next_tick(tick, interval, Instant::now());
         // Sleep in slices so that a signal ends the recording promptly.
         while !stop.load(Ordering::Relaxed) {
             let left = tick.saturating_duration_since(Instant::now());
@@ -185,7 +186,7 @@ fn from_daemon(args: &Args, _out: &mut impl Write, err: &mut impl Write) -> anyh
     let dir = match args.overrides.to_overrides().state_dir {
         Some(dir) => dir,
         None => {
-            oomwarden_daemon::load_settings(args.node.config.as_deref(), &Default::default())?
+            oomwarden_node::load_settings(args.node.config.as_deref(), &Default::default())?
                 .warden
                 .state_dir
         }

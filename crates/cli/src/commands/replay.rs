@@ -126,7 +126,7 @@ fn configs(args: &Args, recording: &Recording) -> anyhow::Result<Vec<Config>> {
     args.configs
         .iter()
         .map(|path| {
-            let settings = oomwarden_daemon::load_settings(Some(path), &Default::default())
+            let settings = oomwarden_node::load_settings(Some(path), &Default::default())
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok(Config {
                 name: path.display().to_string(),

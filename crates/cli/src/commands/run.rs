@@ -86,7 +86,7 @@ pub(crate) fn run(
         Box::new(CommandHooks::new()),
     ) {
         Ok(()) => Ok(Exit::Ok),
-        Err(e @ RunError::Host(_)) => {
+        Err(e @ RunError::Setup(oomwarden_node::SetupError::Host(_))) => {
             writeln!(err, "oomwarden: this host cannot run the OOM handler: {e}")?;
             Ok(Exit::Unsupported)
         }

@@ -1,6 +1,6 @@
 //! YAML stream → documents → validated [`Settings`], collecting every error.
 //!
-//! Each document is read into typed structs ([`OomDoc`] here, `warden::WardenDoc`) by
+//! Each document is read into typed structs ([`OomIn`] here, `warden::WardenDoc`) by
 //! [`fields::read`], which finds every structural error with its key path; then the values
 //! are checked together (expressions compiled, ranges, what one field means for another) and
 //! turned into settings. Errors are listed by document, then in the order of the file.
@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use oomwarden_expr::{CompileError, RankingExpr, TriggerExpr};
-use oomwarden_model::parse_go_duration;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -31,7 +30,7 @@ pub const WARDEN_KIND: &str = "OOMWardenConfig";
 /// Talos's `OOMConfig`. The field order is the order "known fields are …" lists them in.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
-struct OomDoc {
+struct OomIn {
     api_version: Field<IgnoredAny>,
     kind: Field<IgnoredAny>,
     trigger_expression: Field<Expression>,
@@ -305,7 +304,7 @@ fn compile_or_report<T>(
 /// Reads and checks an `OOMConfig` document into `raw`; its problems.
 fn oom_document(doc: Value, texts: &ScalarText, reader: Reader, raw: &mut Raw) -> Vec<Problem> {
     let root = KeyPath::default();
-    let (doc, mut problems) = fields::read::<OomDoc>(doc, &root);
+    let (doc, mut problems) = fields::read::<OomIn>(doc, &root);
     let Some(doc) = doc else {
         return problems;
     };
@@ -434,14 +433,9 @@ fn go_yaml_bool_value(value: &Value, text: Option<&str>) -> Result<bool, String>
     })
 }
 
-/// A Go duration (`500ms`, `1m30s`, `-1s`): the one parser every duration field uses.
-pub(crate) fn go_duration(text: &str) -> Result<i64, String> {
-    parse_go_duration(text).map_err(|e| format!("invalid duration {text:?}: {e}"))
-}
-
 /// Validates a sample interval written as a Go duration. `0` is allowed (the default).
 pub(crate) fn sample_interval_from_text(text: &str) -> Result<Duration, String> {
-    let nanos = go_duration(text)?;
+    let nanos = crate::fields::parse_duration(text)?;
     if nanos < 0 {
         return Err("OOM sample interval must be longer than 0".to_owned());
     }

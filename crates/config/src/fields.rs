@@ -196,10 +196,10 @@ pub(crate) fn text<'de, D: Deserializer<'de>, T>(
 /// A mapping read into `T` (a derived struct); anything else is `expected {what}, found …`.
 pub(crate) fn mapping<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
-    what: &'static str,
+    what: &str,
 ) -> Result<T, D::Error> {
     d.deserialize_any(Only::<T> {
-        what,
+        what: what.to_owned(),
         list: false,
         marker: PhantomData,
     })
@@ -208,10 +208,10 @@ pub(crate) fn mapping<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// A list read into `T` (a `Vec` of [`Item`]s); anything else is `expected {what}, found …`.
 pub(crate) fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
-    what: &'static str,
+    what: &str,
 ) -> Result<T, D::Error> {
     d.deserialize_any(Only::<T> {
-        what,
+        what: what.to_owned(),
         list: true,
         marker: PhantomData,
     })
@@ -219,14 +219,14 @@ pub(crate) fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 
 /// Takes only a mapping (or only a list) into `T`.
 struct Only<T> {
-    what: &'static str,
+    what: String,
     list: bool,
     marker: PhantomData<T>,
 }
 
 impl<T> Only<T> {
     fn refuse<E: de::Error>(&self, found: &Value) -> E {
-        E::custom(expected(self.what, found))
+        E::custom(expected(&self.what, found))
     }
 }
 
@@ -234,7 +234,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
     type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.what)
+        f.write_str(&self.what)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<T, E> {
@@ -599,6 +599,88 @@ fn mark_nul_strings(value: &mut Value, at: KeyPath, problems: &mut Vec<Problem>)
     }
 }
 
+/// A nested mapping of the document (a section): anything else is "expected a mapping with
+/// …", the keys listed from `T`'s own fields.
+#[derive(Debug)]
+pub(crate) struct Section<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Section<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let keys = serde_aux::serde_introspection::serde_introspect::<T>();
+        mapping(d, &format!("a mapping with {}", keys.join(", "))).map(Section)
+    }
+}
+
+impl<T> Field<Section<T>> {
+    /// The section's fields, when it is there and read.
+    pub(crate) fn section(self) -> Option<T> {
+        self.into_option().map(|s| s.0)
+    }
+}
+
+/// A string leaf where blank text means unset, as in Talos.
+pub(crate) fn unless_blank<T>(
+    s: String,
+    read: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    if s.trim().is_empty() {
+        Ok(None)
+    } else {
+        read(&s).map(Some)
+    }
+}
+
+/// An absolute path; blank is unset.
+#[derive(Debug)]
+pub(crate) struct AbsolutePath(pub(crate) Option<std::path::PathBuf>);
+
+impl<'de> Deserialize<'de> for AbsolutePath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |dir| {
+                if dir.starts_with('/') {
+                    Ok(std::path::PathBuf::from(dir))
+                } else {
+                    Err(format!("must be an absolute path, found {dir:?}"))
+                }
+            })
+        })
+        .map(AbsolutePath)
+    }
+}
+
+/// A Go duration (`500ms`, `1m30s`, `-1s`): the one parser every duration field uses.
+pub(crate) fn parse_duration(text: &str) -> Result<i64, String> {
+    oomwarden_model::parse_go_duration(text).map_err(|e| format!("invalid duration {text:?}: {e}"))
+}
+
+/// A duration as Go prints it, as every duration field is written back.
+pub(crate) fn format_duration(d: std::time::Duration) -> String {
+    oomwarden_model::format_go_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// A Go duration within `range`. `Err` says only that it is not: each field words it.
+pub(crate) fn within(
+    text: &str,
+    range: std::ops::RangeInclusive<std::time::Duration>,
+) -> Result<std::time::Duration, ()> {
+    let nanos = parse_duration(text).map_err(|_| ())?;
+    let d = u64::try_from(nanos)
+        .map(std::time::Duration::from_nanos)
+        .map_err(|_| ())?;
+    if range.contains(&d) { Ok(d) } else { Err(()) }
+}
+
+/// A positive Go duration of at most 60 s.
+pub(crate) fn timeout_from_text(text: &str, what: &str) -> Result<std::time::Duration, String> {
+    parse_duration(text)?;
+    within(
+        text,
+        std::time::Duration::from_nanos(1)..=std::time::Duration::from_secs(60),
+    )
+    .map_err(|()| format!("{what} must be longer than 0 and at most 60s, found {text}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,11 +701,11 @@ mod tests {
         dead_code,
         reason = "filled by the derive; the tests look at the errors"
     )]
-    struct Section(Inner);
+    struct InnerSection(Inner);
 
-    impl<'de> Deserialize<'de> for Section {
+    impl<'de> Deserialize<'de> for InnerSection {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            mapping(d, "a mapping with flag").map(Section)
+            mapping(d, "a mapping with flag").map(InnerSection)
         }
     }
 
@@ -633,18 +715,18 @@ mod tests {
         dead_code,
         reason = "filled by the derive; the tests look at the errors"
     )]
-    struct Doc {
+    struct TestDoc {
         #[serde(default)]
         a: Field<Flag>,
         #[serde(default)]
-        inner: Field<Section>,
+        inner: Field<InnerSection>,
         #[serde(default)]
-        list: Field<Vec<Item<Section>>>,
+        list: Field<Vec<Item<InnerSection>>>,
     }
 
     fn problems(json: &str) -> Vec<String> {
         let value: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-        let (_, problems) = read::<Doc>(value, &KeyPath::default());
+        let (_, problems) = read::<TestDoc>(value, &KeyPath::default());
         problems
             .iter()
             .map(|p| format!("{}: {}", p.at, p.message))
@@ -673,7 +755,7 @@ mod tests {
     fn a_good_document_reads() {
         let value: Value =
             serde_json::from_str(r#"{"a": true, "inner": {}, "list": []}"#).unwrap_or(Value::Null);
-        let (doc, problems) = read::<Doc>(value, &KeyPath::default());
+        let (doc, problems) = read::<TestDoc>(value, &KeyPath::default());
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(doc.and_then(|d| d.a.into_option()), Some(Flag(true)));
     }
@@ -681,7 +763,7 @@ mod tests {
     #[test]
     fn a_nul_is_reported_and_never_taken_for_the_marker() {
         let value = serde_json::json!({ "a": REPORTED, "inner": { "flag": "x\u{0}" } });
-        let (doc, problems) = read::<Doc>(value, &KeyPath::default().key("doc"));
+        let (doc, problems) = read::<TestDoc>(value, &KeyPath::default().key("doc"));
         assert_eq!(
             problems
                 .iter()

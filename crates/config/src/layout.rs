@@ -20,10 +20,11 @@ use std::fmt;
 
 use oomwarden_model::{BuiltinLayout, CandidateSource, Layout, MetricSource, NameFilter, QosClass};
 use serde::de::{self, MapAccess, Visitor, value::MapAccessDeserializer};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::fields::{Field, Item, KeyPath, Problem, expected, leaf, list, mapping};
+use crate::{WARDEN_API_VERSION, WARDEN_KIND};
 
 /// What `layout` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +64,7 @@ pub const DEFAULT_CUSTOM_NAME: &str = "custom";
 #[derive(Debug)]
 pub(crate) enum LayoutField {
     Named(String),
-    Custom(CustomDoc),
+    Custom(CustomLayoutIn),
 }
 
 impl<'de> Deserialize<'de> for LayoutField {
@@ -93,7 +94,7 @@ impl<'de> Visitor<'de> for LayoutVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LayoutField, A::Error> {
-        CustomDoc::deserialize(MapAccessDeserializer::new(map)).map(LayoutField::Custom)
+        CustomLayoutIn::deserialize(MapAccessDeserializer::new(map)).map(LayoutField::Custom)
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<LayoutField, E> {
@@ -147,15 +148,15 @@ impl LayoutField {
 /// A custom layout. The field order is the order "known fields are …" lists them in.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub(crate) struct CustomDoc {
+pub(crate) struct CustomLayoutIn {
     name: Field<Name>,
-    metrics: Field<Entries<MetricDoc>>,
-    candidates: Field<Entries<CandidateDoc>>,
+    metrics: Field<Entries<MetricEntryIn>>,
+    candidates: Field<Entries<CandidateEntryIn>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
-struct MetricDoc {
+struct MetricEntryIn {
     dir: Field<CgroupPath>,
     children_of: Field<CgroupPath>,
     class: Field<ClassName>,
@@ -165,7 +166,7 @@ struct MetricDoc {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
-struct CandidateDoc {
+struct CandidateEntryIn {
     children_of: Field<CgroupPath>,
     class: Field<ClassName>,
     include: Field<Patterns>,
@@ -298,7 +299,7 @@ pub(crate) fn explain_unknown_keys(problems: &mut [Problem]) {
 
 /// A custom layout from its document; `None` when any part of it is in error (each problem
 /// is reported, under `at`).
-fn custom(doc: CustomDoc, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<Layout> {
+fn custom(doc: CustomLayoutIn, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<Layout> {
     let before = problems.len();
     let mut failed = false;
     let name = match doc.name {
@@ -405,7 +406,7 @@ fn path(field: Field<CgroupPath>) -> Option<String> {
     field.into_option().map(|CgroupPath(p)| p)
 }
 
-fn metric(doc: MetricDoc, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<MetricSource> {
+fn metric(doc: MetricEntryIn, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<MetricSource> {
     let class = class(doc.class, at, problems);
     let filter = filter(doc.include, doc.exclude);
     match (doc.dir, doc.children_of) {
@@ -440,7 +441,7 @@ fn metric(doc: MetricDoc, at: &KeyPath, problems: &mut Vec<Problem>) -> Option<M
 }
 
 fn candidate(
-    doc: CandidateDoc,
+    doc: CandidateEntryIn,
     at: &KeyPath,
     problems: &mut Vec<Problem>,
 ) -> Option<CandidateSource> {
@@ -518,6 +519,112 @@ fn overlaps(metrics: &[(usize, MetricSource)], at: &KeyPath, problems: &mut Vec<
     }
 }
 
+// What `oomwarden check` and `oomwarden layout --as-config` write back.
+
+/// `layout`: a name, or a custom layout as a mapping.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum LayoutOut<'a> {
+    Name(&'a str),
+    Custom(CustomLayoutOut<'a>),
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct CustomLayoutOut<'a> {
+    name: &'a str,
+    metrics: Vec<LayoutEntryOut<'a>>,
+    candidates: Vec<LayoutEntryOut<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LayoutEntryOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dir: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    children_of: Option<&'a str>,
+    class: &'static str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    include: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    exclude: &'a [String],
+}
+
+impl<'a> LayoutEntryOut<'a> {
+    fn children(dir: &'a str, class: QosClass, filter: &'a NameFilter) -> Self {
+        LayoutEntryOut {
+            dir: None,
+            children_of: Some(dir),
+            class: class.name(),
+            include: &filter.include,
+            exclude: &filter.exclude,
+        }
+    }
+}
+
+fn custom_doc(layout: &Layout) -> CustomLayoutOut<'_> {
+    let metrics = layout
+        .metrics
+        .iter()
+        .filter_map(|m| match m {
+            // Always read; not written.
+            MetricSource::Root => None,
+            MetricSource::Dir { dir, class } => Some(LayoutEntryOut {
+                dir: Some(dir),
+                children_of: None,
+                class: class.name(),
+                include: &[],
+                exclude: &[],
+            }),
+            MetricSource::Children { dir, class, filter } => {
+                Some(LayoutEntryOut::children(dir, *class, filter))
+            }
+        })
+        .collect();
+    let candidates = layout
+        .candidates
+        .iter()
+        .map(|c| LayoutEntryOut::children(&c.dir, c.class, &c.filter))
+        .collect();
+    CustomLayoutOut {
+        name: &layout.name,
+        metrics,
+        candidates,
+    }
+}
+
+/// An `OOMWardenConfig` document holding `layout` as a custom layout (a built-in one written
+/// out as data, to start a custom one from). Its name is [`crate::DEFAULT_CUSTOM_NAME`], as a
+/// custom layout may not take a built-in name.
+pub(crate) fn layout_document(layout: &Layout) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct LayoutDocumentOut<'a> {
+        api_version: &'a str,
+        kind: &'a str,
+        layout: CustomLayoutOut<'a>,
+    }
+    let mut custom = custom_doc(layout);
+    if Layout::BUILTIN.contains(&custom.name) {
+        custom.name = crate::DEFAULT_CUSTOM_NAME;
+    }
+    let doc = LayoutDocumentOut {
+        api_version: WARDEN_API_VERSION,
+        kind: WARDEN_KIND,
+        layout: custom,
+    };
+    serde_saphyr::to_string(&doc).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+}
+
+impl<'a> LayoutOut<'a> {
+    pub(crate) fn of(setting: &'a LayoutSetting) -> Self {
+        match setting {
+            LayoutSetting::Custom(layout) => LayoutOut::Custom(custom_doc(layout)),
+            other => LayoutOut::Name(other.name()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,7 +639,7 @@ mod tests {
         let value: Value = serde_saphyr::from_str(yaml).unwrap_or(Value::Null);
         let order: Option<crate::fields::WrittenOrder> = serde_saphyr::from_str(&document).ok();
         let at = KeyPath::default().key("layout");
-        let (doc, mut problems) = crate::fields::read::<CustomDoc>(value, &at);
+        let (doc, mut problems) = crate::fields::read::<CustomLayoutIn>(value, &at);
         let layout = doc.and_then(|doc| custom(doc, &at, &mut problems));
         explain_unknown_keys(&mut problems);
         crate::fields::sort(&mut problems, order.as_ref());

@@ -32,6 +32,11 @@ use oomwarden_expr::{RankingExpr, TriggerExpr};
 
 pub use document::{OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND, WARDEN_API_VERSION, WARDEN_KIND};
 pub use layout::{DEFAULT_CUSTOM_NAME, LayoutSetting};
+pub use warden::{
+    ContainerRuntimeSettings, DEFAULT_IDENTITY_REFRESH, DEFAULT_POST_KILL_TIMEOUT,
+    DEFAULT_PRE_KILL_TIMEOUT, EventsSettings, FlightRecorderSettings, Hook, Hooks,
+    KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, WardenSettings,
+};
 
 /// Talos 1.14's `DefaultOOMTriggerExpression`, in the form cel-go's unparser prints it.
 pub const DEFAULT_TRIGGER_EXPRESSION: &str =
@@ -70,208 +75,6 @@ pub struct OomSettings {
     pub strict_class_ordering: bool,
 }
 
-/// Our own settings (`OOMWardenConfig`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WardenSettings {
-    /// Decide and record, but never kill.
-    pub dry_run: bool,
-    /// Where the action history and socket live.
-    pub state_dir: PathBuf,
-    /// How long to wait for a killed cgroup to empty before recording `not-verified`.
-    pub kill_timeout: Duration,
-    /// What a kill of a pod ends: the whole pod (Talos) or its containers.
-    pub kill_scope: oomwarden_model::KillScope,
-    /// `auto` (detect from the tree), a built-in layout, or a custom one.
-    pub layout: LayoutSetting,
-    /// The metrics endpoint.
-    pub metrics: MetricsSettings,
-    /// Commands run around kills.
-    pub hooks: Hooks,
-    /// Event-driven detection.
-    pub psi_triggers: PsiTriggerSettings,
-    /// The in-memory recording of the last minutes, saved with each action.
-    pub flight_recorder: FlightRecorderSettings,
-    /// Where pod identity comes from.
-    pub container_runtime: ContainerRuntimeSettings,
-    /// The kernel-OOM watcher.
-    pub kernel_oom_watch: KernelOomWatchSettings,
-    /// Kubernetes Events for oomwarden's kills.
-    pub events: EventsSettings,
-}
-
-/// Kubernetes Events (`events.k8s.io/v1`) for oomwarden's kills and dry-run decisions: one on
-/// the victim Pod, one on the Node.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct EventsSettings {
-    /// Send them (off by default: it needs API credentials and RBAC).
-    pub enabled: bool,
-    /// A kubeconfig file to reach the API server with; absent: the pod's service account
-    /// (in-cluster).
-    pub kubeconfig: Option<PathBuf>,
-    /// The Node's name; absent: `$NODE_NAME` (the DaemonSet sets it from `spec.nodeName`),
-    /// else the host name.
-    pub node_name: Option<String>,
-}
-
-/// The kernel-OOM watcher: the kernel's own OOM kills become `kernel-oom` records, from the
-/// kernel log and the `oom_kill` counters of `memory.events`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelOomWatchSettings {
-    /// Watch (on by default: reading it changes nothing).
-    pub enabled: bool,
-    /// The kernel log to follow (`/dev/kmsg`).
-    pub kmsg: PathBuf,
-    /// Take in the OOM kills the kernel log still holds from before the daemon started (off:
-    /// only those from the start on; a restarted daemon would record them twice).
-    pub from_boot: bool,
-}
-
-impl Default for KernelOomWatchSettings {
-    fn default() -> Self {
-        KernelOomWatchSettings {
-            enabled: true,
-            kmsg: PathBuf::from("/dev/kmsg"),
-            from_boot: false,
-        }
-    }
-}
-
-/// The flight recorder: the daemon keeps what it read during the last `window` in memory and
-/// saves it beside each action (`<stateDir>/recordings/`), for `oomwarden replay`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FlightRecorderSettings {
-    /// Record (off by default: the candidates are then read every cycle, not only when the
-    /// trigger fires).
-    pub enabled: bool,
-    /// How much history to keep in memory (10s to 1h).
-    pub window: Duration,
-    /// How many saved recordings to keep in the state directory (the oldest are deleted).
-    pub keep: usize,
-}
-
-impl Default for FlightRecorderSettings {
-    fn default() -> Self {
-        FlightRecorderSettings {
-            enabled: false,
-            window: Duration::from_secs(300),
-            keep: 20,
-        }
-    }
-}
-
-/// A hook command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hook {
-    /// The program (an absolute path) and its arguments; no shell.
-    pub command: Vec<String>,
-    /// How long it may run before it is killed.
-    pub timeout: Duration,
-}
-
-/// Commands run around a kill (off by default).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Hooks {
-    /// Before the kill, waited for (at most its timeout); the kill goes ahead whatever it
-    /// returns.
-    pub pre_kill: Option<Hook>,
-    /// After the record is written, not waited for; gets the record as JSON on stdin.
-    pub post_kill: Option<Hook>,
-}
-
-/// Default timeout of the pre-kill hook: it delays the kill.
-pub const DEFAULT_PRE_KILL_TIMEOUT: Duration = Duration::from_secs(2);
-/// Default timeout of the post-kill hook.
-pub const DEFAULT_POST_KILL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Which container runtime names the pods.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuntimeEndpoint {
-    /// containerd's socket, else CRI-O's, whichever exists.
-    Auto,
-    /// This socket (`unix:///path`).
-    Unix(PathBuf),
-    /// None: the pod-log directories only.
-    None,
-}
-
-impl RuntimeEndpoint {
-    /// `auto`, `none` or `unix:///path`, as the file says it.
-    pub fn text(&self) -> String {
-        match self {
-            RuntimeEndpoint::Auto => "auto".to_owned(),
-            RuntimeEndpoint::None => "none".to_owned(),
-            RuntimeEndpoint::Unix(path) => format!("unix://{}", path.display()),
-        }
-    }
-}
-
-/// Where pod identity (namespace, name, labels, container names) comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerRuntimeSettings {
-    /// The runtime's CRI socket.
-    pub endpoint: RuntimeEndpoint,
-    /// The kubelet's pod-log directories, used when the runtime does not answer.
-    pub pod_logs: PathBuf,
-    /// How often the identities are refreshed (and soon after an unknown pod appears).
-    pub refresh_every: Duration,
-}
-
-/// The default `containerRuntime.refreshEvery`.
-pub const DEFAULT_IDENTITY_REFRESH: Duration = Duration::from_secs(30);
-
-impl Default for ContainerRuntimeSettings {
-    fn default() -> Self {
-        ContainerRuntimeSettings {
-            endpoint: RuntimeEndpoint::Auto,
-            pod_logs: PathBuf::from("/var/log/pods"),
-            refresh_every: DEFAULT_IDENTITY_REFRESH,
-        }
-    }
-}
-
-/// Kernel PSI triggers that wake a cycle at once (besides the sampling tick).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PsiTriggerSettings {
-    /// Register them (off by default).
-    pub enabled: bool,
-    /// `full` rather than `some` stall.
-    pub full: bool,
-    /// Stall time within the window that fires.
-    pub stall: Duration,
-    /// The window (500ms to 10s).
-    pub window: Duration,
-}
-
-impl Default for PsiTriggerSettings {
-    fn default() -> Self {
-        PsiTriggerSettings {
-            enabled: false,
-            full: true,
-            stall: Duration::from_millis(100),
-            window: Duration::from_secs(1),
-        }
-    }
-}
-
-/// The Prometheus/OpenMetrics endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MetricsSettings {
-    /// Serve it (off by default).
-    pub enabled: bool,
-    /// Where (`IP:port`); by default `127.0.0.1:9465`, loopback, as the metrics name the
-    /// node's classes and pods.
-    pub listen: std::net::SocketAddr,
-}
-
-impl Default for MetricsSettings {
-    fn default() -> Self {
-        MetricsSettings {
-            enabled: false,
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 9465)),
-        }
-    }
-}
-
 /// The names `layout` accepts: `auto` and [`oomwarden_model::BuiltinLayout::ALL`]'s names
 /// (a test holds them equal); it also takes a mapping: a custom layout.
 pub const LAYOUTS: [&str; 5] = ["auto", "talos", "systemd", "cgroupfs", "host"];
@@ -283,25 +86,6 @@ mod layout_names {
         let mut want = vec!["auto"];
         want.extend(oomwarden_model::BuiltinLayout::ALL.map(oomwarden_model::BuiltinLayout::name));
         assert_eq!(super::LAYOUTS.to_vec(), want);
-    }
-}
-
-impl Default for WardenSettings {
-    fn default() -> Self {
-        WardenSettings {
-            dry_run: false,
-            state_dir: PathBuf::from(DEFAULT_STATE_DIR),
-            kill_timeout: DEFAULT_KILL_TIMEOUT,
-            kill_scope: oomwarden_model::KillScope::Pod,
-            layout: LayoutSetting::Auto,
-            metrics: MetricsSettings::default(),
-            hooks: Hooks::default(),
-            psi_triggers: PsiTriggerSettings::default(),
-            flight_recorder: FlightRecorderSettings::default(),
-            container_runtime: ContainerRuntimeSettings::default(),
-            kernel_oom_watch: KernelOomWatchSettings::default(),
-            events: EventsSettings::default(),
-        }
     }
 }
 
@@ -449,7 +233,7 @@ pub fn warden_sets(text: &str, key: &str) -> bool {
 /// [`DEFAULT_CUSTOM_NAME`] when it is a built-in one): a starting point for a custom layout.
 /// Loading the output gives the same metrics and candidates.
 pub fn layout_document(layout: &oomwarden_model::Layout) -> String {
-    render::layout_document(layout)
+    layout::layout_document(layout)
 }
 
 /// Parses a listen address (`host:port`, `[::1]:port`) as `metrics.listen` does.

@@ -651,3 +651,22 @@ fn events_settings() {
     );
     assert!(errors[2].1.contains("must be a node name"), "{errors:?}");
 }
+
+/// A section that is not a mapping names the keys it takes, listed from the section's own
+/// type (so a key added to a section is in its message without anyone writing it there).
+#[test]
+fn a_section_that_is_not_a_mapping_lists_its_keys() {
+    let text = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nmetrics: 5\nhooks: {preKill: x}\nevents: []\ncontainerRuntime: true\nkernelOomWatch: 1\nflightRecorder: a\npsiTriggers: 2\n";
+    assert_eq!(
+        messages(text),
+        [
+            "expected a mapping with enabled, listen, found number 5",
+            "expected a mapping with command, timeout, found string \"x\"",
+            "expected a mapping with enabled, kubeconfig, nodeName, found a list",
+            "expected a mapping with endpoint, podLogs, refreshEvery, found boolean true",
+            "expected a mapping with enabled, kmsg, fromBoot, found number 1",
+            "expected a mapping with enabled, window, keep, found string \"a\"",
+            "expected a mapping with enabled, kind, stall, window, found number 2",
+        ]
+    );
+}

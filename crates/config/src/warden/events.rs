@@ -1,0 +1,85 @@
+//! `events`: Kubernetes Events for oomwarden's kills.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::fields::{AbsolutePath, Field, Flag, text, unless_blank};
+
+/// Kubernetes Events (`events.k8s.io/v1`) for oomwarden's kills and dry-run decisions: one on
+/// the victim Pod, one on the Node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventsSettings {
+    /// Send them (off by default: it needs API credentials and RBAC).
+    pub enabled: bool,
+    /// A kubeconfig file to reach the API server with; absent: the pod's service account
+    /// (in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// The Node's name; absent: `$NODE_NAME` (the DaemonSet sets it from `spec.nodeName`),
+    /// else the host name.
+    pub node_name: Option<String>,
+}
+
+/// The section as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub(super) struct EventsIn {
+    enabled: Field<Flag>,
+    kubeconfig: Field<AbsolutePath>,
+    node_name: Field<NodeName>,
+}
+
+/// A Node's name: a DNS subdomain (lower-case letters, digits, `-` and `.`, at most 253).
+#[derive(Debug)]
+struct NodeName(Option<String>);
+
+impl<'de> Deserialize<'de> for NodeName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |name| {
+                if oomwarden_kube::is_dns_subdomain(name) {
+                    Ok(name.to_owned())
+                } else {
+                    Err(format!(
+                        "must be a node name (a DNS subdomain: lower-case letters, digits, '-' and '.', at most 253), found {name:?}"
+                    ))
+                }
+            })
+        })
+        .map(NodeName)
+    }
+}
+
+impl EventsIn {
+    /// The settings, defaults filled in.
+    pub(super) fn settings(self) -> EventsSettings {
+        let mut settings = EventsSettings::default();
+        if let Some(Flag(on)) = self.enabled.get() {
+            settings.enabled = *on;
+        }
+        settings.kubeconfig = self.kubeconfig.into_option().and_then(|p| p.0);
+        settings.node_name = self.node_name.into_option().and_then(|n| n.0);
+        settings
+    }
+}
+
+/// The section as `oomwarden check` writes it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct EventsOut {
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kubeconfig: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_name: Option<String>,
+}
+
+impl EventsOut {
+    pub(super) fn of(s: &EventsSettings) -> Self {
+        EventsOut {
+            enabled: s.enabled,
+            kubeconfig: s.kubeconfig.as_ref().map(|p| p.display().to_string()),
+            node_name: s.node_name.clone(),
+        }
+    }
+}

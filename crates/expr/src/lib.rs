@@ -35,6 +35,7 @@
 
 mod check;
 mod compare;
+mod constants;
 mod diag;
 mod env;
 mod limits;

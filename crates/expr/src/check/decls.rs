@@ -15,7 +15,7 @@ use oomwarden_model::variables::{Definition, Origin, VarType};
 use oomwarden_model::{QosClass, RankingVar, TriggerVar};
 
 use super::types::Type;
-use crate::env::UNIT_CONSTANTS;
+use crate::constants::UNIT_CONSTANTS;
 
 /// One overload of a function.
 #[derive(Debug, Clone)]

@@ -154,9 +154,33 @@ pub enum ActOutcome {
     },
     /// Nothing was killed: the cgroup ranked was gone, or another had taken its path (its id
     /// differs), when the kill was due. Says which.
-    Gone(String),
+    Gone(GoneReason),
     /// A dry run: nothing was done; the processes are those a kill would have hit.
     DryRun,
+}
+
+/// Why nothing was killed although a victim was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum GoneReason {
+    /// The cgroup was removed between the ranking and the kill.
+    #[error("the cgroup is gone since it was ranked")]
+    Removed,
+    /// The cgroup was removed as `cgroup.kill` was written (`ENOENT`, `ENODEV`).
+    #[error("the cgroup vanished as cgroup.kill was written: {}", io::Error::from_raw_os_error(*errno))]
+    VanishedAtKill {
+        /// The error number of the write.
+        errno: i32,
+    },
+    /// Another cgroup has its path (a restarted unit, a new pod sandbox).
+    #[error(
+        "another cgroup has taken its path since it was ranked (cgroup id {now}, ranked {ranked})"
+    )]
+    Replaced {
+        /// The id of the cgroup at the path now.
+        now: u64,
+        /// The id of the cgroup ranked.
+        ranked: u64,
+    },
 }
 
 /// What acting on the victim did.
@@ -192,7 +216,7 @@ impl ActReport {
                 self.timeout.as_millis()
             )),
             ActOutcome::Failed { message, .. } => Some(message.clone()),
-            ActOutcome::Gone(reason) => Some(reason.clone()),
+            ActOutcome::Gone(reason) => Some(reason.to_string()),
         }
     }
 }
@@ -431,20 +455,18 @@ pub fn command_lines(proc: &ProcFs, pids: &[u32]) -> (Vec<String>, u64) {
 
 /// Whether `dir` is still the cgroup ranked: present, and with the id it had then (when that
 /// was read). `Err` says what happened to it.
-fn same_cgroup(cgroups: &CgroupFs, dir: &str, cgroup_id: Option<u64>) -> Result<(), String> {
+fn same_cgroup(cgroups: &CgroupFs, dir: &str, cgroup_id: Option<u64>) -> Result<(), GoneReason> {
     match (cgroups.cgroup_id(dir), cgroup_id) {
-        (Ok(now), Some(then)) if now != then => Err(format!(
-            "another cgroup has taken its path since it was ranked (cgroup id {now}, ranked {then})"
-        )),
+        (Ok(now), Some(ranked)) if now != ranked => Err(GoneReason::Replaced { now, ranked }),
         (Ok(_), _) => Ok(()),
-        (Err(e), _) if e.is_not_found() => Err("the cgroup is gone since it was ranked".to_owned()),
+        (Err(e), _) if e.is_not_found() => Err(GoneReason::Removed),
         // Unknown: the write below will tell.
         (Err(_), _) => Ok(()),
     }
 }
 
 /// A kill that did nothing because the cgroup is not the one ranked.
-fn gone(reason: String, timeout: Duration) -> ActReport {
+fn gone(reason: GoneReason, timeout: Duration) -> ActReport {
     ActReport {
         pids: Vec::new(),
         processes: Vec::new(),
@@ -549,10 +571,8 @@ pub fn kill_cgroup(
     if let Err(e) = actuator.write_cgroup_kill(&path) {
         if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) {
             actuator.close_all();
-            return gone(
-                format!("the cgroup vanished as cgroup.kill was written: {e}"),
-                timeout,
-            );
+            let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+            return gone(GoneReason::VanishedAtKill { errno }, timeout);
         }
         tracing::error!(cgroup = %node_path, error = %e, "failed to send SIGKILL");
         actuator.close_all();
@@ -678,7 +698,7 @@ mod parts {
     #[test]
     fn the_parts_of_a_kill_are_one_report() {
         let t = Duration::from_secs(2);
-        let gone = || ActOutcome::Gone("exited".to_owned());
+        let gone = || ActOutcome::Gone(GoneReason::Removed);
         let failed = || ActOutcome::Failed {
             errno: Some(13),
             path: PathBuf::from("/x/cgroup.kill"),
@@ -737,5 +757,30 @@ mod parts {
         );
         assert_eq!(many.processes.len(), MAX_PROCESSES_LISTED);
         assert_eq!(many.processes_omitted, 180 - MAX_PROCESSES_LISTED as u64);
+    }
+}
+
+#[cfg(test)]
+mod gone_reasons {
+    use super::GoneReason;
+
+    /// The record's `error` says these words (docs/operations.md).
+    #[test]
+    fn each_reason_reads_as_before() {
+        assert_eq!(
+            GoneReason::Removed.to_string(),
+            "the cgroup is gone since it was ranked"
+        );
+        assert_eq!(
+            GoneReason::Replaced { now: 9, ranked: 7 }.to_string(),
+            "another cgroup has taken its path since it was ranked (cgroup id 9, ranked 7)"
+        );
+        assert!(
+            GoneReason::VanishedAtKill {
+                errno: libc::ENODEV
+            }
+            .to_string()
+            .starts_with("the cgroup vanished as cgroup.kill was written: No such device")
+        );
     }
 }

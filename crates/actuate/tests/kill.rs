@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use oomwarden_actuate::{
-    ActOutcome, LinuxActuator, SystemClock, VirtualClock, kill_cgroup, subtree_pids,
+    ActOutcome, GoneReason, LinuxActuator, SystemClock, VirtualClock, kill_cgroup, subtree_pids,
 };
 use oomwarden_actuate_fake::{Call, KillEffect, RecordingActuator};
 use oomwarden_cgroupfs::CgroupFs;
@@ -283,7 +283,7 @@ fn race_cgroup_vanishes_between_choosing_and_killing() {
     assert!(report.pids.is_empty());
     // Issue 15: a vanished cgroup is `Gone`, not a failed kill.
     assert!(
-        matches!(report.outcome, ActOutcome::Gone(ref e) if e.contains("gone since it was ranked")),
+        matches!(report.outcome, ActOutcome::Gone(GoneReason::Removed)),
         "{:?}",
         report.outcome
     );
@@ -312,7 +312,10 @@ fn race_cgroup_replaced_between_choosing_and_killing() {
         Duration::from_secs(1),
     );
     assert!(
-        matches!(report.outcome, ActOutcome::Gone(ref e) if e.contains("another cgroup has taken its path")),
+        matches!(
+            report.outcome,
+            ActOutcome::Gone(GoneReason::Replaced { .. })
+        ),
         "{:?}",
         report.outcome
     );
@@ -760,7 +763,10 @@ fn a_cgroup_replaced_while_the_pre_kill_hook_runs_is_gone_and_untouched() {
     };
     let report = act_on_pod1(&mut fake, &mut hooks, cg.path(), proc.path(), false);
     assert!(
-        matches!(&report.outcome, ActOutcome::Gone(why) if why.contains("another cgroup has taken its path")),
+        matches!(
+            &report.outcome,
+            ActOutcome::Gone(GoneReason::Replaced { .. })
+        ),
         "{report:?}"
     );
     assert!(fake.calls.is_empty(), "{:?}", fake.calls);

@@ -22,8 +22,7 @@ use oomwarden_actuate::{
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, Identities, MetricsSample, Outcome, QosClass, TriggerContext,
-    Wakeup,
+    ActionRecord, CandidateSample, Identities, MetricsSample, QosClass, TriggerContext, Wakeup,
 };
 use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
@@ -37,15 +36,16 @@ use crate::report::{self, Target};
 /// How often the same read problem may be logged.
 const PROBLEM_LOG_EVERY_NS: u64 = 60_000_000_000;
 
-/// What a cycle did.
+/// What a cycle did: the daemon's (`Acted` holds the record written) and a replay's
+/// (`Acted` holds the index of its triggered cycle).
 #[derive(Debug, Clone, PartialEq)]
-pub enum CycleOutcome {
+pub enum CycleOutcome<A = Box<ActionRecord>> {
     /// The metrics could not be turned into a context, or the trigger failed to evaluate.
-    Skipped(String),
+    Skipped(Skip),
     /// The trigger was false.
     Quiet,
-    /// The trigger fired; this record was written.
-    Acted(Box<ActionRecord>),
+    /// The trigger fired.
+    Acted(A),
 }
 
 /// One candidate of a triggered cycle, as ranked.
@@ -380,7 +380,7 @@ impl Engine {
     fn decide(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
         let sample = match self.read_sample(now_ns) {
             Ok(sample) => sample,
-            Err(error) => return CycleOutcome::Skipped(error),
+            Err(skip) => return CycleOutcome::Skipped(skip),
         };
         self.update_events_metrics();
         // One snapshot for the whole cycle: the ranking and the record name the same pods.
@@ -420,7 +420,7 @@ impl Engine {
                         tracing::error!(%error, "cannot evaluate OOM trigger expression");
                     }
                 }
-                return CycleOutcome::Skipped(skip.to_string());
+                return CycleOutcome::Skipped(skip.clone());
             }
             Decision::NoVictim | Decision::Victim { .. } => {}
         }
@@ -467,7 +467,7 @@ impl Engine {
     /// The cycle's sample; an error when the daemon is out of descriptors or memory (the files
     /// are there and the numbers unknown: reading them as zeros would blind the trigger while
     /// it should fire).
-    fn read_sample(&mut self, now_ns: u64) -> Result<MetricsSample, String> {
+    fn read_sample(&mut self, now_ns: u64) -> Result<MetricsSample, Skip> {
         let (sample, problems) = self.collector.metrics(now_ns);
         let exhausted = problems
             .iter()
@@ -479,7 +479,7 @@ impl Engine {
                 "cannot read the cgroup tree ({problem}); the cycle is skipped, not taken as zeros"
             );
             tracing::error!(%error, "cannot populate PSI context");
-            return Err(error);
+            return Err(Skip::Context(error));
         }
         Ok(sample)
     }
@@ -665,15 +665,7 @@ impl Engine {
         target: Option<&Target>,
         plan: Plan,
     ) -> CycleOutcome {
-        match (&record.class, record.outcome) {
-            (_, Outcome::NoEligibleCgroup) | (None, _) => self.metrics.no_victim(),
-            (Some(class), outcome) => self.metrics.killed(
-                *class,
-                outcome,
-                record.namespace.as_deref().unwrap_or(""),
-                record.kill_duration_ms.map(|ms| ms / 1000.0),
-            ),
-        }
+        self.metrics.action(&record);
         self.count_record_bounds(&record);
         self.persist(&record);
         // After the record is written: the API server never delays or loses a record.

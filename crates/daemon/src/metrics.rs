@@ -10,7 +10,8 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use oomwarden_model::{
-    OomConstraint, Outcome, PerClass, PsiKind, PsiSpan, QosClass, Scalar, TriggerContext,
+    ActionRecord, OomConstraint, Outcome, PerClass, PsiKind, PsiSpan, QosClass, Scalar,
+    TriggerContext,
 };
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -539,13 +540,7 @@ impl Metrics {
             }));
         }
         for class in QosClass::ALL {
-            for outcome in [
-                Outcome::Killed,
-                Outcome::KillFailed,
-                Outcome::NotVerified,
-                Outcome::DryRun,
-                Outcome::Gone,
-            ] {
+            for outcome in Outcome::ALL.into_iter().filter(|o| counted_as_kill(*o)) {
                 drop(kills.get_or_create(&KillLabels {
                     class: Class(class),
                     outcome: OutcomeLabel(outcome),
@@ -696,6 +691,21 @@ impl Metrics {
 
     /// A victim's outcome, its pod's namespace (`""` when unknown), and how long its kill
     /// took to verify (seconds).
+    /// A triggered cycle's record: a kill attempt by class, outcome and namespace, or a
+    /// firing with no victim.
+    pub fn action(&self, record: &ActionRecord) {
+        match record.class {
+            Some(class) if counted_as_kill(record.outcome) => self.killed(
+                class,
+                record.outcome,
+                record.namespace.as_deref().unwrap_or(""),
+                record.kill_duration_ms.map(|ms| ms / 1000.0),
+            ),
+            _ => self.no_victim(),
+        }
+    }
+
+    /// A kill attempt (see [`Metrics::action`]).
     pub fn killed(
         &self,
         class: QosClass,
@@ -958,6 +968,21 @@ fn respond(
             .insert(hyper::header::CONTENT_TYPE, value);
     }
     response
+}
+
+/// Whether an outcome has an `oomwarden_kills_total` series (pre-registered at 0 for every
+/// class). Every outcome is named, so a new one does not compile until it is decided here.
+fn counted_as_kill(outcome: Outcome) -> bool {
+    match outcome {
+        Outcome::Killed
+        | Outcome::KillFailed
+        | Outcome::NotVerified
+        | Outcome::DryRun
+        | Outcome::Gone => true,
+        // The trigger held and nobody could be chosen: `oomwarden_triggers_total` and the
+        // record say so; no kill was attempted.
+        Outcome::NoEligibleCgroup => false,
+    }
 }
 
 #[cfg(test)]

@@ -64,17 +64,6 @@ impl Hooks for ReplayHooks {
     }
 }
 
-/// What one replayed cycle gave.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Result {
-    /// The trigger was false.
-    Quiet,
-    /// The cycle failed (no context, or the trigger failed to evaluate).
-    Skipped(String),
-    /// The trigger fired: `decisions[i]`.
-    Acted(usize),
-}
-
 /// One replayed cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayedCycle {
@@ -84,13 +73,13 @@ pub struct ReplayedCycle {
     pub wakeup: Wakeup,
     /// The trigger context (none when it could not be built).
     pub context: Option<TriggerContext>,
-    /// What it gave.
-    pub result: Result,
+    /// What it gave (`Acted(i)`: the triggered cycle `triggered[i]`).
+    pub result: CycleOutcome<usize>,
 }
 
 /// A triggered cycle: the record the daemon would have written, and the ranking behind it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub struct TriggeredCycle {
     /// The action record (with the recording's times).
     pub record: ActionRecord,
     /// Every candidate, in candidate order, with its score or the reason it was left out.
@@ -103,7 +92,7 @@ pub struct Replay {
     /// The cycles replayed, in order.
     pub cycles: Vec<ReplayedCycle>,
     /// The triggered ones.
-    pub decisions: Vec<Decision>,
+    pub decisions: Vec<TriggeredCycle>,
     /// Recorded cycles not replayed (between this configuration's ticks, or woken by PSI
     /// triggers it does not enable).
     pub not_replayed: usize,
@@ -231,14 +220,14 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             Wakeup::Pressure => engine.cycle_on_pressure(at_ns, &wall),
         };
         let result = match outcome {
-            CycleOutcome::Quiet => Result::Quiet,
-            CycleOutcome::Skipped(e) => Result::Skipped(e),
+            CycleOutcome::Quiet => CycleOutcome::Quiet,
+            CycleOutcome::Skipped(skip) => CycleOutcome::Skipped(skip),
             CycleOutcome::Acted(record) => {
-                out.decisions.push(Decision {
+                out.decisions.push(TriggeredCycle {
                     record: *record,
                     ranking: engine.last_ranking(),
                 });
-                Result::Acted(out.decisions.len() - 1)
+                CycleOutcome::Acted(out.decisions.len() - 1)
             }
         };
         out.cycles.push(ReplayedCycle {

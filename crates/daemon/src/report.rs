@@ -476,7 +476,7 @@ mod tests {
                 Some(0.0),
             ),
             (
-                ActOutcome::Gone("the cgroup is gone since it was ranked".to_owned()),
+                ActOutcome::Gone(oomwarden_actuate::GoneReason::Removed),
                 None,
                 Outcome::Gone,
                 Some("the cgroup is gone since it was ranked"),

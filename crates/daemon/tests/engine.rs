@@ -350,7 +350,9 @@ fn quiet_and_failing_cycles_record_nothing() {
     );
     assert_eq!(
         e.cycle(1, "t"),
-        CycleOutcome::Skipped("cannot evaluate expression: no such key: 9".into())
+        CycleOutcome::Skipped(oomwarden_policy::Skip::Trigger(
+            "cannot evaluate expression: no such key: 9".into()
+        ))
     );
     write(
         cg.path(),
@@ -359,7 +361,9 @@ fn quiet_and_failing_cycles_record_nothing() {
     );
     assert_eq!(
         e.cycle(2, "t"),
-        CycleOutcome::Skipped("cannot find memory pressure type: type: full".into())
+        CycleOutcome::Skipped(oomwarden_policy::Skip::Context(
+            "cannot find memory pressure type: type: full".into()
+        ))
     );
     assert!(!state.path().join("actions.jsonl").exists());
 }
@@ -862,7 +866,7 @@ fn out_of_descriptors_is_a_skipped_cycle_not_zeros() {
     match e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z") {
         CycleOutcome::Skipped(error) => {
             assert!(
-                error.contains("the cycle is skipped, not taken as zeros"),
+                matches!(&error, oomwarden_policy::Skip::Context(e) if e.contains("the cycle is skipped, not taken as zeros")),
                 "{error}"
             );
         }

@@ -58,7 +58,9 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
             "DryRunKill",
             "would have killed (dry run)",
         ),
-        _ => return Vec::new(),
+        // Nothing happened to a pod Kubernetes could be told of. Every outcome is named, so a
+        // new one does not compile until it is decided here.
+        Outcome::KillFailed | Outcome::NoEligibleCgroup | Outcome::Gone => return Vec::new(),
     };
     let Ok(time) = record.time.parse::<Timestamp>() else {
         return Vec::new();

@@ -24,13 +24,16 @@ pub enum IdentitySource {
 }
 
 impl IdentitySource {
-    /// `cri`, `pod-logs` or `path`, as records and metrics say.
+    /// All three.
+    pub const ALL: [IdentitySource; 3] = [
+        IdentitySource::Cri,
+        IdentitySource::PodLogs,
+        IdentitySource::Path,
+    ];
+
+    /// `cri`, `pod-logs` or `path`, as records and metrics say: its serde name.
     pub fn name(self) -> &'static str {
-        match self {
-            IdentitySource::Cri => "cri",
-            IdentitySource::PodLogs => "pod-logs",
-            IdentitySource::Path => "path",
-        }
+        crate::serde_name(&self)
     }
 }
 
@@ -50,21 +53,17 @@ pub enum KillScope {
 }
 
 impl KillScope {
-    /// `pod` or `containers`, as the configuration and records say.
+    /// Both.
+    pub const ALL: [KillScope; 2] = [KillScope::Pod, KillScope::Containers];
+
+    /// `pod` or `containers`, as the configuration and records say: its serde name.
     pub fn name(self) -> &'static str {
-        match self {
-            KillScope::Pod => "pod",
-            KillScope::Containers => "containers",
-        }
+        crate::serde_name(&self)
     }
 
     /// The scope a name says.
     pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "pod" => Some(KillScope::Pod),
-            "containers" => Some(KillScope::Containers),
-            _ => None,
-        }
+        KillScope::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 

@@ -42,3 +42,46 @@ pub use sample::{
     SubtreeSample, VmCounters,
 };
 pub use variables::{PerClass, RankingVar, Scalar, TriggerVar};
+
+/// A unit variant's serde name: the one spelling of an enum's names (records, metric labels,
+/// logs), so a `name()` can never disagree with what serde writes.
+fn serde_name<T: serde::Serialize>(value: &T) -> &'static str {
+    // Only unit variants reach here; anything else would be a programming error caught by
+    // the tests below, not input.
+    serde_variant::to_variant_name(value).unwrap_or("unknown")
+}
+
+#[cfg(test)]
+mod names {
+    use super::*;
+
+    fn json<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_value(v)
+            .ok()
+            .and_then(|j| j.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    /// Each name is the serde name, and every variant has one of its own.
+    #[test]
+    fn names_are_the_serde_names() {
+        fn check<T: serde::Serialize + Copy>(all: &[T], name: fn(T) -> &'static str) {
+            let mut seen = std::collections::HashSet::new();
+            for v in all {
+                assert_eq!(name(*v), json(v));
+                assert!(seen.insert(name(*v)), "{}", name(*v));
+            }
+        }
+        check(&Outcome::ALL, Outcome::name);
+        check(&Wakeup::ALL, Wakeup::name);
+        check(&RecordKind::ALL, RecordKind::name);
+        check(&OomConstraint::ALL, OomConstraint::name);
+        check(&IdentitySource::ALL, IdentitySource::name);
+        check(&KillScope::ALL, KillScope::name);
+        assert_eq!(Outcome::NoEligibleCgroup.name(), "no-eligible-cgroup");
+        assert_eq!(
+            KillScope::from_name("containers"),
+            Some(KillScope::Containers)
+        );
+    }
+}

@@ -17,12 +17,12 @@ pub enum Wakeup {
 }
 
 impl Wakeup {
-    /// `tick` or `pressure`, as in action records and recordings.
+    /// Both.
+    pub const ALL: [Wakeup; 2] = [Wakeup::Tick, Wakeup::Pressure];
+
+    /// `tick` or `pressure`, as in action records and recordings: its serde name.
     pub fn name(self) -> &'static str {
-        match self {
-            Wakeup::Tick => "tick",
-            Wakeup::Pressure => "pressure",
-        }
+        crate::serde_name(&self)
     }
 }
 
@@ -39,12 +39,12 @@ pub enum RecordKind {
 }
 
 impl RecordKind {
-    /// `oomwarden` or `kernel-oom`, as in records.
+    /// Both.
+    pub const ALL: [RecordKind; 2] = [RecordKind::Oomwarden, RecordKind::KernelOom];
+
+    /// `oomwarden` or `kernel-oom`, as in records: its serde name.
     pub fn name(self) -> &'static str {
-        match self {
-            RecordKind::Oomwarden => "oomwarden",
-            RecordKind::KernelOom => "kernel-oom",
-        }
+        crate::serde_name(&self)
     }
 }
 
@@ -59,12 +59,12 @@ pub enum OomConstraint {
 }
 
 impl OomConstraint {
-    /// `memcg` or `global`, as in records and metric labels.
+    /// Both.
+    pub const ALL: [OomConstraint; 2] = [OomConstraint::Memcg, OomConstraint::Global];
+
+    /// `memcg` or `global`, as in records and metric labels: its serde name.
     pub fn name(self) -> &'static str {
-        match self {
-            OomConstraint::Memcg => "memcg",
-            OomConstraint::Global => "global",
-        }
+        crate::serde_name(&self)
     }
 }
 
@@ -99,16 +99,19 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The name written in records (`killed`, `kill-failed`, …).
+    /// Every outcome, in declaration order.
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Killed,
+        Outcome::KillFailed,
+        Outcome::NotVerified,
+        Outcome::NoEligibleCgroup,
+        Outcome::DryRun,
+        Outcome::Gone,
+    ];
+
+    /// The name written in records (`killed`, `kill-failed`, …): its serde name.
     pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Killed => "killed",
-            Outcome::KillFailed => "kill-failed",
-            Outcome::NotVerified => "not-verified",
-            Outcome::NoEligibleCgroup => "no-eligible-cgroup",
-            Outcome::DryRun => "dry-run",
-            Outcome::Gone => "gone",
-        }
+        crate::serde_name(&self)
     }
 }
 

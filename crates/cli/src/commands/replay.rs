@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use oomwarden_config::Settings;
-use oomwarden_daemon::replay::{self, Decision, Replay, Result as CycleResult};
+use oomwarden_daemon::CycleOutcome as CycleResult;
+use oomwarden_daemon::replay::{self, Replay, TriggeredCycle};
 use oomwarden_model::variables::Unit;
 use oomwarden_model::{
     ActionRecord, Outcome, PerClass, QosClass, Scalar, TriggerContext, TriggerVar,
@@ -412,7 +413,7 @@ fn text(
 
 fn decision(
     out: &mut impl Write,
-    d: &Decision,
+    d: &TriggeredCycle,
     settings: &Settings,
     root: &str,
     start: u64,

@@ -30,3 +30,48 @@ impl From<Exit> for ExitCode {
         }
     }
 }
+
+/// A command that ends with a message and an exit code other than 0. Commands return it as
+/// their error (`Err(Fail::usage(…).into())`); `finish` in `main.rs`, the one place errors
+/// become exit codes, writes the message on stderr and exits with the code.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    /// The exit code.
+    pub(crate) exit: Exit,
+    /// What is said on stderr, as it is (one or more lines, no newline at the end).
+    pub(crate) message: String,
+}
+
+impl Fail {
+    /// Exit 2: the command line is wrong.
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Fail {
+            exit: Exit::Usage,
+            message: message.into(),
+        }
+    }
+
+    /// Exit 1: the input was examined and found wrong, or could not be read.
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
+        Fail {
+            exit: Exit::Failure,
+            message: message.into(),
+        }
+    }
+
+    /// Exit 3: this host cannot run the OOM handler.
+    pub(crate) fn unsupported(message: impl Into<String>) -> Self {
+        Fail {
+            exit: Exit::Unsupported,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Fail {}

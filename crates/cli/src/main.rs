@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Userspace OOM handler and memory forensics for Kubernetes nodes, compatible with the Talos
 /// Linux OOM controller's configuration.
@@ -80,11 +80,7 @@ fn completions(shell: clap_complete::Shell, out: &mut impl Write) -> anyhow::Res
     Ok(Exit::Ok)
 }
 
-fn man(
-    subcommand: Option<&str>,
-    out: &mut impl Write,
-    err: &mut impl Write,
-) -> anyhow::Result<Exit> {
+fn man(subcommand: Option<&str>, out: &mut impl Write) -> anyhow::Result<Exit> {
     let command = <Cli as clap::CommandFactory>::command();
     let page = match subcommand {
         None => command,
@@ -95,8 +91,7 @@ fn man(
                 .name(format!("oomwarden-{name}"))
                 .version(oomwarden_node::VERSION),
             None => {
-                writeln!(err, "oomwarden: no subcommand {name:?}")?;
-                return Ok(Exit::Usage);
+                return Err(Fail::usage(format!("oomwarden: no subcommand {name:?}")).into());
             }
         },
     };
@@ -138,21 +133,21 @@ fn main() -> ExitCode {
 /// Runs `command`, writing to `out` and `err`; its exit code.
 fn dispatch(command: Command, mut out: impl Write, mut err: impl Write) -> ExitCode {
     let exit = match command {
-        Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
-        Command::Eval(args) => commands::eval::run(&args, &mut out, &mut err),
-        Command::Run(args) => commands::run::run(&args, &mut out, &mut err),
+        Command::Check(args) => commands::check::run(&args, &mut out),
+        Command::Eval(args) => commands::eval::run(&args, &mut out),
+        Command::Run(args) => commands::run::run(&args, &mut out),
         Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),
-        Command::Oomlog(args) => commands::oomlog::run(&args, &mut out, &mut err),
-        Command::Score(args) => commands::score::run(&args, &mut out, &mut err),
-        Command::Audit(args) => commands::audit::run(&args, &mut out, &mut err),
+        Command::Oomlog(args) => commands::oomlog::run(&args, &mut out),
+        Command::Score(args) => commands::score::run(&args, &mut out),
+        Command::Audit(args) => commands::audit::run(&args, &mut out),
         Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
         Command::Actions(args) => commands::actions::actions(&args, &mut out, &mut err),
-        Command::Status(args) => commands::actions::status(&args, &mut out, &mut err),
-        Command::Explain(args) => commands::explain::run(&args, &mut out, &mut err),
+        Command::Status(args) => commands::actions::status(&args, &mut out),
+        Command::Explain(args) => commands::explain::run(&args, &mut out),
         Command::Record(args) => commands::record::run(&args, &mut out, &mut err),
         Command::Replay(args) => commands::replay::run(&args, &mut out, &mut err),
         Command::Completions { shell } => completions(shell, &mut out),
-        Command::Man { subcommand } => man(subcommand.as_deref(), &mut out, &mut err),
+        Command::Man { subcommand } => man(subcommand.as_deref(), &mut out),
     };
     finish(exit, &mut out, &mut err)
 }
@@ -171,10 +166,16 @@ fn finish(exit: anyhow::Result<Exit>, out: &mut impl Write, err: &mut impl Write
         {
             Exit::Ok
         }
-        Err(e) => {
-            let _ = writeln!(err, "oomwarden: {e:#}");
-            Exit::Failure
-        }
+        Err(e) => match e.downcast_ref::<Fail>() {
+            Some(fail) => {
+                let _ = writeln!(err, "{}", fail.message);
+                fail.exit
+            }
+            None => {
+                let _ = writeln!(err, "oomwarden: {e:#}");
+                Exit::Failure
+            }
+        },
     };
     let _ = out.flush();
     code.into()

@@ -11,7 +11,7 @@ use oomwarden_model::{ActionRecord, QosClass, RecordKind};
 use oomwarden_node::load_settings;
 use serde::Serialize;
 
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Where the daemon keeps its state.
 #[derive(Debug, clap::Args)]
@@ -129,8 +129,7 @@ pub(crate) fn actions(
     let (records, source) = match fetch(&dir, None) {
         Ok(r) => r,
         Err(e) => {
-            writeln!(err, "oomwarden: {e:#}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("oomwarden: {e:#}")).into());
         }
     };
     let file = dir.join(history::FILE_NAME);
@@ -382,11 +381,7 @@ fn is_zero(v: &f64) -> bool {
     *v == 0.0
 }
 
-pub(crate) fn status(
-    args: &StatusArgs,
-    out: &mut impl Write,
-    err: &mut impl Write,
-) -> anyhow::Result<Exit> {
+pub(crate) fn status(args: &StatusArgs, out: &mut impl Write) -> anyhow::Result<Exit> {
     let dir = args.state.dir()?;
     let status: Status = match api::request(&dir, "status") {
         Ok(answer) => serde_json::from_str(&answer)?,
@@ -396,20 +391,19 @@ pub(crate) fn status(
             } else {
                 format!("oomwarden is not running ({e})")
             };
-            writeln!(err, "{}: {why}", dir.join(api::SOCKET_NAME).display())?;
+            let mut lines = vec![format!("{}: {why}", dir.join(api::SOCKET_NAME).display())];
             if let Ok(read) = history::read(&dir)
                 && let Some(last) = read.records.last()
             {
-                writeln!(
-                    err,
+                lines.push(format!(
                     "last recorded action: #{} {} {} {}",
                     last.id,
                     last.time,
                     last.outcome.name(),
                     last.victim.as_deref().unwrap_or("-")
-                )?;
+                ));
             }
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(lines.join("\n")).into());
         }
     };
     if args.output.structured(&status, out)? {

@@ -10,7 +10,7 @@ use oomwarden_kube::Quantity;
 use oomwarden_kube::audit::Input;
 
 use crate::commands::read_input;
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Arguments of `oomwarden audit`.
 #[derive(Debug, clap::Args)]
@@ -40,31 +40,27 @@ fn parse_limit(text: &str) -> Result<i64, String> {
     }
 }
 
-pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let mut input = Input::new();
-    let mut failed = false;
+    // Every file's problem is said, then the command fails.
+    let mut problems = Vec::new();
     for file in &args.files {
         match read_input(file) {
             Ok(text) => {
                 if let Err(e) = input.add(&text) {
-                    writeln!(err, "{}: {e}", file.display())?;
-                    failed = true;
+                    problems.push(format!("{}: {e}", file.display()));
                 }
             }
-            Err(e) => {
-                writeln!(err, "oomwarden: {e:#}")?;
-                failed = true;
-            }
+            Err(e) => problems.push(format!("oomwarden: {e:#}")),
         }
     }
-    if failed {
-        return Ok(Exit::Failure);
+    if !problems.is_empty() {
+        return Err(Fail::failure(problems.join("\n")).into());
     }
     let audit = match input.audit(args.namespace_selector.as_deref(), args.default_limit) {
         Ok(a) => a,
         Err(e) => {
-            writeln!(err, "oomwarden: {e}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("oomwarden: {e}")).into());
         }
     };
     if !args.output.is_table() {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use oomwarden_config::Settings;
 
 use crate::commands::{OverrideArgs, read_input};
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Arguments of `oomwarden check`.
 #[derive(Debug, clap::Args)]
@@ -38,7 +38,7 @@ pub(crate) enum Format {
 }
 
 /// Loads the file (or the defaults), applies overrides, prints the result or every error.
-pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let (text, name) = match &args.file {
         Some(path) => (read_input(path)?, path.display().to_string()),
         None => (String::new(), "<defaults>".to_owned()),
@@ -66,11 +66,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             Ok(Exit::Ok)
         }
         Err(errors) => {
-            for e in &errors.0 {
-                writeln!(err, "{e}")?;
-            }
-            writeln!(err, "{}: {} error(s)", name, errors.0.len())?;
-            Ok(Exit::Failure)
+            let mut lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
+            lines.push(format!("{}: {} error(s)", name, errors.0.len()));
+            Err(Fail::failure(lines.join("\n")).into())
         }
     }
 }

@@ -18,7 +18,7 @@ use oomwarden_model::{QosClass, TriggerContext, format_number};
 use serde_json::json;
 
 use crate::commands::read_input;
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 use crate::output::OutputArgs;
 
 /// Which expression to evaluate.
@@ -135,15 +135,14 @@ struct Outcome {
     result: Result<(String, String), String>, // (type, value) or error
 }
 
-pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let kind = match args.kind {
-        Kind::Variables => return variables(args, out, err),
+        Kind::Variables => return variables(args, out),
         Kind::Trigger => ExprKind::Trigger,
         Kind::Ranking => ExprKind::Ranking,
     };
     if args.env.is_some() {
-        writeln!(err, "--env goes with `oomwarden eval variables`")?;
-        return Ok(Exit::Usage);
+        return Err(Fail::usage("--env goes with `oomwarden eval variables`").into());
     }
     if kind == ExprKind::Trigger
         && (args.memory_max.is_some()
@@ -156,24 +155,18 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             || !args.container_names.is_empty()
             || args.oom_score_adj != 0)
     {
-        writeln!(
-            err,
-            "--memory-*, --namespace, --pod-name, --label, --annotation, --container-name and --oom-score-adj describe a ranking candidate; a trigger reads --context"
-        )?;
-        return Ok(Exit::Usage);
+        return Err(Fail::usage("--memory-*, --namespace, --pod-name, --label, --annotation, --container-name and --oom-score-adj describe a ranking candidate; a trigger reads --context").into());
     }
     if kind == ExprKind::Ranking && args.context.is_some() {
-        writeln!(
-            err,
-            "--context describes trigger variables; a ranking reads --memory-*, --path and --class"
-        )?;
-        return Ok(Exit::Usage);
+        return Err(Fail::usage(
+            "--context describes trigger variables; a ranking reads --memory-*, --path and --class",
+        )
+        .into());
     }
     let expression = match (&args.expression, &args.config) {
         (Some(e), None) => e.clone(),
         (Some(_), Some(_)) => {
-            writeln!(err, "give either an EXPRESSION or --config, not both")?;
-            return Ok(Exit::Usage);
+            return Err(Fail::usage("give either an EXPRESSION or --config, not both").into());
         }
         (None, config) => {
             let (text, name) = match config {
@@ -186,8 +179,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                     ExprKind::Ranking => s.oom.ranking.source().to_owned(),
                 },
                 Err(errors) => {
-                    writeln!(err, "{errors}")?;
-                    return Ok(Exit::Failure);
+                    return Err(Fail::failure(format!("{errors}")).into());
                 }
             }
         }
@@ -218,7 +210,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             evaluate_ranking(&expression, &input, args.any)
         }
     };
-    print(args, kind, &outcome, out, err)
+    print(args, kind, &outcome, out)
 }
 
 /// The pod the identity flags describe (none when no flag is given).
@@ -286,7 +278,6 @@ fn print(
     kind: ExprKind,
     outcome: &Outcome,
     out: &mut impl Write,
-    err: &mut impl Write,
 ) -> anyhow::Result<Exit> {
     let kind = match kind {
         ExprKind::Trigger => "trigger",
@@ -302,7 +293,7 @@ fn print(
         match &outcome.result {
             Ok((type_name, text)) if args.any => writeln!(out, "{text} ({type_name})")?,
             Ok((_, text)) => writeln!(out, "{text}")?,
-            Err(e) => writeln!(err, "{e}")?,
+            Err(e) => return Err(Fail::failure(e.clone()).into()),
         }
     }
     Ok(if outcome.result.is_ok() {
@@ -314,7 +305,7 @@ fn print(
 
 /// `oomwarden eval variables`: the catalogue, as a table (`-o wide`: where each is read from
 /// and what it means) or one JSON/YAML object per variable.
-fn variables(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+fn variables(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let ranking_flags = args.memory_max.is_some()
         || args.memory_current.is_some()
         || args.memory_peak.is_some()
@@ -327,11 +318,7 @@ fn variables(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow:
         || args.any;
     if args.expression.is_some() || args.config.is_some() || args.context.is_some() || ranking_flags
     {
-        writeln!(
-            err,
-            "`oomwarden eval variables` takes only --env and -o; it lists the variables, it evaluates nothing"
-        )?;
-        return Ok(Exit::Usage);
+        return Err(Fail::usage("`oomwarden eval variables` takes only --env and -o; it lists the variables, it evaluates nothing").into());
     }
     let wanted = args.env.map(|e| match e {
         EnvArg::Trigger => Env::Trigger,

@@ -19,7 +19,7 @@ use oomwarden_model::{ActionRecord, OomConstraint, Outcome, RecordKind, TriggerC
 use serde::Serialize;
 
 use crate::commands::actions::StateArgs;
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 use crate::human;
 
 /// Arguments of `oomwarden explain`.
@@ -123,24 +123,19 @@ struct Around {
     after: Vec<ActionRecord>,
 }
 
-pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let dir = args.state.dir()?;
     let records = match load(&dir) {
         Ok(r) => r,
         Err(e) => {
-            writeln!(err, "oomwarden: {e:#}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("oomwarden: {e:#}")).into());
         }
     };
     let Some(record) = find(&records, &args.what) else {
-        writeln!(
-            err,
-            "oomwarden: no record names {:?} ({} records in {}; give a record's id, NAMESPACE/POD or a pod UID)",
+        return Err(Fail::failure(format!("oomwarden: no record names {:?} ({} records in {}; give a record's id, NAMESPACE/POD or a pod UID)",
             args.what,
             records.len(),
-            dir.join(history::FILE_NAME).display()
-        )?;
-        return Ok(Exit::Failure);
+            dir.join(history::FILE_NAME).display())).into());
     };
     if args.output.is_table() {
         // Names anyone on the node may have chosen: no control character is printed.

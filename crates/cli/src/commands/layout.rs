@@ -42,15 +42,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         cgroups,
         layout,
         why,
-    } = match node_and_layout(
+    } = node_and_layout(
         &args.node,
         &args.proc_root,
         &args.layout.to_overrides(),
         err,
-    )? {
-        Ok(v) => v,
-        Err(exit) => return Ok(exit),
-    };
+    )?;
     if args.definition {
         writeln!(
             out,

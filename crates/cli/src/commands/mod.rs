@@ -196,7 +196,7 @@ pub(crate) fn tree_note(root: &std::path::Path) -> String {
 }
 
 /// The settings (configuration file and overrides) and the layout of the node under
-/// `--cgroup-root`, or the exit after printing why not. Every command that reads the node
+/// `--cgroup-root`, or why not (a [`Fail`](crate::exit::Fail) with its exit code). Every command that reads the node
 /// (`run`, `record`, `top`, `layout`) says first, the same way and with exit 3, when the host
 /// cannot be used at all (no cgroup v2, no memory controller, no PSI); then an invalid
 /// configuration or a tree that matches no layout (exit 1); and a layout given by hand whose
@@ -206,26 +206,20 @@ pub(crate) fn node_and_layout(
     proc_root: &std::path::Path,
     overrides: &Overrides,
     err: &mut impl std::io::Write,
-) -> anyhow::Result<Result<NodeSetup, crate::exit::Exit>> {
+) -> anyhow::Result<NodeSetup> {
+    use crate::exit::Fail;
     let cgroups = oomwarden_cgroupfs::CgroupFs::new(&node.cgroup_root);
     if let Err(e) = oomwarden_node::check_host(&cgroups, &oomwarden_procfs::ProcFs::new(proc_root))
     {
-        writeln!(err, "{}", host_diagnosis(&e))?;
-        return Ok(Err(crate::exit::Exit::Unsupported));
+        return Err(Fail::unsupported(host_diagnosis(&e)).into());
     }
     let settings = match oomwarden_node::load_settings(node.config.as_deref(), overrides) {
         Ok(s) => s,
-        Err(e) => {
-            writeln!(err, "{e}")?;
-            return Ok(Err(crate::exit::Exit::Failure));
-        }
+        Err(e) => return Err(Fail::failure(e.to_string()).into()),
     };
     let (layout, why) = match oomwarden_node::resolve_layout(&settings, &cgroups) {
         Ok(v) => v,
-        Err(e) => {
-            writeln!(err, "{e}")?;
-            return Ok(Err(crate::exit::Exit::Failure));
-        }
+        Err(e) => return Err(Fail::failure(e.to_string()).into()),
     };
     if !matches!(
         settings.warden.layout,
@@ -234,13 +228,12 @@ pub(crate) fn node_and_layout(
         let (missing, total) = oomwarden_collect::missing_dirs(&layout, &cgroups);
         let root = node.cgroup_root.display();
         if !missing.is_empty() && missing.len() == total {
-            writeln!(
-                err,
+            return Err(Fail::failure(format!(
                 "oomwarden: the {} layout does not fit the cgroup tree at {root}: none of its cgroups exists ({}); check --cgroup-root and the layout (`oomwarden layout` without --layout detects it)",
                 layout.name,
                 missing.join(", ")
-            )?;
-            return Ok(Err(crate::exit::Exit::Failure));
+            ))
+            .into());
         }
         if !missing.is_empty() {
             writeln!(
@@ -251,12 +244,12 @@ pub(crate) fn node_and_layout(
             )?;
         }
     }
-    Ok(Ok(NodeSetup {
+    Ok(NodeSetup {
         settings,
         cgroups,
         layout,
         why,
-    }))
+    })
 }
 
 /// The one line every command that reads the node prints when this host cannot be used.

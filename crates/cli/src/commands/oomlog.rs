@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use oomwarden_oomlog::{OomEvent, OomKind, parse};
 
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Where the live kernel log is read from.
 const KMSG: &str = "/dev/kmsg";
@@ -23,23 +23,18 @@ pub(crate) struct Args {
     output: crate::output::OutputArgs,
 }
 
-pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let (text, live) = match &args.file {
         Some(path) => match read_bytes(path) {
             Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), false),
             Err(e) => {
-                writeln!(err, "oomwarden: {e:#}")?;
-                return Ok(Exit::Failure);
+                return Err(Fail::failure(format!("oomwarden: {e:#}")).into());
             }
         },
         None => match read_kmsg(Path::new(KMSG)) {
             Ok(text) => (text, true),
             Err(e) => {
-                writeln!(
-                    err,
-                    "oomwarden: {e:#}\nhint: run as root, or save the log and pass it: journalctl -k > kernel.log; oomwarden oomlog kernel.log"
-                )?;
-                return Ok(Exit::Failure);
+                return Err(Fail::failure(format!("oomwarden: {e:#}\nhint: run as root, or save the log and pass it: journalctl -k > kernel.log; oomwarden oomlog kernel.log")).into());
             }
         },
     };

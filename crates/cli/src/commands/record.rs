@@ -17,7 +17,7 @@ use oomwarden_procfs::ProcFs;
 use oomwarden_recording::{Meta, Recorder, Tap, Wakeup};
 
 use crate::commands::{NodeArgs, RecordOverrideArgs, node_and_layout};
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Arguments of `oomwarden record`.
 #[derive(Debug, clap::Args)]
@@ -77,15 +77,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     if args.from_daemon {
         return from_daemon(args, out, err);
     }
-    let setup = match node_and_layout(
+    let setup = node_and_layout(
         &args.node,
         &args.proc_root,
         &args.overrides.to_overrides(),
         err,
-    )? {
-        Ok(setup) => setup,
-        Err(exit) => return Ok(exit),
-    };
+    )?;
     // Absolute, whatever the command line said: the recording's reads and its roots must
     // name the same paths wherever it is replayed.
     let cgroup_root = std::path::absolute(&args.node.cgroup_root)?;
@@ -194,12 +191,11 @@ fn from_daemon(args: &Args, _out: &mut impl Write, err: &mut impl Write) -> anyh
     let answer = match api::request(&dir, "recording") {
         Ok(a) => a,
         Err(e) => {
-            writeln!(
-                err,
+            return Err(Fail::failure(format!(
                 "oomwarden: cannot reach the daemon at {}: {e}",
                 dir.join(api::SOCKET_NAME).display()
-            )?;
-            return Ok(Exit::Failure);
+            ))
+            .into());
         }
     };
     let value: serde_json::Value = serde_json::from_str(&answer)
@@ -222,20 +218,14 @@ fn from_daemon(args: &Args, _out: &mut impl Write, err: &mut impl Write) -> anyh
             )?;
             Ok(Exit::Ok)
         }
-        (None, Some(e)) => {
-            writeln!(
-                err,
-                "oomwarden: the daemon says: {}",
-                e.as_str().unwrap_or("?")
-            )?;
-            Ok(Exit::Failure)
-        }
-        (None, None) => {
-            writeln!(
-                err,
-                "oomwarden: unexpected answer from the daemon: {answer}"
-            )?;
-            Ok(Exit::Failure)
-        }
+        (None, Some(e)) => Err(Fail::failure(format!(
+            "oomwarden: the daemon says: {}",
+            e.as_str().unwrap_or("?")
+        ))
+        .into()),
+        (None, None) => Err(Fail::failure(format!(
+            "oomwarden: unexpected answer from the daemon: {answer}"
+        ))
+        .into()),
     }
 }

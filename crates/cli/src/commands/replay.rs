@@ -18,7 +18,7 @@ use oomwarden_recording::{Recording, parse};
 use serde::Serialize;
 
 use crate::commands::builtin;
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -145,18 +145,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Ok);
     }
     if args.file.is_none() && args.builtin.is_none() {
-        writeln!(
-            err,
-            "oomwarden replay: give a recording FILE (made by `oomwarden record` or `run --record`, or a flight-recorder window), or replay one shipped with oomwarden: --builtin {} (--list-builtins says what each is)",
-            builtin::names().join("|")
-        )?;
-        return Ok(Exit::Usage);
+        return Err(Fail::usage(format!("oomwarden replay: give a recording FILE (made by `oomwarden record` or `run --record`, or a flight-recorder window), or replay one shipped with oomwarden: --builtin {} (--list-builtins says what each is)",
+            builtin::names().join("|"))).into());
     }
     // The pictures' paths and formats are checked before any work.
     for path in &args.plot {
         if let Err(e) = oomwarden_plot::check_output(path) {
-            writeln!(err, "oomwarden: {e}")?;
-            return Ok(Exit::Usage);
+            return Err(Fail::usage(format!("oomwarden: {e}")).into());
         }
     }
     let (name, recording) = match load_recording(args) {
@@ -171,15 +166,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             (name, recording)
         }
         Err(e) => {
-            writeln!(err, "oomwarden: {e:#}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("oomwarden: {e:#}")).into());
         }
     };
     let configs = match configs(args, &recording) {
         Ok(c) => c,
         Err(e) => {
-            writeln!(err, "{e:#}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("{e:#}")).into());
         }
     };
     let mut replays = Vec::new();
@@ -187,8 +180,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let (layout, warning) = match replay::layout_for(&recording, &c.settings) {
             Ok(l) => l,
             Err(e) => {
-                writeln!(err, "oomwarden: {}: {e}", c.name)?;
-                return Ok(Exit::Failure);
+                return Err(Fail::failure(format!("oomwarden: {}: {e}", c.name)).into());
             }
         };
         if let Some(w) = warning {
@@ -205,13 +197,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     // as "the trigger never fired", exit 0).
     for (c, r) in configs.iter().zip(&replays) {
         if let Some(why) = &r.mismatch {
-            writeln!(
-                err,
-                "oomwarden: {name}: the replay under {} does not read what the recording holds: {}; no decision of it would describe the node",
+            return Err(Fail::failure(format!("oomwarden: {name}: the replay under {} does not read what the recording holds: {}; no decision of it would describe the node",
                 c.name,
-                crate::terminal::clean(why)
-            )?;
-            return Ok(Exit::Failure);
+                crate::terminal::clean(why))).into());
         }
     }
     let start = recording.cycles.first().map_or(0, |c| c.at_ns);
@@ -225,15 +213,18 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     for path in &args.plot {
         let timeline = timeline(&name, &recording, &configs, &replays, start);
         if let Err(e) = oomwarden_plot::render(&timeline, path) {
-            writeln!(err, "oomwarden: {e}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("oomwarden: {e}")).into());
         }
         writeln!(err, "drew {}", path.display())?;
     }
     let verdict = match &args.check_against {
         Some(actions) => match replays.first() {
-            Some(first) => check_against(actions, &recording, first, out, err)?,
-            None => Exit::Failure,
+            Some(first) => check_against(actions, &recording, first, out)?,
+            None => {
+                return Err(
+                    Fail::failure("oomwarden: no configuration was replayed to check").into(),
+                );
+            }
         },
         None => Exit::Ok,
     };
@@ -962,7 +953,6 @@ fn check_against(
     recording: &Recording,
     replay: &Replay,
     out: &mut impl Write,
-    err: &mut impl Write,
 ) -> anyhow::Result<Exit> {
     let text = crate::commands::read_input(path)?;
     let (first, last) = match (recording.cycles.first(), recording.cycles.last()) {
@@ -1011,7 +1001,7 @@ fn check_against(
         )?;
         return Ok(Exit::Ok);
     }
-    writeln!(err, "the replay differs from the daemon's records:")?;
+    let mut lines = vec!["the replay differs from the daemon's records:".to_owned()];
     let n = want.len().max(got.len());
     for i in 0..n {
         let (w, g) = (want.get(i), got.get(i));
@@ -1021,19 +1011,18 @@ fn check_against(
                     format!("{t} {o} {} score {s}", v.as_deref().unwrap_or("-"))
                 })
             };
-            writeln!(err, "  #{i}: daemon {} / replay {}", show(w), show(g))?;
+            lines.push(format!("  #{i}: daemon {} / replay {}", show(w), show(g)));
             if let (Some(w), Some(g)) = (w, g)
                 && w.4 != g.4
             {
-                writeln!(
-                    err,
+                lines.push(format!(
                     "      contexts differ:\n      daemon {}\n      replay {}",
                     w.4, g.4
-                )?;
+                ));
             }
         }
     }
-    Ok(Exit::Failure)
+    Err(Fail::failure(lines.join("\n")).into())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use oomwarden_actuate::{CommandHooks, LinuxActuator};
 use oomwarden_daemon::{RunError, RunOptions};
 
 use crate::commands::{NodeArgs, OverrideArgs};
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -63,14 +63,9 @@ fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
     result.map_err(|e| format!("cannot install the logger: {e}"))
 }
 
-pub(crate) fn run(
-    args: &Args,
-    _out: &mut impl Write,
-    err: &mut impl Write,
-) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, _out: &mut impl Write) -> anyhow::Result<Exit> {
     if let Err(e) = init_logging(args.log_format, &args.log_level) {
-        writeln!(err, "{e}")?;
-        return Ok(Exit::Usage);
+        return Err(Fail::usage(format!("{e}")).into());
     }
     let options = RunOptions {
         config_file: args.node.config.clone(),
@@ -86,13 +81,10 @@ pub(crate) fn run(
         Box::new(CommandHooks::new()),
     ) {
         Ok(()) => Ok(Exit::Ok),
-        Err(e @ RunError::Setup(oomwarden_node::SetupError::Host(_))) => {
-            writeln!(err, "oomwarden: this host cannot run the OOM handler: {e}")?;
-            Ok(Exit::Unsupported)
-        }
-        Err(e) => {
-            writeln!(err, "oomwarden: {e}")?;
-            Ok(Exit::Failure)
-        }
+        Err(e @ RunError::Setup(oomwarden_node::SetupError::Host(_))) => Err(Fail::unsupported(
+            format!("oomwarden: this host cannot run the OOM handler: {e}"),
+        )
+        .into()),
+        Err(e) => Err(Fail::failure(format!("oomwarden: {e}")).into()),
     }
 }

@@ -13,7 +13,7 @@ use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
 use crate::commands::read_input;
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 
 /// Arguments of `oomwarden score`.
 #[derive(Debug, clap::Args)]
@@ -75,7 +75,7 @@ fn parse_gates(text: &str) -> Result<FeatureGates, String> {
     clippy::too_many_lines,
     reason = "one report per pod printed as text or JSON from the same locals; to be split with the one CLI grammar of issue 18"
 )]
-pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let (capacity, source) = match args.node_memory {
         Some(m) => (m, "--node-memory"),
         None => match ProcFs::new("/proc").node_memory() {
@@ -84,11 +84,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 "this machine's MemTotal",
             ),
             Err(e) => {
-                writeln!(
-                    err,
+                return Err(Fail::failure(format!(
                     "oomwarden: {e}; give the node's memory with --node-memory"
-                )?;
-                return Ok(Exit::Failure);
+                ))
+                .into());
             }
         },
     };
@@ -98,37 +97,33 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         node_allocatable: args.node_allocatable.unwrap_or(capacity),
     });
     let mut scores: Vec<PodScore> = Vec::new();
-    let mut failed = false;
+    // Every file's and pod's problem is said, then the command fails.
+    let mut problems = Vec::new();
     for file in &args.files {
         let name = file.display();
         let text = match read_input(file) {
             Ok(t) => t,
             Err(e) => {
-                writeln!(err, "oomwarden: {e:#}")?;
-                failed = true;
+                problems.push(format!("oomwarden: {e:#}"));
                 continue;
             }
         };
         let pods = match parse_pods(&text) {
             Ok(p) => p,
             Err(e) => {
-                writeln!(err, "{name}: {e}")?;
-                failed = true;
+                problems.push(format!("{name}: {e}"));
                 continue;
             }
         };
         for pod in &pods {
             match score_with_qos(pod, capacity, args.feature_gates, memory_qos) {
                 Ok(s) => scores.push(s),
-                Err(e) => {
-                    writeln!(err, "{name}: pod {}: {e}", pod.metadata.name)?;
-                    failed = true;
-                }
+                Err(e) => problems.push(format!("{name}: pod {}: {e}", pod.metadata.name)),
             }
         }
     }
-    if failed {
-        return Ok(Exit::Failure);
+    if !problems.is_empty() {
+        return Err(Fail::failure(problems.join("\n")).into());
     }
     if !args.output.is_table() {
         let doc = json!({

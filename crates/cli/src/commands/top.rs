@@ -19,7 +19,7 @@ use oomwarden_procfs::ProcFs;
 use serde::Serialize;
 
 use crate::commands::{LayoutArg, NodeArgs, NodeSetup, node_and_layout, read_input};
-use crate::exit::Exit;
+use crate::exit::{Exit, Fail};
 use crate::output::OutputArgs;
 
 /// Arguments of `oomwarden top`.
@@ -233,21 +233,17 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         cgroups,
         layout,
         why,
-    } = match node_and_layout(
+    } = node_and_layout(
         &args.node,
         &args.proc_root,
         &args.layout.to_overrides(),
         err,
-    )? {
-        Ok(v) => v,
-        Err(exit) => return Ok(exit),
-    };
+    )?;
     let proc = ProcFs::new(&args.proc_root);
     let meminfo = match proc.meminfo() {
         Ok(m) => m,
         Err(e) => {
-            writeln!(err, "oomwarden: {e}")?;
-            return Ok(Exit::Failure);
+            return Err(Fail::failure(format!("oomwarden: {e}")).into());
         }
     };
     let layout_name = layout.name.clone();
@@ -330,15 +326,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         let text = match read_input(file) {
             Ok(t) => t,
             Err(e) => {
-                writeln!(err, "oomwarden: {e:#}")?;
-                return Ok(Exit::Failure);
+                return Err(Fail::failure(format!("oomwarden: {e:#}")).into());
             }
         };
         let pods = match parse_pods(&text) {
             Ok(p) => p,
             Err(e) => {
-                writeln!(err, "{}: {e}", file.display())?;
-                return Ok(Exit::Failure);
+                return Err(Fail::failure(format!("{}: {e}", file.display())).into());
             }
         };
         let capacity = i64::try_from(inputs.mem_total).unwrap_or(i64::MAX);
@@ -347,8 +341,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             let s = match score(p, capacity, FeatureGates::default()) {
                 Ok(s) => s,
                 Err(e) => {
-                    writeln!(err, "{}: pod {}: {e}", file.display(), p.metadata.name)?;
-                    return Ok(Exit::Failure);
+                    return Err(Fail::failure(format!(
+                        "{}: pod {}: {e}",
+                        file.display(),
+                        p.metadata.name
+                    ))
+                    .into());
                 }
             };
             let row = s.pod_uid.as_ref().and_then(|uid| {

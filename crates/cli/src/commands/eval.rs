@@ -179,7 +179,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
                     ExprKind::Ranking => s.oom.ranking.source().to_owned(),
                 },
                 Err(errors) => {
-                    return Err(Fail::failure(format!("{errors}")).into());
+                    return Err(Fail::failure(errors.to_string()).into());
                 }
             }
         }

@@ -4,8 +4,8 @@
 use std::io::Write;
 
 use oomwarden_collect::Collector;
-use oomwarden_model::Limit;
-use oomwarden_policy::rank_with;
+use oomwarden_model::{CandidateSample, Identities, Limit, MetricsSample, PodIdentity};
+use oomwarden_policy::{Verdict, rank_with};
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
 
@@ -32,10 +32,6 @@ pub(crate) struct Args {
     layout: LayoutArg,
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one report (tree, layout, subtrees, candidates) printed as a table or data from the same locals"
-)]
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
     let NodeSetup {
         settings,
@@ -68,21 +64,51 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_node::identity_config(
         &settings.warden.container_runtime,
     ));
-    let pod_of = |dir: &str| {
-        oomwarden_kube::decode_cgroup_path(dir)
-            .pod_uid
-            .and_then(|uid| identities.pod(&uid).cloned())
-    };
     let ranking = rank_with(&settings.oom.ranking, &candidates, &identities);
-    let verdicts = ranking.verdicts(candidates.len());
-    let verdict = |i: usize| {
-        verdicts
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| ranking.verdict(i))
+    let listed = ranking.verdicts(candidates.len());
+    let verdicts: Vec<Verdict> = (0..candidates.len())
+        .map(|i| listed.get(i).cloned().unwrap_or_else(|| ranking.verdict(i)))
+        .collect();
+    let report = Report {
+        name: &name,
+        why: &why,
+        sample: &sample,
+        candidates: &candidates,
+        verdicts: &verdicts,
+        identities: &identities,
     };
     if !args.output.is_table() {
-        let metrics: Vec<_> = sample
+        args.output
+            .structured(&report.data(&args.node.cgroup_root), out)?;
+        return Ok(Exit::Ok);
+    }
+    report.print(&args.node.cgroup_root, args.output.is_wide(), out)?;
+    Ok(Exit::Ok)
+}
+
+/// What `oomwarden layout` shows: the layout, its subtrees, its candidates as ranked.
+struct Report<'a> {
+    name: &'a str,
+    why: &'a str,
+    sample: &'a MetricsSample,
+    candidates: &'a [CandidateSample],
+    /// One per candidate, in the same order.
+    verdicts: &'a [Verdict],
+    identities: &'a Identities,
+}
+
+impl Report<'_> {
+    /// The pod a cgroup belongs to, when known.
+    fn pod_of(&self, dir: &str) -> Option<PodIdentity> {
+        oomwarden_kube::decode_cgroup_path(dir)
+            .pod_uid
+            .and_then(|uid| self.identities.pod(&uid).cloned())
+    }
+
+    /// The report as data (`-o json|yaml`).
+    fn data(&self, cgroup_root: &std::path::Path) -> serde_json::Value {
+        let metrics: Vec<_> = self
+            .sample
             .subtrees
             .iter()
             .map(|s| {
@@ -90,13 +116,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                        "class": s.class.map(|c| c.name())})
             })
             .collect();
-        let cands: Vec<_> = candidates
+        let cands: Vec<_> = self
+            .candidates
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let v = verdict(i);
+            .zip(self.verdicts)
+            .map(|(c, v)| {
                 let (score, eligible, reason) = (v.score(), v.eligible(), v.reason());
-                let pod = pod_of(&c.dir);
+                let pod = self.pod_of(&c.dir);
                 json!({
                     "cgroup": c.dir, "path": oomwarden_cgroupfs::node_path(&c.dir),
                     "class": c.class.name(),
@@ -109,52 +135,70 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                 })
             })
             .collect();
-        let doc = json!({
-            "layout": name, "reason": why,
-            "cgroupRoot": args.node.cgroup_root.display().to_string(),
+        json!({
+            "layout": self.name, "reason": self.why,
+            "cgroupRoot": cgroup_root.display().to_string(),
             "metrics": metrics, "candidates": cands,
-        });
-        args.output.structured(&doc, out)?;
-        return Ok(Exit::Ok);
+        })
     }
-    let wide = args.output.is_wide();
-    writeln!(out, "layout: {name} ({why})")?;
-    writeln!(out, "{}", super::tree_note(&args.node.cgroup_root))?;
-    writeln!(out, "\nmetrics, summed per class:")?;
-    writeln!(out, "  {:<11} CGROUP", "CLASS")?;
-    for s in &sample.subtrees {
+
+    /// The report as tables (`wide`: with each candidate's `memory.max`).
+    fn print(
+        &self,
+        cgroup_root: &std::path::Path,
+        wide: bool,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        writeln!(out, "layout: {} ({})", self.name, self.why)?;
+        writeln!(out, "{}", super::tree_note(cgroup_root))?;
+        writeln!(out, "\nmetrics, summed per class:")?;
+        writeln!(out, "  {:<11} CGROUP", "CLASS")?;
+        for s in &self.sample.subtrees {
+            writeln!(
+                out,
+                "  {:<11} {}",
+                s.class.map_or("(node)", |c| c.name()),
+                if s.dir.is_empty() { "/" } else { &s.dir }
+            )?;
+        }
+        writeln!(out, "\nkill candidates, in class order:")?;
         writeln!(
             out,
-            "  {:<11} {}",
-            s.class.map_or("(node)", |c| c.name()),
-            if s.dir.is_empty() { "/" } else { &s.dir }
+            "  {:<11} {:>10} {}{:>12} {:<9} {:<36} CGROUP",
+            "CLASS",
+            "MEMORY",
+            if wide {
+                format!("{:>10} ", "MAX")
+            } else {
+                String::new()
+            },
+            "SCORE",
+            "ELIGIBLE",
+            "POD UID"
         )?;
+        let mut order: Vec<(&CandidateSample, &Verdict)> =
+            self.candidates.iter().zip(self.verdicts).collect();
+        order.sort_by_key(|(c, _)| (c.class, c.dir.clone()));
+        for (c, v) in order {
+            self.print_candidate(c, v, wide, out)?;
+        }
+        Ok(())
     }
-    writeln!(out, "\nkill candidates, in class order:")?;
-    writeln!(
-        out,
-        "  {:<11} {:>10} {}{:>12} {:<9} {:<36} CGROUP",
-        "CLASS",
-        "MEMORY",
-        if wide {
-            format!("{:>10} ", "MAX")
-        } else {
-            String::new()
-        },
-        "SCORE",
-        "ELIGIBLE",
-        "POD UID"
-    )?;
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by_key(|i| candidates.get(*i).map(|c| (c.class, c.dir.clone())));
-    for i in order {
-        let Some(c) = candidates.get(i) else { continue };
-        let v = verdict(i);
+
+    fn print_candidate(
+        &self,
+        c: &CandidateSample,
+        v: &Verdict,
+        wide: bool,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
         let (score, eligible, reason) = (v.score(), v.eligible(), v.reason());
         let uid = oomwarden_kube::decode_cgroup_path(&c.dir)
             .pod_uid
             .unwrap_or_else(|| "-".to_owned());
-        let pod = pod_of(&c.dir).map_or_else(String::new, |p| format!(" ({})", p.qualified_name()));
+        let pod = self
+            .pod_of(&c.dir)
+            .map_or_else(String::new, |p| format!(" ({})", p.qualified_name()));
         let max = match c.memory.max {
             Some(Limit::Max) => "max".to_owned(),
             Some(Limit::Bytes(b)) => human::bytes(b),
@@ -180,7 +224,6 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             } else {
                 format!("  ({reason})")
             },
-        )?;
+        )
     }
-    Ok(Exit::Ok)
 }

@@ -65,7 +65,7 @@ fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
 
 pub(crate) fn run(args: &Args, _out: &mut impl Write) -> anyhow::Result<Exit> {
     if let Err(e) = init_logging(args.log_format, &args.log_level) {
-        return Err(Fail::usage(format!("{e}")).into());
+        return Err(Fail::usage(e.to_string()).into());
     }
     let options = RunOptions {
         config_file: args.node.config.clone(),

@@ -71,10 +71,6 @@ fn parse_gates(text: &str) -> Result<FeatureGates, String> {
     FeatureGates::parse(text).map_err(|e| e.to_string())
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one report per pod printed as text or JSON from the same locals; to be split with the one CLI grammar of issue 18"
-)]
 pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     let (capacity, source) = match args.node_memory {
         Some(m) => (m, "--node-memory"),
@@ -96,8 +92,45 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
         tiered_reservation: args.memory_reservation_policy == "TieredReservation",
         node_allocatable: args.node_allocatable.unwrap_or(capacity),
     });
+    let scores = score_files(args, capacity, memory_qos)?;
+    if !args.output.is_table() {
+        let doc = json!({
+            "nodeMemoryBytes": capacity,
+            "featureGates": {"PodLevelResources": args.feature_gates.pod_level_resources},
+            "memoryQoS": memory_qos.map(|m| json!({
+                "memoryThrottlingFactor": m.throttling_factor,
+                "memoryReservationPolicy": args.memory_reservation_policy,
+                "nodeAllocatableBytes": m.node_allocatable,
+            })),
+            "pods": scores,
+        });
+        args.output.structured(&doc, out)?;
+        return Ok(Exit::Ok);
+    }
+    writeln!(
+        out,
+        "node memory: {} ({source})",
+        size(i128::from(capacity))
+    )?;
+    for s in &scores {
+        print_pod(s, out)?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// Sizes for people; a negative or too large a size as its number.
+fn size(b: i128) -> String {
+    u64::try_from(b).map_or_else(|_| b.to_string(), crate::human::bytes)
+}
+
+/// Every pod of every file, scored; every file's and pod's problem is said, then the command
+/// fails.
+fn score_files(
+    args: &Args,
+    capacity: i64,
+    memory_qos: Option<MemoryQos>,
+) -> anyhow::Result<Vec<PodScore>> {
     let mut scores: Vec<PodScore> = Vec::new();
-    // Every file's and pod's problem is said, then the command fails.
     let mut problems = Vec::new();
     for file in &args.files {
         let name = file.display();
@@ -122,82 +155,66 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
             }
         }
     }
-    if !problems.is_empty() {
-        return Err(Fail::failure(problems.join("\n")).into());
+    if problems.is_empty() {
+        Ok(scores)
+    } else {
+        Err(Fail::failure(problems.join("\n")).into())
     }
-    if !args.output.is_table() {
-        let doc = json!({
-            "nodeMemoryBytes": capacity,
-            "featureGates": {"PodLevelResources": args.feature_gates.pod_level_resources},
-            "memoryQoS": memory_qos.map(|m| json!({
-                "memoryThrottlingFactor": m.throttling_factor,
-                "memoryReservationPolicy": args.memory_reservation_policy,
-                "nodeAllocatableBytes": m.node_allocatable,
-            })),
-            "pods": scores,
-        });
-        args.output.structured(&doc, out)?;
-        return Ok(Exit::Ok);
-    }
-    let size = |b: i128| u64::try_from(b).map_or_else(|_| b.to_string(), crate::human::bytes);
+}
+
+/// One pod's report: its class, its cgroup's limit, the ranking's verdict, its containers.
+fn print_pod(s: &PodScore, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(out)?;
     writeln!(
         out,
-        "node memory: {} ({source})",
-        size(i128::from(capacity))
+        "{} {:?}{}{}",
+        s.pod,
+        s.qos_class,
+        if s.qos_from_status {
+            " (status.qosClass)"
+        } else {
+            ""
+        },
+        if s.node_critical {
+            ", node-critical"
+        } else {
+            ""
+        },
     )?;
-    for s in &scores {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{} {:?}{}{}",
-            s.pod,
-            s.qos_class,
-            if s.qos_from_status {
-                " (status.qosClass)"
-            } else {
-                ""
-            },
-            if s.node_critical {
-                ", node-critical"
-            } else {
-                ""
-            },
-        )?;
-        writeln!(
-            out,
-            "  pod cgroup memory.max: {}",
-            s.pod_memory_max_bytes
-                .map_or_else(|| "max (unlimited)".to_owned(), size)
-        )?;
-        writeln!(
-            out,
-            "  oomwarden default ranking can kill it: {}",
-            s.oom_handler_reason
-        )?;
-        if let Some(q) = &s.memory_qos {
-            writeln!(out, "  pod cgroup MemoryQoS: {}", qos_text(q))?;
-        }
+    writeln!(
+        out,
+        "  pod cgroup memory.max: {}",
+        s.pod_memory_max_bytes
+            .map_or_else(|| "max (unlimited)".to_owned(), size)
+    )?;
+    writeln!(
+        out,
+        "  oomwarden default ranking can kill it: {}",
+        s.oom_handler_reason
+    )?;
+    if let Some(q) = &s.memory_qos {
+        writeln!(out, "  pod cgroup MemoryQoS: {}", qos_text(q))?;
+    }
+    writeln!(
+        out,
+        "  {:<24} {:<8} {:>16} {:>16} {:>13}",
+        "CONTAINER", "KIND", "MEMORY REQUEST", "MEMORY LIMIT", "OOM_SCORE_ADJ"
+    )?;
+    for c in &s.containers {
         writeln!(
             out,
             "  {:<24} {:<8} {:>16} {:>16} {:>13}",
-            "CONTAINER", "KIND", "MEMORY REQUEST", "MEMORY LIMIT", "OOM_SCORE_ADJ"
+            c.name,
+            format!("{:?}", c.kind).to_lowercase(),
+            size(c.memory_request_bytes),
+            c.memory_limit_bytes.map_or_else(|| "-".to_owned(), size),
+            c.oom_score_adj
         )?;
-        for c in &s.containers {
-            writeln!(
-                out,
-                "  {:<24} {:<8} {:>16} {:>16} {:>13}",
-                c.name,
-                format!("{:?}", c.kind).to_lowercase(),
-                size(c.memory_request_bytes),
-                c.memory_limit_bytes.map_or_else(|| "-".to_owned(), size),
-                c.oom_score_adj
-            )?;
-            if let Some(q) = &c.memory_qos {
-                writeln!(out, "  {:<24} MemoryQoS: {}", "", qos_text(q))?;
-            }
+        if let Some(q) = &c.memory_qos {
+            writeln!(out, "  {:<24} MemoryQoS: {}", "", qos_text(q))?;
         }
     }
-    Ok(Exit::Ok)
+    Ok(())
 }
 
 fn qos_text(q: &MemoryQosValues) -> String {

@@ -223,10 +223,6 @@ fn read_row(cgroups: &CgroupFs, dir: &str, kind: RowKind, class: Option<&'static
     row
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "the report's sections (rows, node view, pods) share their locals"
-)]
 pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
     let NodeSetup {
         settings,
@@ -240,12 +236,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         err,
     )?;
     let proc = ProcFs::new(&args.proc_root);
-    let meminfo = match proc.meminfo() {
-        Ok(m) => m,
-        Err(e) => {
-            return Err(Fail::failure(format!("oomwarden: {e}")).into());
-        }
-    };
+    let meminfo = proc
+        .meminfo()
+        .map_err(|e| Fail::failure(format!("oomwarden: {e}")))?;
     let layout_name = layout.name.clone();
     let collector = Collector::new(cgroups.clone(), proc.clone(), layout, None);
     let (sample, problems) = collector.metrics(0);
@@ -258,46 +251,14 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         &settings.warden.container_runtime,
     ));
     let ranking = rank_with(&settings.oom.ranking, &candidates, &identities);
-
-    // Rows: the node, the class subtrees, the candidates (once each), their containers.
-    let mut rows = vec![read_row(&cgroups, "", RowKind::Node, None)];
-    for s in sample.subtrees.iter().filter(|s| !s.dir.is_empty()) {
-        if candidates.iter().any(|c| c.dir == s.dir) {
-            continue;
-        }
-        rows.push(read_row(
-            &cgroups,
-            &s.dir,
-            RowKind::Class,
-            s.class.map(|c| c.name()),
-        ));
-    }
-    for (c, verdict) in candidates.iter().zip(ranking.verdicts(candidates.len())) {
-        let (score, eligible, reason) = (verdict.score(), verdict.eligible(), verdict.reason());
-        let mut row = read_row(&cgroups, &c.dir, RowKind::Candidate, Some(c.class.name()));
-        row.oom_handler_may_kill = Some(eligible);
-        row.score = score;
-        row.reason = Some(reason);
-        rows.push(row);
-        if args.containers {
-            for child in cgroups.children(&c.dir).unwrap_or_default() {
-                let dir = oomwarden_cgroupfs::join(&c.dir, &child);
-                rows.push(read_row(
-                    &cgroups,
-                    &dir,
-                    RowKind::Container,
-                    Some(c.class.name()),
-                ));
-            }
-        }
-    }
-
-    for row in &mut rows {
-        if let Some(pod) = row.pod_uid.as_deref().and_then(|uid| identities.pod(uid)) {
-            row.namespace = Some(pod.namespace.clone());
-            row.pod_name = Some(pod.name.clone());
-        }
-    }
+    let rows = cgroup_rows(
+        &cgroups,
+        &sample,
+        &candidates,
+        &ranking,
+        &identities,
+        args.containers,
+    );
 
     // The node from both sides.
     let root = rows.first().cloned().unwrap_or_default();
@@ -320,72 +281,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let view = NodeView::compute(&inputs, args.eviction_hard.0);
 
     // With --pods: join by UID and rank as the eviction manager would.
-    let mut pods_out = Vec::new();
-    let mut not_here = 0;
-    if let Some(file) = &args.pods {
-        let text = match read_input(file) {
-            Ok(t) => t,
-            Err(e) => {
-                return Err(Fail::failure(format!("oomwarden: {e:#}")).into());
-            }
-        };
-        let pods = match parse_pods(&text) {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(Fail::failure(format!("{}: {e}", file.display())).into());
-            }
-        };
-        let capacity = i64::try_from(inputs.mem_total).unwrap_or(i64::MAX);
-        let mut joined = Vec::new();
-        for p in &pods {
-            let s = match score(p, capacity, FeatureGates::default()) {
-                Ok(s) => s,
-                Err(e) => {
-                    return Err(Fail::failure(format!(
-                        "{}: pod {}: {e}",
-                        file.display(),
-                        p.metadata.name
-                    ))
-                    .into());
-                }
-            };
-            let row = s.pod_uid.as_ref().and_then(|uid| {
-                rows.iter()
-                    .find(|r| r.kind == RowKind::Candidate && r.pod_uid.as_ref() == Some(uid))
-            });
-            match row {
-                Some(r) => joined.push((s, r.working_set_bytes)),
-                None => not_here += 1,
-            }
-        }
-        let inputs: Vec<EvictionInput> = joined
-            .iter()
-            .map(|(s, ws)| EvictionInput {
-                usage: *ws,
-                // Requests are never negative; one past u64 compares as the largest.
-                request: u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX),
-                priority: s.priority,
-                critical: s.critical,
-            })
-            .collect();
-        let order = eviction_order(&inputs);
-        for (i, (s, ws)) in joined.iter().enumerate() {
-            let rank = order.iter().position(|j| *j == i).map(|r| r + 1);
-            let request = u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX);
-            pods_out.push(PodRow {
-                pod: s.pod.clone(),
-                pod_uid: s.pod_uid.clone(),
-                qos_class: s.qos_class,
-                working_set_bytes: *ws,
-                request_bytes: s.memory_request_bytes,
-                exceeds_request: ws.map(|w| w > request),
-                priority: s.priority,
-                critical: s.critical,
-                eviction_rank: rank,
-            });
-        }
-        pods_out.sort_by_key(|p| p.eviction_rank.unwrap_or(usize::MAX));
-    }
+    let (pods_out, not_here) = match &args.pods {
+        Some(file) => eviction_rows(file, inputs.mem_total, &rows)?,
+        None => (Vec::new(), 0),
+    };
 
     if !args.output.is_table() {
         let doc = TopDoc {
@@ -401,8 +300,137 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Ok);
     }
     print_node(&view, args.eviction_hard.0.is_some(), out)?;
+    print_cgroups(&rows, &layout_name, &args.node.cgroup_root, out)?;
+    if args.pods.is_some() {
+        print_pods(&pods_out, not_here, out)?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// The rows: the node, the class subtrees, the candidates (once each, with the ranking's
+/// verdict), their containers with `containers`; pods named from `identities`.
+fn cgroup_rows(
+    cgroups: &CgroupFs,
+    sample: &oomwarden_model::MetricsSample,
+    candidates: &[oomwarden_model::CandidateSample],
+    ranking: &oomwarden_policy::Ranking,
+    identities: &oomwarden_model::Identities,
+    containers: bool,
+) -> Vec<Row> {
+    let mut rows = vec![read_row(cgroups, "", RowKind::Node, None)];
+    for s in sample.subtrees.iter().filter(|s| !s.dir.is_empty()) {
+        if candidates.iter().any(|c| c.dir == s.dir) {
+            continue;
+        }
+        rows.push(read_row(
+            cgroups,
+            &s.dir,
+            RowKind::Class,
+            s.class.map(|c| c.name()),
+        ));
+    }
+    for (c, verdict) in candidates.iter().zip(ranking.verdicts(candidates.len())) {
+        let (score, eligible, reason) = (verdict.score(), verdict.eligible(), verdict.reason());
+        let mut row = read_row(cgroups, &c.dir, RowKind::Candidate, Some(c.class.name()));
+        row.oom_handler_may_kill = Some(eligible);
+        row.score = score;
+        row.reason = Some(reason);
+        rows.push(row);
+        if containers {
+            for child in cgroups.children(&c.dir).unwrap_or_default() {
+                let dir = oomwarden_cgroupfs::join(&c.dir, &child);
+                rows.push(read_row(
+                    cgroups,
+                    &dir,
+                    RowKind::Container,
+                    Some(c.class.name()),
+                ));
+            }
+        }
+    }
+    for row in &mut rows {
+        if let Some(pod) = row.pod_uid.as_deref().and_then(|uid| identities.pod(uid)) {
+            row.namespace = Some(pod.namespace.clone());
+            row.pod_name = Some(pod.name.clone());
+        }
+    }
+    rows
+}
+
+/// The pods of `file` on this node (joined by UID with the candidate rows), in the order the
+/// kubelet's eviction manager would evict them; and how many pods of the file are not here.
+fn eviction_rows(
+    file: &std::path::Path,
+    mem_total: u64,
+    rows: &[Row],
+) -> anyhow::Result<(Vec<PodRow>, usize)> {
+    let text = read_input(file).map_err(|e| Fail::failure(format!("oomwarden: {e:#}")))?;
+    let pods = parse_pods(&text).map_err(|e| Fail::failure(format!("{}: {e}", file.display())))?;
+    let capacity = i64::try_from(mem_total).unwrap_or(i64::MAX);
+    let mut joined = Vec::new();
+    let mut not_here = 0;
+    for p in &pods {
+        let s = score(p, capacity, FeatureGates::default()).map_err(|e| {
+            Fail::failure(format!("{}: pod {}: {e}", file.display(), p.metadata.name))
+        })?;
+        let row = s.pod_uid.as_ref().and_then(|uid| {
+            rows.iter()
+                .find(|r| r.kind == RowKind::Candidate && r.pod_uid.as_ref() == Some(uid))
+        });
+        match row {
+            Some(r) => joined.push((s, r.working_set_bytes)),
+            None => not_here += 1,
+        }
+    }
+    let inputs: Vec<EvictionInput> = joined
+        .iter()
+        .map(|(s, ws)| EvictionInput {
+            usage: *ws,
+            // Requests are never negative; one past u64 compares as the largest.
+            request: u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX),
+            priority: s.priority,
+            critical: s.critical,
+        })
+        .collect();
+    let order = eviction_order(&inputs);
+    let mut pods_out = Vec::new();
+    for (i, (s, ws)) in joined.iter().enumerate() {
+        let rank = order.iter().position(|j| *j == i).map(|r| r + 1);
+        let request = u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX);
+        pods_out.push(PodRow {
+            pod: s.pod.clone(),
+            pod_uid: s.pod_uid.clone(),
+            qos_class: s.qos_class,
+            working_set_bytes: *ws,
+            request_bytes: s.memory_request_bytes,
+            exceeds_request: ws.map(|w| w > request),
+            priority: s.priority,
+            critical: s.critical,
+            eviction_rank: rank,
+        });
+    }
+    pods_out.sort_by_key(|p| p.eviction_rank.unwrap_or(usize::MAX));
+    Ok((pods_out, not_here))
+}
+
+/// Sizes in MiB with one decimal, `-` when unknown.
+fn mib(b: Option<u64>) -> String {
+    #[allow(clippy::cast_precision_loss)] // display only
+    b.map_or_else(
+        || "-".to_owned(),
+        |b| format!("{:.1}", b as f64 / 1_048_576.0),
+    )
+}
+
+/// The table of cgroups.
+fn print_cgroups(
+    rows: &[Row],
+    layout_name: &str,
+    cgroup_root: &std::path::Path,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     writeln!(out, "\ncgroups (layout {layout_name}; sizes in MiB):")?;
-    writeln!(out, "  {}", super::tree_note(&args.node.cgroup_root))?;
+    writeln!(out, "  {}", super::tree_note(cgroup_root))?;
     writeln!(
         out,
         "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>4} {:<5} CGROUP",
@@ -422,15 +450,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         "OOMK",
         "KILL?"
     )?;
-    let mib = |b: Option<u64>| {
-        #[allow(clippy::cast_precision_loss)]
-        b.map_or_else(
-            || "-".to_owned(),
-            |b| format!("{:.1}", b as f64 / 1_048_576.0),
-        )
-    };
     let pct = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
-    for r in &rows {
+    for r in rows {
         writeln!(
             out,
             "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>4} {:<5} {}",
@@ -460,48 +481,44 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
             },
         )?;
     }
-    if args.pods.is_some() {
+    Ok(())
+}
+
+/// The kubelet's eviction order of the pods of `--pods`.
+fn print_pods(pods: &[PodRow], not_here: usize, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nkubelet eviction order under memory pressure (pods of the file not on this node: {}):",
+        not_here
+    )?;
+    writeln!(
+        out,
+        "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} QOS",
+        "RANK", "POD", "WSET MIB", "REQ MIB", "EXCEEDS", "PRIORITY"
+    )?;
+    for p in pods {
         writeln!(
             out,
-            "\nkubelet eviction order under memory pressure (pods of the file not on this node: {}):",
-            not_here
+            "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} {:?}",
+            p.eviction_rank
+                .map_or_else(|| "never".to_owned(), |r| r.to_string()),
+            p.pod,
+            mib(p.working_set_bytes),
+            {
+                #[allow(clippy::cast_precision_loss)] // display only
+                let mib = p.request_bytes as f64 / 1_048_576.0;
+                format!("{mib:.1}")
+            },
+            match p.exceeds_request {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "no stats",
+            },
+            p.priority,
+            p.qos_class,
         )?;
-        writeln!(
-            out,
-            "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} QOS",
-            "RANK", "POD", "WSET MIB", "REQ MIB", "EXCEEDS", "PRIORITY"
-        )?;
-        #[allow(clippy::cast_precision_loss)]
-        let m = |b: Option<u64>| {
-            b.map_or_else(
-                || "-".to_owned(),
-                |b| format!("{:.1}", b as f64 / 1_048_576.0),
-            )
-        };
-        for p in &pods_out {
-            writeln!(
-                out,
-                "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} {:?}",
-                p.eviction_rank
-                    .map_or_else(|| "never".to_owned(), |r| r.to_string()),
-                p.pod,
-                m(p.working_set_bytes),
-                {
-                    #[allow(clippy::cast_precision_loss)] // display only
-                    let mib = p.request_bytes as f64 / 1_048_576.0;
-                    format!("{mib:.1}")
-                },
-                match p.exceeds_request {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "no stats",
-                },
-                p.priority,
-                p.qos_class,
-            )?;
-        }
     }
-    Ok(Exit::Ok)
+    Ok(())
 }
 
 fn print_node(v: &NodeView, threshold: bool, out: &mut impl Write) -> std::io::Result<()> {

@@ -1,0 +1,180 @@
+//! `oomwarden run`: the loop around [`Engine::cycle`].
+//!
+//! - The first cycle runs at once; then one every `sampleInterval` on the monotonic clock. A
+//!   slow cycle (a kill being verified) skips the ticks it overran instead of bunching them.
+//! - SIGTERM and SIGINT end the loop cleanly; SIGHUP reloads the configuration file. A file
+//!   that fails validation is logged with every error and rejected; the running one stays.
+
+use std::path::Path;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use oomwarden_actuate::{Actuator, Hooks, protect_self};
+use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_collect::Collector;
+use oomwarden_procfs::ProcFs;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+use crate::engine::Engine;
+use oomwarden_node::{check_host, load_declared, monotonic_ns, resolve_layout, warn_missing_dirs};
+
+mod cycles;
+mod options;
+mod reload;
+mod setup;
+mod state;
+mod wake;
+
+use cycles::cycle_until_stopped;
+pub use options::{RunError, RunOptions};
+use reload::{CONFIG_CHECK_EVERY, ConfigWatch};
+use setup::{
+    attach_recorder, engine_files, log_protection, own_cgroup, serve, start_events, start_identity,
+};
+use state::starting_state;
+pub use state::{StateSetup, open_state};
+use wake::{spawn_signal_thread, watch_pressure};
+
+/// Runs the OOM handler until a signal or `cycles`, killing with `actuator` and running
+/// hooks with `hooks`.
+pub fn run(
+    options: &RunOptions,
+    actuator: Box<dyn Actuator + Send>,
+    hooks: Box<dyn Hooks + Send>,
+) -> Result<(), RunError> {
+    // Handlers first: until they are installed, a SIGHUP (a reload right after start) would
+    // take its default action and end the process. Signals received during start-up are
+    // queued and handled by the loop.
+    let (tx, rx) = mpsc::channel();
+    let signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(RunError::Signals)?;
+    // The file's identity is taken before it is read, so a change made while it loads is
+    // noticed at the first cycle rather than lost.
+    let mut config_watch = ConfigWatch::new(options.config_file.as_deref(), CONFIG_CHECK_EVERY);
+    let (settings, declared) = load_declared(options.config_file.as_deref(), &options.overrides)?;
+    check_host(
+        &CgroupFs::new(&options.cgroup_root),
+        &ProcFs::new(&options.proc_root),
+    )?;
+    let flight = settings.warden.flight_recorder;
+    let protection = protect_self();
+    // Absolute roots, whatever the command line said: what a recording or the flight recorder
+    // keeps must name the paths its meta names.
+    let options = &RunOptions {
+        cgroup_root: std::path::absolute(&options.cgroup_root)
+            .unwrap_or_else(|_| options.cgroup_root.clone()),
+        proc_root: std::path::absolute(&options.proc_root)
+            .unwrap_or_else(|_| options.proc_root.clone()),
+        ..options.clone()
+    };
+    let (tap, cgroups, proc) = engine_files(
+        options,
+        options.record.is_some() || flight.enabled,
+        &protection.nofile,
+    );
+    log_protection(protection);
+    let self_cgroup = own_cgroup(&cgroups);
+    let (layout, why) = resolve_layout(&settings, &cgroups)?;
+    warn_missing_dirs(&settings, &layout, &cgroups);
+    let StateSetup {
+        dir: state,
+        lock: _state_lock,
+        history,
+        warnings,
+    } = open_state(&settings.warden.state_dir)?;
+    for w in warnings {
+        tracing::warn!(warning = %w, "action history");
+    }
+    tracing::info!(
+        cgroup_root = %cgroups.root().display(),
+        layout = %layout.name,
+        layout_reason = %why,
+        own_cgroup = self_cgroup.as_deref().unwrap_or("/"),
+        sample_interval = ?settings.oom.sample_interval,
+        dry_run = settings.warden.dry_run,
+        "oomwarden started"
+    );
+    let meta = tap.is_some().then(|| {
+        let source = if options.record.is_some() {
+            "daemon"
+        } else {
+            "flight-recorder"
+        };
+        oomwarden_recording::Meta {
+            own_cgroup: self_cgroup.clone(),
+            ..crate::recorder::meta(&settings, &layout, cgroups.root(), proc.root(), source)
+        }
+    });
+    let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
+    let metrics_settings = settings.warden.metrics;
+    let shared = starting_state(options, &settings, &collector, &why, &history);
+    // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
+    // record of this boot, so restarting the daemon (or its pod) never bypasses it.
+    // Kernel OOM kills are no trigger of ours: the last of our own records counts.
+    let restored = history.last_own().and_then(|last| {
+        crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
+            .map(|at| (at, last.id))
+    });
+    // Set on SIGTERM/SIGINT: hooks end at once and a kill's verification soon after, so the
+    // loop stops within a second whatever the cycle was doing (a watchdog ends the process
+    // if a cycle is blocked where no flag can reach, such as a read that never returns).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (mut actuator, mut hooks) = (actuator, hooks);
+    actuator.set_stop(Arc::clone(&stop));
+    hooks.set_stop(Arc::clone(&stop));
+    let mut engine = Engine::new(settings, collector, proc, history, actuator, hooks);
+    start_identity(&mut engine);
+    start_events(&mut engine);
+    if let Some((at, id)) = restored {
+        engine.set_last_trigger(at);
+        tracing::info!(
+            record = id,
+            ago = ?std::time::Duration::from_nanos(monotonic_ns().saturating_sub(at)),
+            "cooldown restored from the action history"
+        );
+    }
+    if let (Some(tap), Some(meta)) = (tap, meta) {
+        attach_recorder(&mut engine, tap, meta, options, state.as_ref(), &shared)?;
+    }
+    let socket = serve(&engine, state.as_ref(), &shared, metrics_settings)?;
+
+    let handle = signals.handle();
+    // Dropped when `run` returns: the watchdog then knows the stop completed.
+    let running_tx = spawn_signal_thread(signals, tx.clone(), stop)?;
+    if engine.settings().warden.psi_triggers.enabled {
+        watch_pressure(&engine, tx)?;
+    }
+    engine.discard_reads();
+
+    cycle_until_stopped(
+        &mut engine,
+        &rx,
+        options,
+        &shared,
+        &mut config_watch,
+        declared,
+    );
+    handle.close();
+    wind_down(&mut engine, socket.as_deref());
+    drop(running_tx);
+    Ok(())
+}
+
+/// What the stop ends, after the loop: hooks, the identity cache, the recording, the socket.
+fn wind_down(engine: &mut Engine, socket: Option<&Path>) {
+    // No hook outlives the daemon: each running one's process group is ended (found by the
+    // fault suite: 11 of 11 post-kill hooks orphaned under PID 1 at SIGTERM).
+    engine.finish_hooks(HOOKS_END_WITHIN);
+    if let Some(cache) = engine.identity() {
+        cache.stop();
+    }
+    engine.finish_recording();
+    // Best effort: a stale socket is replaced at the next start anyway.
+    if let Some(socket) = socket {
+        let _ = std::fs::remove_file(socket);
+    }
+}
+
+/// How long the stop waits for the running hooks to end once their groups were sent SIGKILL
+/// (within the stop's [`STOP_WITHIN`]).
+const HOOKS_END_WITHIN: Duration = Duration::from_millis(400);

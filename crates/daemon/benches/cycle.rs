@@ -131,7 +131,7 @@ fn engine(root: &Path, state: &Path) -> oomwarden_daemon::Engine {
     let fake = oomwarden_actuate_fake::SharedRecorder::new(
         oomwarden_actuate_fake::RecordingActuator::new(oomwarden_actuate_fake::KillEffect::Empty),
     );
-    oomwarden_daemon::Engine::new(
+    oomwarden_daemon::Engine::new(oomwarden_daemon::EngineParts::new(
         settings,
         Collector::new(
             CgroupFs::new(root),
@@ -143,7 +143,7 @@ fn engine(root: &Path, state: &Path) -> oomwarden_daemon::Engine {
         history,
         Box::new(fake.clone()),
         Box::new(fake),
-    )
+    ))
 }
 
 /// The daemon's quiet cycle with the identity off, known (a fixed cache) and live (refresher

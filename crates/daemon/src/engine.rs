@@ -125,9 +125,42 @@ fn reads_for(settings: &Settings, recording: bool) -> oomwarden_collect::Reads {
     )
 }
 
-impl Engine {
-    /// An engine over a collector, the procfs used for command lines, a history, an actuator
-    /// for the kill and the hooks' runner.
+/// What an engine is made of, given all at once to [`Engine::new`] (no setter order to get
+/// right). [`EngineParts::new`] has the required parts; the optional ones default to none,
+/// the real clock, never triggered.
+pub struct EngineParts {
+    /// The settings in force.
+    pub settings: Settings,
+    /// The readers of the node, walking its layout.
+    pub collector: Collector,
+    /// The procfs used for command lines.
+    pub proc: ProcFs,
+    /// The action history.
+    pub history: History,
+    /// What kills.
+    pub actuator: Box<dyn Actuator + Send>,
+    /// What runs the hooks.
+    pub hooks: Box<dyn Hooks + Send>,
+    /// Times a kill's verification: the real clock but in replays and tests.
+    pub clock: Box<dyn Clock + Send>,
+    /// Records every cycle's reads (`run --record`, the flight recorder). The collector must
+    /// read through its tap. Candidates are then read in every cycle, so that a replay under
+    /// another trigger finds them.
+    pub recorder: Option<CycleRecorder>,
+    /// Who the pods are.
+    pub identity: Option<oomwarden_identity::Cache>,
+    /// Sends Kubernetes Events for the kills.
+    pub events: Option<oomwarden_events::Events>,
+    /// The cooldown as if the trigger had fired then: at start, from the history's last
+    /// record of this boot; in a replay, for a window that begins after a trigger.
+    pub last_trigger_ns: Option<u64>,
+    /// Read every file any trigger variable comes from, whatever the trigger names: what a
+    /// replay does, so that its contexts are the recording daemon's.
+    pub read_everything: bool,
+}
+
+impl EngineParts {
+    /// The required parts; the rest none, the real clock, never triggered.
     pub fn new(
         settings: Settings,
         collector: Collector,
@@ -136,27 +169,88 @@ impl Engine {
         actuator: Box<dyn Actuator + Send>,
         hooks: Box<dyn Hooks + Send>,
     ) -> Self {
-        let metrics = Arc::new(Metrics::new());
-        metrics.settings(settings.oom.sample_interval, settings.warden.dry_run);
-        let mut collector = collector;
-        collector.set_reads(reads_for(&settings, false));
-        Engine {
+        EngineParts {
             settings,
             collector,
             proc,
-            state: State::new(),
             history,
             actuator,
             hooks,
             clock: Box::new(SystemClock),
+            recorder: None,
+            identity: None,
+            events: None,
+            last_trigger_ns: None,
+            read_everything: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineParts")
+            .field("collector", &self.collector)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The directories whose children are pod cgroups (the `kubepods` candidate parents), as
+/// node paths: what the identity cache watches for new pods.
+pub(crate) fn pod_parents(collector: &Collector) -> Vec<std::path::PathBuf> {
+    let root = collector.cgroups().root();
+    collector
+        .candidate_parents()
+        .into_iter()
+        .filter(|dir| dir.split('/').any(|c| c.starts_with("kubepods")))
+        .map(|dir| root.join(dir))
+        .collect()
+}
+
+impl Engine {
+    /// An engine made of `parts`.
+    pub fn new(parts: EngineParts) -> Self {
+        let EngineParts {
+            settings,
+            mut collector,
+            proc,
+            history,
+            actuator,
+            hooks,
+            clock,
+            recorder,
+            identity,
+            events,
+            last_trigger_ns,
+            read_everything,
+        } = parts;
+        let metrics = Arc::new(Metrics::new());
+        metrics.settings(settings.oom.sample_interval, settings.warden.dry_run);
+        collector.set_reads(if read_everything {
+            oomwarden_collect::Reads::ALL
+        } else {
+            reads_for(&settings, recorder.is_some())
+        });
+        let mut state = State::new();
+        if let Some(at) = last_trigger_ns {
+            state.triggered(at);
+        }
+        Engine {
+            settings,
+            collector,
+            proc,
+            state,
+            history,
+            actuator,
+            hooks,
+            clock,
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
             bounds_logged: HashSet::new(),
             metrics,
             wakeup: Wakeup::Tick,
-            recorder: None,
-            read_everything: false,
-            identity: None,
-            events: None,
+            recorder,
+            read_everything,
+            identity,
+            events,
             events_before: oomwarden_events::Counts::default(),
             last_pod_scan_ns: None,
             cycle_identities: None,
@@ -165,23 +259,8 @@ impl Engine {
         }
     }
 
-    /// Reads every file any trigger variable comes from, whatever the trigger names: what a
-    /// replay does, so that its contexts are the recording daemon's.
-    pub fn read_everything(&mut self) {
-        self.read_everything = true;
-        self.collector.set_reads(oomwarden_collect::Reads::ALL);
-    }
-
-    /// Records every cycle's reads from now on. The collector must read through the
-    /// recorder's tap. Candidates are then read in every cycle, so that a replay under another
-    /// trigger finds them.
-    pub fn set_recorder(&mut self, recorder: CycleRecorder) {
-        self.recorder = Some(recorder);
-        self.collector.set_reads(reads_for(&self.settings, true));
-    }
-
     /// Sends Kubernetes Events for the kills from now on (`None`: no more), replacing the
-    /// sender running.
+    /// sender running (a reload).
     pub fn set_events(&mut self, events: Option<oomwarden_events::Events>) {
         if let Some(old) = std::mem::replace(&mut self.events, events) {
             let c = old.counts();
@@ -210,8 +289,7 @@ impl Engine {
         self.metrics.events(&c);
     }
 
-    /// Names pods from `cache` (the ranking's `pod_namespace`, `pod_name`, `labels`, …, and the
-    /// records); a cache set before is stopped.
+    /// Names pods from `cache` from now on (a reload); the cache running before is stopped.
     pub fn set_identity(&mut self, cache: oomwarden_identity::Cache) {
         if let Some(old) = self.identity.replace(cache) {
             old.stop();
@@ -223,22 +301,11 @@ impl Engine {
         self.identity.as_ref()
     }
 
-    /// Times kills' verification with `clock` instead of the real one (a replay, tests).
-    pub fn set_clock(&mut self, clock: Box<dyn Clock + Send>) {
-        self.clock = clock;
-    }
-
     /// Ends the recording file, if any (at a clean stop).
     pub fn finish_recording(&mut self) {
         if let Some(r) = &mut self.recorder {
             r.finish();
         }
-    }
-
-    /// Starts the cooldown as if the trigger had fired at `at_ns`: at start, from the history's
-    /// last record of this boot; in a replay, for a window that begins after a trigger.
-    pub fn set_last_trigger(&mut self, at_ns: u64) {
-        self.state.triggered(at_ns);
     }
 
     /// Forgets what was read outside a cycle, so that the recording holds only the cycles'
@@ -296,13 +363,7 @@ impl Engine {
 
     /// The pod cgroups' parents (absolute): the directories a pod is made in.
     pub fn pod_parents(&self) -> Vec<std::path::PathBuf> {
-        let root = self.collector.cgroups().root();
-        self.collector
-            .candidate_parents()
-            .into_iter()
-            .filter(|dir| dir.split('/').any(|c| c.starts_with("kubepods")))
-            .map(|dir| root.join(dir))
-            .collect()
+        pod_parents(&self.collector)
     }
 
     /// The settings in force.

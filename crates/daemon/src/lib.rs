@@ -15,7 +15,7 @@ mod run;
 mod slots;
 pub mod statedir;
 
-pub use engine::{CycleOutcome, Engine, RankedCandidate};
+pub use engine::{CycleOutcome, Engine, EngineParts, RankedCandidate};
 
 pub use history::History;
 pub use metrics::Metrics;

@@ -24,7 +24,7 @@ use oomwarden_model::{ActionRecord, Layout, TriggerContext};
 use oomwarden_procfs::ProcFs;
 use oomwarden_recording::{Playback, Recording, Wakeup};
 
-use crate::engine::{CycleOutcome, Engine, RankedCandidate};
+use crate::engine::{CycleOutcome, Engine, EngineParts, RankedCandidate};
 use crate::history::History;
 
 /// Acts on the recording only.
@@ -169,27 +169,27 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
     let actuator = Box::new(ReplayActuator {
         playback: playback.clone(),
     });
-    let mut engine = Engine::new(
-        settings,
-        collector,
-        proc,
-        History::in_memory(),
-        actuator,
-        Box::new(ReplayHooks),
-    );
-    // The recording's daemon read them while recording; a file it lacks reads as missing.
-    engine.read_everything();
-    // A replayed kill is verified against the recording: no real time needs to pass.
-    engine.set_clock(Box::new(oomwarden_actuate::VirtualClock::new()));
     // Pods are named as the recording says the daemon had them (none in older recordings).
     let identity = oomwarden_identity::Cache::fixed(
         oomwarden_model::Identities::default(),
         oomwarden_model::IdentitySource::Cri,
     );
-    engine.set_identity(identity.clone());
-    if let Some(t) = meta.last_trigger_ns {
-        engine.set_last_trigger(t);
-    }
+    let mut engine = Engine::new(EngineParts {
+        // A replayed kill is verified against the recording: no real time needs to pass.
+        clock: Box::new(oomwarden_actuate::VirtualClock::new()),
+        identity: Some(identity.clone()),
+        last_trigger_ns: meta.last_trigger_ns,
+        // The recording's daemon read them while recording; a file it lacks reads as missing.
+        read_everything: true,
+        ..EngineParts::new(
+            settings,
+            collector,
+            proc,
+            History::in_memory(),
+            actuator,
+            Box::new(ReplayHooks),
+        )
+    });
     let mut out = Replay::default();
     let mut next_tick: Option<u64> = None;
     let cycles: Vec<(u64, Wakeup)> = playback

@@ -11,7 +11,7 @@ use oomwarden_actuate_fake::{Call, KillEffect, RecordingActuator, SharedRecorder
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
-use oomwarden_daemon::{CycleOutcome, Engine, History};
+use oomwarden_daemon::{CycleOutcome, Engine, EngineParts, History};
 use oomwarden_model::{ActionRecord, Layout, Outcome, QosClass, Wakeup};
 use oomwarden_procfs::ProcFs;
 use oomwarden_testkit::write;
@@ -90,8 +90,18 @@ fn settings(extra_oom: &str, extra_warden: &str, state: &Path) -> Settings {
 
 /// The engine on a fixture node, with a recording fake as its actuator and hooks.
 fn engine(cg: &Path, proc: &Path, settings: Settings, fake: impl Into<SharedRecorder>) -> Engine {
+    Engine::new(parts(cg, proc, settings, fake))
+}
+
+/// The parts of [`engine`], for a test that gives one more.
+fn parts(
+    cg: &Path,
+    proc: &Path,
+    settings: Settings,
+    fake: impl Into<SharedRecorder>,
+) -> EngineParts {
     let shared = fake.into();
-    engine_with(
+    parts_with(
         cg,
         proc,
         settings,
@@ -107,6 +117,16 @@ fn engine_with(
     actuator: Box<dyn oomwarden_actuate::Actuator + Send>,
     hooks: Box<dyn oomwarden_actuate::Hooks + Send>,
 ) -> Engine {
+    Engine::new(parts_with(cg, proc, settings, actuator, hooks))
+}
+
+fn parts_with(
+    cg: &Path,
+    proc: &Path,
+    settings: Settings,
+    actuator: Box<dyn oomwarden_actuate::Actuator + Send>,
+    hooks: Box<dyn oomwarden_actuate::Hooks + Send>,
+) -> EngineParts {
     // As the daemon makes it (tempfile makes 0755, which the history would tighten and say).
     fs::set_permissions(
         &settings.warden.state_dir,
@@ -116,7 +136,7 @@ fn engine_with(
     let (history, warnings) = History::open(&settings.warden.state_dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let collector = Collector::new(CgroupFs::new(cg), ProcFs::new(proc), Layout::talos(), None);
-    Engine::new(
+    EngineParts::new(
         settings,
         collector,
         ProcFs::new(proc),
@@ -714,13 +734,15 @@ fn a_restart_inside_the_cooldown_does_not_act_again() {
     )
     .expect("the record is from this boot");
     assert_eq!(at, 100 * s);
-    let mut second = engine(
-        cg.path(),
-        proc.path(),
-        config(),
-        RecordingActuator::new(KillEffect::Empty),
-    );
-    second.set_last_trigger(at);
+    let mut second = Engine::new(EngineParts {
+        last_trigger_ns: Some(at),
+        ..parts(
+            cg.path(),
+            proc.path(),
+            config(),
+            RecordingActuator::new(KillEffect::Empty),
+        )
+    });
     assert!(matches!(
         second.cycle(103 * s, "2026-11-29T12:00:03.000Z"),
         CycleOutcome::Quiet
@@ -855,14 +877,14 @@ fn out_of_descriptors_is_a_skipped_cycle_not_zeros() {
         state.path(),
     );
     let (history, _) = History::open(&settings.warden.state_dir).unwrap();
-    let mut e = Engine::new(
+    let mut e = Engine::new(EngineParts::new(
         settings,
         collector,
         ProcFs::new(proc.path()),
         history,
         Box::new(RecordingActuator::new(KillEffect::Empty)),
         Box::new(RecordingActuator::new(KillEffect::Empty)),
-    );
+    ));
     match e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z") {
         CycleOutcome::Skipped(error) => {
             assert!(
@@ -983,14 +1005,14 @@ fn the_history_bound_is_counted() {
         Layout::talos(),
         None,
     );
-    let mut e = Engine::new(
+    let mut e = Engine::new(EngineParts::new(
         s,
         collector,
         ProcFs::new(proc.path()),
         history.with_bounds(3, 2),
         Box::new(RecordingActuator::new(KillEffect::Empty)),
         Box::new(RecordingActuator::new(KillEffect::Empty)),
-    );
+    ));
     for i in 0..4u64 {
         acted(e.cycle((5 + i) * 1_000_000_000, "2026-11-29T12:00:00.000Z"));
     }
@@ -1076,18 +1098,20 @@ fn a_cgroup_replaced_during_the_pre_kill_hook_is_gone() {
 fn a_ranking_error_repeated_every_cycle_is_logged_once_a_minute_with_the_count() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let mut e = engine(
-        cg.path(),
-        proc.path(),
-        settings(
-            "triggerExpression: \"true\"\ncgroupRankingExpression: 'memory_max.value() > 0u ? 1.0 : 2.0'\n",
-            "",
-            state.path(),
-        ),
-        RecordingActuator::new(KillEffect::Nothing),
-    );
-    // Each unverified kill waits out killTimeout: on a virtual clock, without waiting.
-    e.set_clock(Box::new(oomwarden_actuate::VirtualClock::new()));
+    let mut e = Engine::new(EngineParts {
+        // Each unverified kill waits out killTimeout: on a virtual clock, without waiting.
+        clock: Box::new(oomwarden_actuate::VirtualClock::new()),
+        ..parts(
+            cg.path(),
+            proc.path(),
+            settings(
+                "triggerExpression: \"true\"\ncgroupRankingExpression: 'memory_max.value() > 0u ? 1.0 : 2.0'\n",
+                "",
+                state.path(),
+            ),
+            RecordingActuator::new(KillEffect::Nothing),
+        )
+    });
     let second = 1_000_000_000;
     let logs = oomwarden_testkit::capture_logs(|| {
         for t in 1..=5 {

@@ -14,7 +14,7 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
 use oomwarden_daemon::kernel::{GRACE_NS, KernelWatch};
-use oomwarden_daemon::{Engine, History};
+use oomwarden_daemon::{Engine, EngineParts, History};
 use oomwarden_model::{
     ActionRecord, DetectedBy, Layout, OomConstraint, Outcome, QosClass, RecordKind,
 };
@@ -69,14 +69,14 @@ fn engine(cg: &Path, state: &Path) -> Engine {
     let proc = oomwarden_testkit::proc_fixture();
     let collector = Collector::new(CgroupFs::new(cg), ProcFs::new(&proc), Layout::talos(), None);
     let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
-    Engine::new(
+    Engine::new(EngineParts::new(
         settings,
         collector,
         ProcFs::new(&proc),
         history,
         Box::new(fake.clone()),
         Box::new(fake),
-    )
+    ))
 }
 
 fn watch_settings(kmsg: &Path) -> oomwarden_config::KernelOomWatchSettings {

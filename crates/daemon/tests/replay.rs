@@ -17,7 +17,7 @@ use oomwarden_config::Settings;
 use oomwarden_daemon::CycleOutcome as Replayed;
 use oomwarden_daemon::recorder::CycleRecorder;
 use oomwarden_daemon::replay;
-use oomwarden_daemon::{CycleOutcome, Engine, History};
+use oomwarden_daemon::{CycleOutcome, Engine, EngineParts, History};
 use oomwarden_model::{ActionRecord, Layout, Outcome, QosClass, Wakeup};
 use oomwarden_procfs::ProcFs;
 use oomwarden_recording::{Meta, Tap, parse};
@@ -132,14 +132,6 @@ impl Live {
         let procfs = ProcFs::with_files(proc.path(), tap.clone());
         let (history, _) = History::open(&settings.warden.state_dir).unwrap();
         let collector = Collector::new(cgroups, procfs.clone(), Layout::talos(), None);
-        let mut engine = Engine::new(
-            settings.clone(),
-            collector,
-            procfs,
-            history,
-            Box::new(RecordingActuator::new(KillEffect::Empty)),
-            Box::new(RecordingActuator::new(KillEffect::Empty)),
-        );
         let mut recorder = CycleRecorder::new(tap, meta(cg.path(), proc.path()), window)
             .writing_to(rec.path())
             .unwrap();
@@ -151,7 +143,17 @@ impl Live {
                     .unwrap();
             recorder = recorder.saving_to(dir, 2);
         }
-        engine.set_recorder(recorder);
+        let engine = Engine::new(EngineParts {
+            recorder: Some(recorder),
+            ..EngineParts::new(
+                settings.clone(),
+                collector,
+                procfs,
+                history,
+                Box::new(RecordingActuator::new(KillEffect::Empty)),
+                Box::new(RecordingActuator::new(KillEffect::Empty)),
+            )
+        });
         Live {
             cg,
             _proc: proc,

@@ -15,8 +15,8 @@ use oomwarden_collect::Collector;
 use oomwarden_procfs::ProcFs;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::engine::Engine;
-use oomwarden_node::{check_host, load_declared, monotonic_ns, resolve_layout, warn_missing_dirs};
+use crate::engine::{Engine, EngineParts};
+use oomwarden_node::{check_host, load_declared, resolve_layout, warn_missing_dirs};
 
 mod cycles;
 mod options;
@@ -29,10 +29,10 @@ use cycles::cycle_until_stopped;
 pub use options::{RunError, RunOptions};
 use reload::{CONFIG_CHECK_EVERY, ConfigWatch};
 use setup::{
-    attach_recorder, engine_files, log_protection, own_cgroup, serve, start_events, start_identity,
+    engine_files, events_sender, identity_cache, log_protection, own_cgroup, recorder, serve,
 };
-use state::starting_state;
 pub use state::{StateSetup, open_state};
+use state::{restored_cooldown, starting_state};
 use wake::{spawn_signal_thread, watch_pressure};
 
 /// Runs the OOM handler until a signal or `cycles`, killing with `actuator` and running
@@ -58,15 +58,7 @@ pub fn run(
     )?;
     let flight = settings.warden.flight_recorder;
     let protection = protect_self();
-    // Absolute roots, whatever the command line said: what a recording or the flight recorder
-    // keeps must name the paths its meta names.
-    let options = &RunOptions {
-        cgroup_root: std::path::absolute(&options.cgroup_root)
-            .unwrap_or_else(|_| options.cgroup_root.clone()),
-        proc_root: std::path::absolute(&options.proc_root)
-            .unwrap_or_else(|_| options.proc_root.clone()),
-        ..options.clone()
-    };
+    let options = &options.with_absolute_roots();
     let (tap, cgroups, proc) = engine_files(
         options,
         options.record.is_some() || flight.enabled,
@@ -108,13 +100,7 @@ pub fn run(
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
     let shared = starting_state(options, &settings, &collector, &why, &history);
-    // The cooldown survives a restart: `time_since_trigger` continues from the last triggered
-    // record of this boot, so restarting the daemon (or its pod) never bypasses it.
-    // Kernel OOM kills are no trigger of ours: the last of our own records counts.
-    let restored = history.last_own().and_then(|last| {
-        crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())
-            .map(|at| (at, last.id))
-    });
+    let last_trigger_ns = restored_cooldown(&history);
     // Set on SIGTERM/SIGINT: hooks end at once and a kill's verification soon after, so the
     // loop stops within a second whatever the cycle was doing (a watchdog ends the process
     // if a cycle is blocked where no flag can reach, such as a read that never returns).
@@ -122,20 +108,26 @@ pub fn run(
     let (mut actuator, mut hooks) = (actuator, hooks);
     actuator.set_stop(Arc::clone(&stop));
     hooks.set_stop(Arc::clone(&stop));
-    let mut engine = Engine::new(settings, collector, proc, history, actuator, hooks);
-    start_identity(&mut engine);
-    start_events(&mut engine);
-    if let Some((at, id)) = restored {
-        engine.set_last_trigger(at);
-        tracing::info!(
-            record = id,
-            ago = ?std::time::Duration::from_nanos(monotonic_ns().saturating_sub(at)),
-            "cooldown restored from the action history"
-        );
-    }
-    if let (Some(tap), Some(meta)) = (tap, meta) {
-        attach_recorder(&mut engine, tap, meta, options, state.as_ref(), &shared)?;
-    }
+    let recorder = match (tap, meta) {
+        (Some(tap), Some(meta)) => Some(recorder(
+            &settings,
+            tap,
+            meta,
+            options,
+            state.as_ref(),
+            &shared,
+        )?),
+        _ => None,
+    };
+    let identity = identity_cache(&settings, None, crate::engine::pod_parents(&collector));
+    let events = events_sender(&settings);
+    let mut engine = Engine::new(EngineParts {
+        recorder,
+        identity,
+        events,
+        last_trigger_ns,
+        ..EngineParts::new(settings, collector, proc, history, actuator, hooks)
+    });
     let socket = serve(&engine, state.as_ref(), &shared, metrics_settings)?;
 
     let handle = signals.handle();

@@ -77,3 +77,17 @@ pub(super) fn config_name(options: &RunOptions) -> String {
         .as_deref()
         .map_or("<defaults>".to_owned(), |f| f.display().to_string())
 }
+
+impl RunOptions {
+    /// The same with absolute roots, whatever the command line said: what a recording or the
+    /// flight recorder keeps must name the paths its meta names.
+    pub(super) fn with_absolute_roots(&self) -> RunOptions {
+        RunOptions {
+            cgroup_root: std::path::absolute(&self.cgroup_root)
+                .unwrap_or_else(|_| self.cgroup_root.clone()),
+            proc_root: std::path::absolute(&self.proc_root)
+                .unwrap_or_else(|_| self.proc_root.clone()),
+            ..self.clone()
+        }
+    }
+}

@@ -8,7 +8,7 @@ use crate::engine::Engine;
 use oomwarden_node::{Declared, SetupError, load_for_reload, resolve_layout, unsafe_reload};
 
 use super::options::RunOptions;
-use super::setup::{start_events, start_identity};
+use super::setup::{restart_events, restart_identity};
 
 /// How often the loop looks at the configuration file for a change. The kubelet takes up to a
 /// minute to bring a ConfigMap update to the node; a path walk every cycle (two a second, each
@@ -137,10 +137,10 @@ pub(super) fn reload(
             }
             engine.set_settings(settings);
             if runtime_changed {
-                start_identity(engine);
+                restart_identity(engine);
             }
             if events_changed {
-                start_events(engine);
+                restart_events(engine);
             }
         }
         Err(e) => {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use oomwarden_cgroupfs::CgroupFs;
+use oomwarden_config::Settings;
 use oomwarden_procfs::ProcFs;
 
 use crate::engine::Engine;
@@ -98,17 +99,17 @@ pub(super) fn own_cgroup(cgroups: &CgroupFs) -> Option<String> {
         .or_else(|| oomwarden_collect::find_process_cgroup(cgroups, std::process::id(), 10))
 }
 
-/// Gives the engine its recorder: every cycle to `options.record`, the flight recorder's
-/// window in memory (served on the API, saved with each action).
-pub(super) fn attach_recorder(
-    engine: &mut Engine,
+/// The engine's recorder: every cycle to `options.record`, the flight recorder's window in
+/// memory (served on the API, saved with each action).
+pub(super) fn recorder(
+    settings: &Settings,
     tap: Arc<oomwarden_recording::Tap>,
     meta: oomwarden_recording::Meta,
     options: &RunOptions,
     state: Option<&StateDir>,
     shared: &crate::api::SharedState,
-) -> Result<(), RunError> {
-    let flight = engine.settings().warden.flight_recorder;
+) -> Result<CycleRecorder, RunError> {
+    let flight = settings.warden.flight_recorder;
     let window = flight
         .enabled
         .then(|| u64::try_from(flight.window.as_nanos()).unwrap_or(u64::MAX));
@@ -139,18 +140,20 @@ pub(super) fn attach_recorder(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .flight_recorder = Some(recorder.shared());
     }
-    engine.set_recorder(recorder);
-    Ok(())
+    Ok(recorder)
 }
 
-/// Starts the identity cache of the settings in force (replacing one running, whose
-/// identities it keeps until its runtime answers): who the pods are, from the container
-/// runtime or the kubelet's pod-log directories. A cache that cannot start (no thread) leaves
-/// pods named by their cgroup paths, and says so.
-pub(super) fn start_identity(engine: &mut Engine) {
-    let config = identity_config(&engine.settings().warden.container_runtime);
-    // After a reload the running cache's identities stay in force until the new one answers.
-    let started = match engine.identity() {
+/// The identity cache of `settings` (after a reload, starting with the identities of the
+/// one `running`, kept until its runtime answers): who the pods are, from the container
+/// runtime or the kubelet's pod-log directories, watching `pod_parents` for new pods. A cache
+/// that cannot start (no thread) leaves pods named by their cgroup paths, and says so.
+pub(super) fn identity_cache(
+    settings: &Settings,
+    running: Option<&oomwarden_identity::Cache>,
+    pod_parents: Vec<PathBuf>,
+) -> Option<oomwarden_identity::Cache> {
+    let config = identity_config(&settings.warden.container_runtime);
+    let started = match running {
         Some(running) => oomwarden_identity::Cache::start_after(config, running),
         None => oomwarden_identity::Cache::start(config),
     };
@@ -158,30 +161,34 @@ pub(super) fn start_identity(engine: &mut Engine) {
         Ok(cache) => {
             // New pods and containers ask for a refresh at once (inotify); without it, the
             // quiet cycles' look for new pods and the period remain.
-            if let Err(e) = cache.watch(engine.pod_parents(), |name| {
+            if let Err(e) = cache.watch(pod_parents, |name| {
                 oomwarden_kube::decode_cgroup_path(name).pod_uid.is_some()
             }) {
                 tracing::warn!(error = %e, "cannot watch the pod cgroups; new containers are named at the next identity refresh");
             }
-            engine.set_identity(cache);
+            Some(cache)
         }
         Err(e) => {
-            tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only")
+            tracing::error!(error = %e, "cannot start the pod identity cache; pods are named by their cgroup paths only");
+            None
         }
     }
 }
 
-/// Starts the Kubernetes Events sender of the settings in force (replacing one running), or
-/// none when `events.enabled` is off. Never fatal: Events are a report, the OOM handler runs
-/// without them.
-pub(super) fn start_events(engine: &mut Engine) {
-    let wanted = engine.settings().warden.events.clone();
+/// Replaces the engine's identity cache with one for the settings in force (a reload).
+pub(super) fn restart_identity(engine: &mut Engine) {
+    if let Some(cache) = identity_cache(engine.settings(), engine.identity(), engine.pod_parents())
+    {
+        engine.set_identity(cache);
+    }
+}
+
+/// The Kubernetes Events sender of `settings`, or none when `events.enabled` is off. Never
+/// fatal: Events are a report, the OOM handler runs without them.
+pub(super) fn events_sender(settings: &Settings) -> Option<oomwarden_events::Events> {
+    let wanted = &settings.warden.events;
     if !wanted.enabled {
-        if engine.events().is_some() {
-            tracing::info!("Kubernetes Events are no longer sent (events.enabled: false)");
-        }
-        engine.set_events(None);
-        return;
+        return None;
     }
     let reporter = oomwarden_events::Reporter {
         node: oomwarden_events::node_name(wanted.node_name.as_deref()),
@@ -190,10 +197,19 @@ pub(super) fn start_events(engine: &mut Engine) {
         wanted.kubeconfig.clone(),
         reporter,
     )) {
-        Ok(events) => engine.set_events(Some(events)),
+        Ok(events) => Some(events),
         Err(e) => {
             tracing::error!(error = %e, "Kubernetes Events are not sent");
-            engine.set_events(None);
+            None
         }
     }
+}
+
+/// Replaces the engine's Events sender with one for the settings in force (a reload).
+pub(super) fn restart_events(engine: &mut Engine) {
+    if !engine.settings().warden.events.enabled && engine.events().is_some() {
+        tracing::info!("Kubernetes Events are no longer sent (events.enabled: false)");
+    }
+    let events = events_sender(engine.settings());
+    engine.set_events(events);
 }

@@ -8,7 +8,7 @@ use oomwarden_config::Settings;
 
 use crate::history::History;
 use crate::statedir::StateDir;
-use oomwarden_node::wall_clock;
+use oomwarden_node::{monotonic_ns, wall_clock};
 
 use super::options::config_name;
 use super::options::{RunError, RunOptions};
@@ -129,4 +129,18 @@ pub(super) fn starting_state(
         s.records = history.recent().cloned().collect();
     }
     shared
+}
+
+/// The cooldown survives a restart: `time_since_trigger` continues from the last triggered
+/// record of this boot, so restarting the daemon (or its pod) never bypasses it. Kernel OOM
+/// kills are no trigger of ours: the last of our own records counts.
+pub(super) fn restored_cooldown(history: &History) -> Option<u64> {
+    let last = history.last_own()?;
+    let at = crate::history::restored_trigger(last, monotonic_ns(), chrono::Utc::now())?;
+    tracing::info!(
+        record = last.id,
+        ago = ?std::time::Duration::from_nanos(monotonic_ns().saturating_sub(at)),
+        "cooldown restored from the action history"
+    );
+    Some(at)
 }

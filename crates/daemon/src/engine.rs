@@ -13,7 +13,6 @@
 //!                              record (memory + actions.jsonl)
 //! ```
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use oomwarden_actuate::{
@@ -27,8 +26,9 @@ use oomwarden_model::{
 use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
 
+use crate::consumers::{BoundLog, Consumer, PostKill};
 use crate::history::History;
-use crate::metrics::{Bound, Metrics};
+use crate::metrics::Metrics;
 use crate::ratelimit::LogLimiter;
 use crate::recorder::CycleRecorder;
 use crate::report::{self, Target};
@@ -77,7 +77,8 @@ pub struct Engine {
     /// Lines that could repeat every cycle: once a minute per key (see `ratelimit`).
     limiter: LogLimiter,
     /// Bounds already said in the log (each is said once).
-    bounds_logged: HashSet<Bound>,
+    /// The bounds hit, counted and logged once.
+    bounds: BoundLog,
     metrics: Arc<Metrics>,
     /// What woke the current cycle (`tick` or `pressure`), for its record.
     wakeup: Wakeup,
@@ -244,7 +245,7 @@ impl Engine {
             hooks,
             clock,
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
-            bounds_logged: HashSet::new(),
+            bounds: BoundLog::new(Arc::clone(&metrics)),
             metrics,
             wakeup: Wakeup::Tick,
             recorder,
@@ -726,35 +727,26 @@ impl Engine {
         target: Option<&Target>,
         plan: Plan,
     ) -> CycleOutcome {
-        self.metrics.action(&record);
-        self.count_record_bounds(&record);
-        self.persist(&record);
-        // After the record is written: the API server never delays or loses a record.
-        if let Some(events) = &self.events {
-            events.offer(&record);
-        }
-        if let Some(target) = target {
-            self.post_kill_hook(&record, target);
+        // Each consumer of the record, in order: the history before anything that leaves the
+        // node (Events, the hook), so nothing outside delays or loses a record.
+        let mut metrics = Arc::clone(&self.metrics);
+        let mut post_kill = PostKill {
+            hooks: &mut *self.hooks,
+            settings: &self.settings.warden,
+        };
+        let consumers: [&mut dyn Consumer; 4] = [
+            &mut metrics,
+            &mut self.history,
+            &mut self.events,
+            &mut post_kill,
+        ];
+        for consumer in consumers {
+            consumer.consume(&record, target, &mut self.bounds);
         }
         if let Some(ranking) = plan.ranking {
             self.last_ranking = Some((plan.candidates, ranking));
         }
         CycleOutcome::Acted(Box::new(record))
-    }
-
-    /// Writes a record to the history (kept in memory when the disk refuses it).
-    fn persist(&mut self, record: &ActionRecord) {
-        let compactions = self.history.compactions();
-        if let Err(e) = self.history.push(record.clone()) {
-            tracing::error!(error = %e, "cannot persist action record; it is kept in memory");
-        }
-        if self.history.compactions() > compactions {
-            self.bound_hit(
-                Bound::History,
-                1,
-                "the action history reached its bound and was rewritten with its newest records (logged once)",
-            );
-        }
     }
 
     /// Records a kill the kernel did (`kind: kernel-oom`): the next id, the history and the
@@ -765,7 +757,9 @@ impl Engine {
         if let Some(constraint) = record.constraint {
             self.metrics.kernel_oom_kills(constraint, kills);
         }
-        self.persist(&record);
+        // The history alone: a kernel kill is no kill of ours (no kill series, no Event, no
+        // hook).
+        self.history.consume(&record, None, &mut self.bounds);
         record
     }
 
@@ -779,84 +773,6 @@ impl Engine {
     /// The collector (for what the kernel-OOM watcher reads besides the cycle).
     pub fn collector(&self) -> &Collector {
         &self.collector
-    }
-
-    /// Counts the record bounds hit (PIDs or processes not listed, command lines cut) and
-    /// logs the first time each is hit.
-    fn count_record_bounds(&mut self, record: &ActionRecord) {
-        if record.pids_omitted > 0 {
-            self.bound_hit(
-                Bound::RecordPids,
-                1,
-                "a record lists the first PIDs only (all were killed); the others are counted (logged once)",
-            );
-        }
-        if record.processes_omitted > 0 {
-            self.bound_hit(
-                Bound::RecordProcesses,
-                1,
-                "a record lists the command lines of the first processes only; the others are counted (logged once)",
-            );
-        }
-        let cut = record
-            .processes
-            .iter()
-            .filter(|p| p.ends_with(oomwarden_procfs::CMDLINE_CUT_SUFFIX))
-            .count();
-        self.bound_hit(
-            Bound::CmdlineBytes,
-            cut,
-            "a command line was cut in a record (logged once)",
-        );
-        if record.containers.len() == oomwarden_model::MAX_CONTAINERS_LISTED {
-            self.bound_hit(
-                Bound::RecordContainers,
-                1,
-                "a record lists the first container IDs only (logged once)",
-            );
-        }
-    }
-
-    /// Counts `times` hits of bound `name` and logs `message` the first time.
-    fn bound_hit(&mut self, bound: Bound, times: usize, message: &'static str) {
-        if times == 0 {
-            return;
-        }
-        self.metrics
-            .bound_hits_by(bound, u64::try_from(times).unwrap_or(u64::MAX));
-        if self.bounds_logged.insert(bound) {
-            tracing::warn!(bound = bound.name(), "{message}");
-        }
-    }
-
-    /// Starts the post-kill hook with the record on stdin, without waiting for it.
-    fn post_kill_hook(&mut self, record: &ActionRecord, target: &Target) {
-        let Some(hook) = &self.settings.warden.hooks.post_kill else {
-            return;
-        };
-        let call = HookCall {
-            event: HookEvent::PostKill,
-            argv: hook.command.clone(),
-            env: report::hook_env(
-                HookEvent::PostKill,
-                self.settings.warden.dry_run,
-                record.id,
-                target,
-                Some(record),
-            ),
-            stdin: serde_json::to_vec(record).unwrap_or_default(),
-            timeout: hook.timeout,
-        };
-        let skipped = self.hooks.skipped();
-        self.hooks.spawn_hook(call);
-        let now_skipped = self.hooks.skipped();
-        if now_skipped > skipped {
-            self.bound_hit(
-                Bound::HooksInFlight,
-                usize::try_from(now_skipped - skipped).unwrap_or(usize::MAX),
-                "a post-kill hook was skipped: as many as may are running (32)",
-            );
-        }
     }
 
     /// Ends every hook still running, waiting for them at most `within` (the daemon stops).

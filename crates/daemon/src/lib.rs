@@ -3,6 +3,7 @@
 //! subscriber, and calls [`run`] with a [`oomwarden_actuate::LinuxActuator`].
 
 pub mod api;
+mod consumers;
 mod engine;
 pub mod history;
 pub mod kernel;

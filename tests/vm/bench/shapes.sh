@@ -8,6 +8,7 @@
 #   fast-leak         the hog taking 16 MiB, then leaking 40 MiB/s (memory gone in about 25 s)
 #   cold-services     the hog, the node's services touching one page of their files a round
 #                     (no hot file working set: what stalls is the canary's 8 MiB alone)
+#   quiet             nothing growing: the contender's CPU over 30 s and its VmHWM (bench/quiet.sh)
 shape() {
     shape_env=() timeout=420
     case $1 in
@@ -18,7 +19,8 @@ shape() {
         page-cache) script="$here/scenarios/s4-no-false-kill.sh"; shape_env=(--env DURATION=120) ;;
         fast-leak) script="$here/bench/episode.sh"; shape_env=(--env TAKE_MIB=16 --env LEAK_MIB=40) ;;
         cold-services) script="$here/bench/episode.sh"; shape_env=(--env SERVICE_PAGES=1) ;;
-        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache, fast-leak, cold-services)" >&2; return 2 ;;
+        quiet) script="$here/bench/quiet.sh"; timeout=300 ;;
+        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache, fast-leak, cold-services, quiet)" >&2; return 2 ;;
     esac
     vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
     [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"

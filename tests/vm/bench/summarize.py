@@ -19,6 +19,12 @@ for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2],
     row = {"shape": shape, "contender": c, "lru": lru, "runs": len(es),
            "kills": med(lambda e: e["kills"]), "kernelOomKills": med(lambda e: e["kernelOomKills"]),
            "killsPerRun": [e["kills"] for e in es], "kernelOomKillsPerRun": [e["kernelOomKills"] for e in es]}
+    if "ticks30s" in es[0]:
+        row.update({
+            "ticks30s": med(lambda e: e["ticks30s"]),
+            "ticks30sPerRun": [e["ticks30s"] for e in es],
+            "vmhwmKiB": med(lambda e: e["vmhwmKiB"]),
+        })
     if "canary" in es[0]:
         # The canary's worst delay in the 10 s before the hog died and the 3 s after (the stall
         # a contender lets happen and the kill itself); it lists periods later than 5 ms, so 5
@@ -37,12 +43,17 @@ for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2],
         })
     rows[f"{shape} {c} ({lru})"] = row
 (out / "results.json").write_text(json.dumps({"medians": rows, "runs": {" ".join(k): v for k, v in runs.items()}}, indent=2))
-for shape in ["hog", "slow-leak", "fast-leak", "cold-services", "full-but-healthy", "page-cache"]:
+for shape in ["hog", "slow-leak", "fast-leak", "cold-services", "full-but-healthy", "page-cache", "quiet"]:
     rs = [r for r in rows.values() if r["shape"] == shape]
     if not rs:
         continue
     print(f"\n{shape}:\n")
-    if "canaryWorstMs" in rs[0]:
+    if "ticks30s" in rs[0]:
+        print("| contender | LRU | runs | CPU ticks / 30 s [per run] | VmHWM (MiB) | kills |")
+        print("|---|---|---:|---:|---:|---:|")
+        for r in rs:
+            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['ticks30s']:g} {r['ticks30sPerRun']} | {r['vmhwmKiB'] / 1024:.1f} | {r['kills']:g} |")
+    elif "canaryWorstMs" in rs[0]:
         print("| contender | LRU | runs | canary worst (ms) [per run] | near the death (ms) | canary p99 (ms) | System full stall (s) | hog start to death (s) | kills | kernel OOM kills | what died |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in rs:

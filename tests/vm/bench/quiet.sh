@@ -1,0 +1,35 @@
+#!/bin/sh
+# The quiet node (issue 33): the benchmark's node (S1's services with hot file working sets, the
+# canary in system/) with nothing growing, under one contender (lib.sh's start_contender); after
+# 10 s to settle, the contender's CPU over 30 s (`utime + stime` of all its threads, clock ticks
+# of 10 ms: the method of docs/performance.md) and its peak resident memory (`VmHWM`). Writes
+# /out/episode.json (shape `quiet`, no kill expected).
+CONTENDER=$1
+SCENARIO=quiet-$CONTENDER
+. /root/lib.sh
+set_lru
+node_layout
+disk_services
+dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null
+mkdir -p "$CG/system/canary"
+CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
+OOM0=$(oom_kills)
+start_contender "$CONTENDER"
+case $CONTENDER in
+    oomwarden*) PID=$OOMWARDEN ;;
+    *) wait_for 10 test -s "$CG/system/$CONTENDER/cgroup.procs"; PID=$(head -n1 "$CG/system/$CONTENDER/cgroup.procs") ;;
+esac
+sleep 10
+ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
+T0=$(ticks)
+sleep 30
+T1=$(ticks)
+HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$PID/status")
+LCK=$(awk '/^VmLck:/ { print $2 }' "/proc/$PID/status")
+kills=$(contender_kills "$CONTENDER")
+printf '{"contender":"%s","shape":"quiet","lru":"%s","ticks30s":%s,"vmhwmKiB":%s,"vmlckKiB":%s,"kills":%s,"kernelOomKills":%s}\n' \
+    "$CONTENDER" "$LRU" "$((T1 - T0))" "$HWM" "${LCK:-0}" "$kills" "$(( $(oom_kills) - OOM0 ))" > "$OUT/episode.json"
+cat "$OUT/episode.json"
+kill -TERM "$CANARY" 2>/dev/null
+[ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN" && wait "$OOMWARDEN"
+exit 0

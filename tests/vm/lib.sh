@@ -126,6 +126,18 @@ start_oomwarden() {
     fi
 }
 
+# bench_node -> the benchmark's node: the page-reclaim mode, the layout, S1's services with hot
+# file working sets, and the canary in system/ (its PID in $CANARY, its report in
+# $OUT/canary.json).
+bench_node() {
+    set_lru
+    node_layout
+    disk_services
+    dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null
+    mkdir -p "$CG/system/canary"
+    CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
+}
+
 # start_contender NAME -> starts one of the OOM handlers the benchmark compares (tests/vm/bench.sh),
 # each from what the runner copied into /root: `oomwarden` (the embedded defaults, as every
 # suite scenario runs it), `oomwarden-memory` (examples/config/memory-level.yaml),

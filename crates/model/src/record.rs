@@ -459,25 +459,3 @@ mod score_round_trip {
         assert!(serde_json::from_str::<ActionRecord>(&bad).is_err());
     }
 }
-
-#[cfg(test)]
-mod outcome_names {
-    use super::*;
-
-    #[test]
-    fn names_are_the_serialized_ones() {
-        for o in [
-            Outcome::Killed,
-            Outcome::KillFailed,
-            Outcome::NotVerified,
-            Outcome::NoEligibleCgroup,
-            Outcome::DryRun,
-            Outcome::Gone,
-        ] {
-            assert_eq!(
-                serde_json::to_string(&o).ok(),
-                Some(format!("\"{}\"", o.name()))
-            );
-        }
-    }
-}

@@ -14,12 +14,7 @@
 CONTENDER=$1
 SCENARIO=bench-$CONTENDER
 . /root/lib.sh
-set_lru
-node_layout
-disk_services
-dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null
-mkdir -p "$CG/system/canary"
-CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
+bench_node
 start_contender "$CONTENDER"
 sleep 2
 full_total() { awk '/^full/{split($5, t, "="); print t[2]}' "$CG/system/memory.pressure"; }

@@ -7,12 +7,7 @@
 CONTENDER=$1
 SCENARIO=quiet-$CONTENDER
 . /root/lib.sh
-set_lru
-node_layout
-disk_services
-dd if=/dev/urandom of=/mnt/canary bs=1M count=8 2>/dev/null
-mkdir -p "$CG/system/canary"
-CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
+bench_node
 OOM0=$(oom_kills)
 start_contender "$CONTENDER"
 case $CONTENDER in

@@ -144,17 +144,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     if args.env.is_some() {
         return Err(Fail::usage("--env goes with `oomwarden eval variables`").into());
     }
-    if kind == ExprKind::Trigger
-        && (args.memory_max.is_some()
-            || args.memory_current.is_some()
-            || args.memory_peak.is_some()
-            || args.namespace.is_some()
-            || args.pod_name.is_some()
-            || !args.labels.is_empty()
-            || !args.annotations.is_empty()
-            || !args.container_names.is_empty()
-            || args.oom_score_adj != 0)
-    {
+    if kind == ExprKind::Trigger && describes_a_candidate(args) {
         return Err(Fail::usage("--memory-*, --namespace, --pod-name, --label, --annotation, --container-name and --oom-score-adj describe a ranking candidate; a trigger reads --context").into());
     }
     if kind == ExprKind::Ranking && args.context.is_some() {
@@ -303,10 +293,9 @@ fn print(
     })
 }
 
-/// `oomwarden eval variables`: the catalogue, as a table (`-o wide`: where each is read from
-/// and what it means) or one JSON/YAML object per variable.
-fn variables(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
-    let ranking_flags = args.memory_max.is_some()
+/// Whether a flag describing a ranking candidate was given.
+fn describes_a_candidate(args: &Args) -> bool {
+    args.memory_max.is_some()
         || args.memory_current.is_some()
         || args.memory_peak.is_some()
         || args.namespace.is_some()
@@ -315,8 +304,16 @@ fn variables(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
         || !args.annotations.is_empty()
         || !args.container_names.is_empty()
         || args.oom_score_adj != 0
-        || args.any;
-    if args.expression.is_some() || args.config.is_some() || args.context.is_some() || ranking_flags
+}
+
+/// `oomwarden eval variables`: the catalogue, as a table (`-o wide`: where each is read from
+/// and what it means) or one JSON/YAML object per variable.
+fn variables(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
+    if args.expression.is_some()
+        || args.config.is_some()
+        || args.context.is_some()
+        || describes_a_candidate(args)
+        || args.any
     {
         return Err(Fail::usage("`oomwarden eval variables` takes only --env and -o; it lists the variables, it evaluates nothing").into());
     }

@@ -16,14 +16,24 @@ case $CONTENDER in
 esac
 sleep 10
 ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
+# Each thread's ticks, `name=ticks` (the comm in parentheses, spaces taken out).
+thread_ticks() {
+    for t in /proc/$PID/task/*; do
+        awk -v name="$(tr -d ' ' < "$t/comm")" '{ n = split($0, f, ") "); split(f[n], r, " "); print name "/" FILENAME "=" r[12] + r[13] }' "$t/stat"
+    done
+}
+B0=$(thread_ticks)
 T0=$(ticks)
 sleep 30
 T1=$(ticks)
+B1=$(thread_ticks)
+# "name": ticks over the 30 s, per thread (threads of one name summed).
+THREADS=$(printf '%s\n%s\n' "$B0" "$B1" | awk -F= '{ split($1, k, "/"); if (seen[$1]++) d[k[1]] += $2 - first[$1]; else first[$1] = $2 } END { s = ""; for (n in d) { s = s (s == "" ? "" : ",") "\"" n "\":" d[n] }; print "{" s "}" }')
 HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$PID/status")
 LCK=$(awk '/^VmLck:/ { print $2 }' "/proc/$PID/status")
 kills=$(contender_kills "$CONTENDER")
-printf '{"contender":"%s","shape":"quiet","lru":"%s","ticks30s":%s,"vmhwmKiB":%s,"vmlckKiB":%s,"kills":%s,"kernelOomKills":%s}\n' \
-    "$CONTENDER" "$LRU" "$((T1 - T0))" "$HWM" "${LCK:-0}" "$kills" "$(( $(oom_kills) - OOM0 ))" > "$OUT/episode.json"
+printf '{"contender":"%s","shape":"quiet","lru":"%s","ticks30s":%s,"threads":%s,"vmhwmKiB":%s,"vmlckKiB":%s,"kills":%s,"kernelOomKills":%s}\n' \
+    "$CONTENDER" "$LRU" "$((T1 - T0))" "$THREADS" "$HWM" "${LCK:-0}" "$kills" "$(( $(oom_kills) - OOM0 ))" > "$OUT/episode.json"
 cat "$OUT/episode.json"
 kill -TERM "$CANARY" 2>/dev/null
 [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN" && wait "$OOMWARDEN"

@@ -187,9 +187,13 @@ pub(crate) fn trigger_variable(name: &str) -> Option<TriggerVar> {
     TRIGGER_NAMES.get(name).copied()
 }
 
-/// A ranking variable by name.
+/// Each ranking variable by name.
+static RANKING_NAMES: LazyLock<HashMap<&'static str, RankingVar>> =
+    LazyLock::new(|| RankingVar::all().map(|v| (v.name(), v)).collect());
+
+/// A ranking variable by name (once per candidate and variable read: a map, not a search).
 pub(crate) fn ranking_variable(name: &str) -> Option<RankingVar> {
-    RankingVar::from_name(name)
+    RANKING_NAMES.get(name).copied()
 }
 
 // Send + Sync are required to share compiled programs across threads.

@@ -14,9 +14,8 @@ for h in hog service canary pause reclaim; do
         gcc -static -O2 -Wall -o "$out/$h" "$src" >&2
     fi
 done
-(cd "$root" && RUSTFLAGS='-C target-feature=+crt-static' cargo build --locked --release --quiet \
-    --target x86_64-unknown-linux-gnu -p oomwarden -p oomwarden-cri-driver >&2)
-cp "$root/target/x86_64-unknown-linux-gnu/release/oomwarden" "$out/oomwarden"
-cp "$root/target/x86_64-unknown-linux-gnu/release/cri-driver" "$out/cri-driver"
+bin="$("$root/scripts/build-static" -p oomwarden -p oomwarden-cri-driver)"
+cp "$bin/oomwarden" "$out/oomwarden"
+cp "$bin/cri-driver" "$out/cri-driver"
 "$root/tests/vm/cri/images.sh" "$out/images" "pause=$out/pause" "hog=$out/hog" >&2
 echo "$out"

@@ -257,6 +257,41 @@ fn the_events_rbac_is_what_they_need_and_nothing_more() {
     );
 }
 
+/// Issue 34: `events.podCondition` needs patch on pods/status, bound to the same service
+/// account, and nothing more; that file is opt-in (not in the kustomization, the ConfigMap
+/// leaves the condition off), since the verb reaches every pod's status.
+#[test]
+fn the_pod_condition_rbac_is_opt_in_and_only_what_it_needs() {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&file("deploy/kubernetes/pod-conditions.yaml")).unwrap();
+    let role = kind(&docs, "ClusterRole");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}])
+    );
+    let binding = kind(&docs, "ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    let main = documents();
+    let account = kind(&main, "ServiceAccount");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}])
+    );
+    let config = kind(&main, "ConfigMap")["data"]["oomwarden.yaml"]
+        .as_str()
+        .unwrap();
+    let settings = Settings::from_yaml(config, "ConfigMap oomwarden").unwrap();
+    assert!(!settings.warden.events.pod_condition);
+    let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();
+    assert!(
+        !k["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "pod-conditions.yaml")
+    );
+}
+
 #[test]
 fn the_kustomization_sets_the_daemonsets_image() {
     let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();

@@ -611,12 +611,12 @@ fn kill_scope_settings() {
 fn events_settings() {
     let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
     let d = load("").unwrap().warden.events;
-    assert!(!d.enabled && d.kubeconfig.is_none() && d.node_name.is_none());
+    assert!(!d.enabled && d.kubeconfig.is_none() && d.node_name.is_none() && !d.pod_condition);
     let text = format!(
-        "{w}events:\n  enabled: true\n  kubeconfig: /etc/kubernetes/kubelet.conf\n  nodeName: worker-1.example\n"
+        "{w}events:\n  enabled: true\n  kubeconfig: /etc/kubernetes/kubelet.conf\n  nodeName: worker-1.example\n  podCondition: true\n"
     );
     let s = load(&text).unwrap();
-    assert!(s.warden.events.enabled);
+    assert!(s.warden.events.enabled && s.warden.events.pod_condition);
     assert_eq!(
         s.warden.events.kubeconfig.as_deref(),
         Some(std::path::Path::new("/etc/kubernetes/kubelet.conf"))
@@ -627,7 +627,7 @@ fn events_settings() {
     );
     assert_eq!(load(&s.to_yaml()).unwrap().warden.events, s.warden.events);
     let errors: Vec<(String, String)> = load(&format!(
-        "{w}events:\n  enabled: yes please\n  kubeconfig: kube.conf\n  nodeName: Worker_1\n  namespace: x\n"
+        "{w}events:\n  enabled: yes please\n  kubeconfig: kube.conf\n  nodeName: Worker_1\n  podCondition: 1\n  namespace: x\n"
     ))
     .unwrap_err()
     .0
@@ -641,6 +641,7 @@ fn events_settings() {
             "events.enabled",
             "events.kubeconfig",
             "events.nodeName",
+            "events.podCondition",
             "events.namespace"
         ],
         "{errors:?}"
@@ -662,7 +663,7 @@ fn a_section_that_is_not_a_mapping_lists_its_keys() {
         [
             "expected a mapping with enabled, listen, found number 5",
             "expected a mapping with command, timeout, found string \"x\"",
-            "expected a mapping with enabled, kubeconfig, nodeName, found a list",
+            "expected a mapping with enabled, kubeconfig, nodeName, podCondition, found a list",
             "expected a mapping with endpoint, podLogs, refreshEvery, found boolean true",
             "expected a mapping with enabled, kmsg, fromBoot, found number 1",
             "expected a mapping with enabled, window, keep, found string \"a\"",

@@ -264,13 +264,7 @@ impl Engine {
     /// sender running (a reload).
     pub fn set_events(&mut self, events: Option<oomwarden_events::Events>) {
         if let Some(old) = std::mem::replace(&mut self.events, events) {
-            let c = old.counts();
-            let b = &mut self.events_before;
-            b.sent += c.sent;
-            b.retries += c.retries;
-            for (total, n) in b.dropped.iter_mut().zip(c.dropped) {
-                *total += n;
-            }
+            self.events_before.add(&old.counts());
         }
     }
 
@@ -281,12 +275,7 @@ impl Engine {
 
     fn update_events_metrics(&self) {
         let mut c = self.events.as_ref().map(|e| e.counts()).unwrap_or_default();
-        let b = &self.events_before;
-        c.sent += b.sent;
-        c.retries += b.retries;
-        for (n, before) in c.dropped.iter_mut().zip(b.dropped) {
-            *n += before;
-        }
+        c.add(&self.events_before);
         self.metrics.events(&c);
     }
 

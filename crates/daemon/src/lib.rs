@@ -20,4 +20,4 @@ pub use engine::{CycleOutcome, Engine, EngineParts, RankedCandidate};
 
 pub use history::History;
 pub use metrics::Metrics;
-pub use run::{RunError, RunOptions, StateSetup, open_state, run};
+pub use run::{RunError, RunOptions, StateSetup, events_options, open_state, run};

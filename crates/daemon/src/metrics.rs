@@ -298,6 +298,8 @@ pub struct Metrics {
     events_sent: Counter,
     events_dropped: Family<WatchProblemLabels, Counter>,
     events_retries: Counter,
+    pod_conditions_set: Counter,
+    pod_conditions_dropped: Family<WatchProblemLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -501,6 +503,25 @@ impl Metrics {
             "Kubernetes Events not created, by reason (queue-full, rejected, failed, unconfigured); each reason is logged once",
             events_dropped.clone(),
         );
+        let pod_conditions_set = Counter::default();
+        registry.register(
+            "pod_conditions_set",
+            "Killed pods given the DisruptionTarget condition (events.podCondition)",
+            pod_conditions_set.clone(),
+        );
+        let pod_conditions_dropped = Family::<WatchProblemLabels, Counter>::default();
+        for reason in oomwarden_events::Dropped::ALL {
+            pod_conditions_dropped
+                .get_or_create(&WatchProblemLabels {
+                    reason: reason.name(),
+                })
+                .inc_by(0);
+        }
+        registry.register(
+            "pod_conditions_dropped",
+            "Killed pods' DisruptionTarget conditions not set, by reason (queue-full, rejected, failed, unconfigured); each reason is logged once",
+            pod_conditions_dropped.clone(),
+        );
         let events_retries = Counter::default();
         registry.register(
             "events_retries",
@@ -596,6 +617,8 @@ impl Metrics {
             events_sent,
             events_dropped,
             events_retries,
+            pod_conditions_set,
+            pod_conditions_dropped,
         }
     }
 
@@ -769,12 +792,21 @@ impl Metrics {
         };
         forward(&self.events_sent, counts.sent);
         forward(&self.events_retries, counts.retries);
+        forward(&self.pod_conditions_set, counts.conditions_set);
         for reason in oomwarden_events::Dropped::ALL {
             forward(
                 &self.events_dropped.get_or_create(&WatchProblemLabels {
                     reason: reason.name(),
                 }),
                 counts.dropped(reason),
+            );
+            forward(
+                &self
+                    .pod_conditions_dropped
+                    .get_or_create(&WatchProblemLabels {
+                        reason: reason.name(),
+                    }),
+                counts.conditions_dropped(reason),
             );
         }
     }

@@ -33,6 +33,8 @@ pub(crate) struct Target {
     pub(crate) pod_name: Option<String>,
     /// The names of `containers` (empty when none is known).
     pub(crate) container_names: Vec<String>,
+    /// Each container's working set, in the order of `containers`.
+    pub(crate) working_sets: Vec<Option<u64>>,
     /// Where the pod's identity came from (none for a victim that is no pod).
     pub(crate) identity_source: Option<IdentitySource>,
     /// What the kill ends (none for a victim that is no pod).
@@ -56,15 +58,24 @@ impl Target {
     ) -> Self {
         let (cgroups, proc) = readers;
         // The sandbox's cgroup is named like a container's; the runtime says which it is.
-        let (sandboxes, containers): (Vec<String>, Vec<String>) = cgroups
+        // (container ID, cgroup dir), the sandbox's apart.
+        type Children = Vec<(String, String)>;
+        let (sandboxes, containers): (Children, Children) = cgroups
             .children(&c.dir)
             .unwrap_or_default()
             .iter()
             .filter_map(|child| {
-                oomwarden_kube::decode_cgroup_path(&format!("{}/{child}", c.dir)).container_id
+                let dir = format!("{}/{child}", c.dir);
+                let id = oomwarden_kube::decode_cgroup_path(&dir).container_id?;
+                Some((id, dir))
             })
             .take(MAX_CONTAINERS_LISTED)
-            .partition(|id| identities.is_sandbox(id));
+            .partition(|(id, _)| identities.is_sandbox(id));
+        let working_sets = containers
+            .iter()
+            .map(|(_, dir)| working_set(cgroups, dir))
+            .collect();
+        let containers: Vec<String> = containers.into_iter().map(|(id, _)| id).collect();
         let pod_uid = oomwarden_kube::decode_cgroup_path(&c.dir).pod_uid;
         let pod = pod_uid.as_deref().and_then(|uid| identities.pod(uid));
         let parts = match (&pod_uid, scope) {
@@ -109,8 +120,9 @@ impl Target {
                 .map(|_| pod.map_or(IdentitySource::Path, |p| p.source)),
             pod_uid,
             containers,
-            sandbox: sandboxes.into_iter().next(),
+            sandbox: sandboxes.into_iter().next().map(|(id, _)| id),
             container_names,
+            working_sets,
             kill_scope,
             parts,
             score,
@@ -126,6 +138,18 @@ impl Target {
             self.pod_name.as_ref()?
         ))
     }
+}
+
+/// A cgroup's working set as the kubelet counts it (`memory.current` less `inactive_file`);
+/// `None` when it cannot be read (gone already, or a replay that did not record it).
+fn working_set(cgroups: &CgroupFs, dir: &str) -> Option<u64> {
+    let usage = cgroups.memory_current(dir).ok()?;
+    let inactive_file = cgroups
+        .memory_stat(dir)
+        .ok()?
+        .into_iter()
+        .find_map(|(k, v)| (k == "inactive_file").then_some(v));
+    Some(oomwarden_kube::node::working_set(usage, inactive_file))
 }
 
 /// The kubelet's `oom_score_adj` for a pod's sandbox (pause) process.
@@ -294,6 +318,7 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         container_names: target
             .map(|t| t.container_names.clone())
             .unwrap_or_default(),
+        container_working_set_bytes: target.map(|t| t.working_sets.clone()).unwrap_or_default(),
         identity_source: target.and_then(|t| t.identity_source),
         kill_scope: target.and_then(|t| t.kill_scope),
         killed_cgroups: target
@@ -403,6 +428,7 @@ mod tests {
             namespace: Some("shop".to_owned()),
             pod_name: Some("web".to_owned()),
             container_names: vec!["nginx".to_owned()],
+            working_sets: vec![Some(300 << 20)],
             identity_source: Some(IdentitySource::Cri),
             kill_scope: Some(KillScope::Pod),
             parts: Vec::new(),

@@ -1464,6 +1464,15 @@ fn node_with_events(
     server: &oomwarden_testkit::apiserver::FakeApiServer,
     dry_run: bool,
 ) -> (Dirs, tempfile::TempDir, Engine) {
+    node_with_events_and(server, dry_run, "")
+}
+
+/// The same, with more lines in the `events` section (`  podCondition: true\n`).
+fn node_with_events_and(
+    server: &oomwarden_testkit::apiserver::FakeApiServer,
+    dry_run: bool,
+    events: &str,
+) -> (Dirs, tempfile::TempDir, Engine) {
     use oomwarden_model::{Identities, IdentitySource, PodIdentity};
     let (cg, proc) = node();
     let uid = "5a5a5a5a-0000-4000-8000-000000000001";
@@ -1475,16 +1484,28 @@ fn node_with_events(
     );
     write(cg.path(), &format!("{pod}/memory.current"), "999999999\n");
     write(cg.path(), &format!("{pod}/memory.max"), "max\n");
+    let container = "c".repeat(64);
     write(
         cg.path(),
-        &format!("{pod}/{}/cgroup.procs", "c".repeat(64)),
+        &format!("{pod}/{container}/cgroup.procs"),
         "100\n",
+    );
+    // A working set of 900 MiB: 1000 MiB in use, 100 MiB of it inactive page cache.
+    write(
+        cg.path(),
+        &format!("{pod}/{container}/memory.current"),
+        &format!("{}\n", 1000u64 << 20),
+    );
+    write(
+        cg.path(),
+        &format!("{pod}/{container}/memory.stat"),
+        &format!("anon {}\ninactive_file {}\n", 900u64 << 20, 100u64 << 20),
     );
     let state = tempfile::tempdir().unwrap();
     let kube = tempfile::tempdir().unwrap();
     let kubeconfig = server.kubeconfig(kube.path());
     let warden = format!(
-        "dryRun: {dry_run}\nevents:\n  enabled: true\n  kubeconfig: {}\n  nodeName: worker-1\n",
+        "dryRun: {dry_run}\nevents:\n  enabled: true\n  kubeconfig: {}\n  nodeName: worker-1\n{events}",
         kubeconfig.display()
     );
     let mut e = engine(
@@ -1498,6 +1519,15 @@ fn node_with_events(
         RecordingActuator::new(KillEffect::Empty),
     );
     let mut ids = Identities::default();
+    ids.containers.insert(
+        container.clone(),
+        oomwarden_model::ContainerIdentity {
+            id: container.clone(),
+            name: "cart".to_owned(),
+            pod_uid: uid.to_owned(),
+            ..oomwarden_model::ContainerIdentity::default()
+        },
+    );
     ids.pods.insert(
         uid.to_owned(),
         PodIdentity {
@@ -1510,13 +1540,7 @@ fn node_with_events(
         },
     );
     e.set_identity(oomwarden_identity::Cache::fixed(ids, IdentitySource::Cri));
-    let s = &e.settings().warden.events;
-    let options = oomwarden_events::Options::new(
-        s.kubeconfig.clone(),
-        oomwarden_events::Reporter {
-            node: oomwarden_events::node_name(s.node_name.as_deref()),
-        },
-    );
+    let options = oomwarden_daemon::events_options(&e.settings().warden.events);
     e.set_events(Some(oomwarden_events::Events::start(options).unwrap()));
     (
         Dirs {
@@ -1561,6 +1585,18 @@ fn a_kill_makes_two_kubernetes_events() {
     assert_eq!(pod["regarding"]["name"], "cart-1");
     assert_eq!(pod["reason"], "OOMWardenKilled");
     assert_eq!(pod["type"], "Warning");
+    // In the kubelet's words, as an eviction's Event says it (issue 34).
+    assert_eq!(rec.container_names, ["cart"]);
+    assert_eq!(rec.container_working_set_bytes, [Some(900 << 20)]);
+    assert_eq!(
+        pod["metadata"]["annotations"]["offending_containers"],
+        "cart"
+    );
+    assert_eq!(
+        pod["metadata"]["annotations"]["offending_containers_usage"],
+        "900Mi"
+    );
+    assert_eq!(pod["metadata"]["annotations"]["starved_resource"], "memory");
     let note = pod["note"].as_str().unwrap();
     assert!(
         note.starts_with(
@@ -1584,6 +1620,36 @@ fn a_kill_makes_two_kubernetes_events() {
     assert!(text.contains("oomwarden_events_sent_total 2\n"), "{text}");
     assert!(
         text.contains("oomwarden_events_dropped_total{reason=\"queue-full\"} 0\n"),
+        "{text}"
+    );
+}
+
+/// Issue 34: with `events.podCondition`, the killed pod gets the kubelet's `DisruptionTarget`
+/// condition, guarded by its UID; the metrics count it.
+#[test]
+fn a_kill_sets_the_pods_disruption_target_condition() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    server.add_pod("shop", "cart-1", "5a5a5a5a-0000-4000-8000-000000000001");
+    let (_dirs, _kube, mut e) = node_with_events_and(&server, false, "  podCondition: true\n");
+    let rec = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(rec.outcome, Outcome::Killed);
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while e.events().unwrap().counts().conditions_set < 1 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let conditions = server.pod_conditions("shop", "cart-1");
+    assert_eq!(conditions.len(), 1, "{:?}", server.requests());
+    assert_eq!(conditions[0]["type"], "DisruptionTarget");
+    assert_eq!(conditions[0]["reason"], "TerminationByOOMWarden");
+    assert!(server.requests().iter().all(|r| r.problems.is_empty()));
+    e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z");
+    let text = e.metrics().encode();
+    assert!(
+        text.contains("oomwarden_pod_conditions_set_total 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("oomwarden_pod_conditions_dropped_total{reason=\"rejected\"} 0\n"),
         "{text}"
     );
 }

@@ -1,8 +1,10 @@
 //! The Events of one action record (pure): one on the victim Pod, one on the Node.
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ObjectReference, PodCondition};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use oomwarden_expr::TriggerExpr;
 use oomwarden_model::{ActionRecord, Outcome, RecordKind, TriggerContext};
@@ -15,6 +17,23 @@ pub const REASON_KILLED: &str = "OOMWardenKilled";
 pub const REASON_WOULD_KILL: &str = "OOMWardenWouldKill";
 /// The API server refuses a longer `note`.
 pub const NOTE_LIMIT: usize = 1024;
+/// The kubelet's annotations on an eviction Event (`pkg/kubelet/eviction/helpers.go`), put on
+/// the Pod Event of a kill so that what reads the kubelet's evictions (VPA's OOM observer,
+/// right-sizers) can read oomwarden's kills: the containers killed, by name, comma-separated…
+pub const ANNOTATION_OFFENDING_CONTAINERS: &str = "offending_containers";
+/// … each one's working set, in the same order, as apimachinery writes a byte quantity
+/// (`1536Ki`) …
+pub const ANNOTATION_OFFENDING_CONTAINERS_USAGE: &str = "offending_containers_usage";
+/// … and the resource the node was short of: `memory`.
+pub const ANNOTATION_STARVED_RESOURCE: &str = "starved_resource";
+
+/// The pod condition a kill sets with `events.podCondition` (`pods/status`), as the kubelet
+/// sets it on a pod it evicts (with reason `TerminationByKubelet`): what Job
+/// `podFailurePolicy` rules and disruption tooling read.
+pub const CONDITION_DISRUPTION_TARGET: &str = "DisruptionTarget";
+/// The condition's `reason`.
+pub const REASON_TERMINATION: &str = "TerminationByOOMWarden";
+
 /// Events about cluster-scoped objects (the Node) go to this namespace, as client-go puts
 /// them.
 pub const NODE_EVENT_NAMESPACE: &str = "default";
@@ -26,6 +45,20 @@ pub struct NewEvent {
     pub namespace: String,
     /// The object.
     pub event: Event,
+}
+
+/// The `DisruptionTarget` condition to set on a killed pod: a strategic-merge patch of its
+/// status (conditions merge by `type`, so the pod's other conditions stay).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionPatch {
+    /// The pod's namespace …
+    pub namespace: String,
+    /// … and name.
+    pub name: String,
+    /// `{"metadata": {"uid": …}, "status": {"conditions": [ … ]}}`: the UID, when known,
+    /// makes the API server refuse the patch for another pod of the same name (a StatefulSet's
+    /// pod made again after the kill).
+    pub patch: serde_json::Value,
 }
 
 /// Who sends.
@@ -90,26 +123,28 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
         (_, _, Some(uid)) => format!("pod {uid}"),
         _ => format!("cgroup {}", record.victim.as_deref().unwrap_or("?")),
     };
-    let event = |namespace: &str, name: String, regarding, related, note: String| NewEvent {
-        namespace: namespace.to_owned(),
-        event: Event {
-            metadata: ObjectMeta {
-                name: Some(name),
-                namespace: Some(namespace.to_owned()),
-                ..ObjectMeta::default()
+    let event =
+        |namespace: &str, name: String, regarding, related, note: String, annotations| NewEvent {
+            namespace: namespace.to_owned(),
+            event: Event {
+                metadata: ObjectMeta {
+                    name: Some(name),
+                    namespace: Some(namespace.to_owned()),
+                    annotations,
+                    ..ObjectMeta::default()
+                },
+                event_time: Some(MicroTime(time)),
+                reporting_controller: Some(REPORTING_CONTROLLER.to_owned()),
+                reporting_instance: Some(reporter.instance()),
+                action: Some(action.to_owned()),
+                reason: Some(reason.to_owned()),
+                type_: Some("Warning".to_owned()),
+                note: Some(cut(note, NOTE_LIMIT)),
+                regarding: Some(regarding),
+                related,
+                ..Event::default()
             },
-            event_time: Some(MicroTime(time)),
-            reporting_controller: Some(REPORTING_CONTROLLER.to_owned()),
-            reporting_instance: Some(reporter.instance()),
-            action: Some(action.to_owned()),
-            reason: Some(reason.to_owned()),
-            type_: Some("Warning".to_owned()),
-            note: Some(cut(note, NOTE_LIMIT)),
-            regarding: Some(regarding),
-            related,
-            ..Event::default()
-        },
-    };
+        };
     let suffix = unique_suffix(record, time);
     let mut out = Vec::new();
     if let (Some(pod_ref), Some(ns), Some(name)) = (&pod, &record.namespace, &record.pod_name) {
@@ -119,6 +154,8 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
             pod_ref.clone(),
             Some(node.clone()),
             format!("oomwarden {verb} this pod on node {}: {why}", reporter.node),
+            // A dry run killed nothing: automation that counts OOMs must not count it.
+            (reason == REASON_KILLED).then(|| eviction_annotations(record)),
         ));
     }
     out.push(event(
@@ -127,8 +164,69 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
         node,
         pod,
         format!("oomwarden {verb} {victim}: {why}"),
+        None,
     ));
     out
+}
+
+/// The kubelet's eviction annotations for the containers a kill ended: those with a name and
+/// a working set, in the record's order; `starved_resource` is `memory`. The kubelet writes
+/// the three keys on every eviction Event, empty lists included, and so does this.
+fn eviction_annotations(record: &ActionRecord) -> BTreeMap<String, String> {
+    let (names, usages): (Vec<&str>, Vec<String>) = record
+        .container_names
+        .iter()
+        .zip(&record.container_working_set_bytes)
+        .filter_map(|(name, ws)| {
+            // A comma would split one name in two for every reader of the list.
+            let name = (!name.is_empty() && !name.contains(',')).then_some(name.as_str())?;
+            Some((name, oomwarden_kube::binary_si((*ws)?)))
+        })
+        .unzip();
+    BTreeMap::from([
+        (ANNOTATION_OFFENDING_CONTAINERS.to_owned(), names.join(",")),
+        (
+            ANNOTATION_OFFENDING_CONTAINERS_USAGE.to_owned(),
+            usages.join(","),
+        ),
+        (ANNOTATION_STARVED_RESOURCE.to_owned(), "memory".to_owned()),
+    ])
+}
+
+/// The `DisruptionTarget` condition for a kill's pod (`killed`, `not-verified`, the pod's
+/// namespace and name known); `None` for anything else (a dry run killed nothing).
+pub fn condition_for(record: &ActionRecord, reporter: &Reporter) -> Option<ConditionPatch> {
+    if record.kind != RecordKind::Oomwarden
+        || !matches!(record.outcome, Outcome::Killed | Outcome::NotVerified)
+    {
+        return None;
+    }
+    let (namespace, name) = (record.namespace.as_ref()?, record.pod_name.as_ref()?);
+    let time = record.time.parse::<Timestamp>().ok()?;
+    let condition = PodCondition {
+        type_: CONDITION_DISRUPTION_TARGET.to_owned(),
+        status: "True".to_owned(),
+        reason: Some(REASON_TERMINATION.to_owned()),
+        message: Some(cut(
+            format!(
+                "oomwarden killed this pod on node {}: {}",
+                reporter.node,
+                why(record)
+            ),
+            NOTE_LIMIT,
+        )),
+        last_transition_time: Some(Time(time)),
+        ..PodCondition::default()
+    };
+    let mut patch = serde_json::json!({ "status": { "conditions": [condition] } });
+    if let (Some(uid), Some(object)) = (&record.pod_uid, patch.as_object_mut()) {
+        object.insert("metadata".to_owned(), serde_json::json!({ "uid": uid }));
+    }
+    Some(ConditionPatch {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        patch,
+    })
 }
 
 /// The same for every attempt (a retry after a timeout that did create it gets 409, which is
@@ -244,6 +342,9 @@ mod tests {
         r.pod_name = Some("cart-6b8f-zt9wd".to_owned());
         r.score = 844_935_168.0;
         r.memory_current_bytes = Some(844_935_168);
+        r.containers = vec!["c1".to_owned(), "c2".to_owned(), "c3".to_owned()];
+        r.container_names = vec!["cart".to_owned(), "istio-proxy".to_owned(), String::new()];
+        r.container_working_set_bytes = vec![Some(805_306_368), Some(39_628_800), Some(1 << 20)];
         r.trigger_expression =
             Some("memory_full_avg10 > 12.0 && time_since_trigger > duration(\"5s\")".to_owned());
         r.trigger_context = "{\"memory_full_avg10\":14.54}".to_owned();
@@ -297,6 +398,75 @@ mod tests {
                 .starts_with("oomwarden killed pod shop/cart-6b8f-zt9wd: ")
         );
         assert!(oomwarden_kube::is_qualified_name(REPORTING_CONTROLLER));
+    }
+
+    #[test]
+    fn a_kills_pod_event_carries_the_kubelets_eviction_annotations() {
+        let e = events_for(&kill(), &reporter());
+        let annotations = e[0].event.metadata.annotations.as_ref().unwrap();
+        // The unnamed third container cannot be listed: a reader matches names to containers.
+        assert_eq!(
+            annotations,
+            &BTreeMap::from([
+                (
+                    "offending_containers".to_owned(),
+                    "cart,istio-proxy".to_owned()
+                ),
+                (
+                    "offending_containers_usage".to_owned(),
+                    "768Mi,38700Ki".to_owned()
+                ),
+                ("starved_resource".to_owned(), "memory".to_owned()),
+            ])
+        );
+        assert!(e[1].event.metadata.annotations.is_none(), "not on the Node");
+        let mut unread = kill();
+        unread.container_working_set_bytes = vec![None, Some(1024), None];
+        let e = events_for(&unread, &reporter());
+        let a = e[0].event.metadata.annotations.as_ref().unwrap();
+        assert_eq!(a["offending_containers"], "istio-proxy");
+        assert_eq!(a["offending_containers_usage"], "1Ki");
+        let mut dry = kill();
+        dry.outcome = Outcome::DryRun;
+        assert!(
+            events_for(&dry, &reporter())[0]
+                .event
+                .metadata
+                .annotations
+                .is_none(),
+            "a dry run killed nothing"
+        );
+    }
+
+    #[test]
+    fn a_kill_sets_the_disruption_target_condition_of_its_pod_only() {
+        let c = condition_for(&kill(), &reporter()).unwrap();
+        assert_eq!(
+            (c.namespace.as_str(), c.name.as_str()),
+            ("shop", "cart-6b8f-zt9wd")
+        );
+        assert_eq!(c.patch["metadata"]["uid"], "a1");
+        let condition = &c.patch["status"]["conditions"][0];
+        assert_eq!(condition["type"], "DisruptionTarget");
+        assert_eq!(condition["status"], "True");
+        assert_eq!(condition["reason"], "TerminationByOOMWarden");
+        assert_eq!(condition["lastTransitionTime"], "2026-11-29T15:31:44Z");
+        let message = condition["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("oomwarden killed this pod on node worker-1: class Besteffort"),
+            "{message}"
+        );
+        let mut r = kill();
+        r.pod_uid = None;
+        let c = condition_for(&r, &reporter()).unwrap();
+        assert!(c.patch.get("metadata").is_none());
+        for outcome in [Outcome::DryRun, Outcome::KillFailed, Outcome::Gone] {
+            r.outcome = outcome;
+            assert!(condition_for(&r, &reporter()).is_none(), "{outcome:?}");
+        }
+        let mut unnamed = kill();
+        unnamed.pod_name = None;
+        assert!(condition_for(&unnamed, &reporter()).is_none());
     }
 
     #[test]

@@ -23,11 +23,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use build::{
-    NODE_EVENT_NAMESPACE, NOTE_LIMIT, NewEvent, REASON_KILLED, REASON_WOULD_KILL,
-    REPORTING_CONTROLLER, Reporter, events_for,
+    ANNOTATION_OFFENDING_CONTAINERS, ANNOTATION_OFFENDING_CONTAINERS_USAGE,
+    ANNOTATION_STARVED_RESOURCE, CONDITION_DISRUPTION_TARGET, ConditionPatch, NODE_EVENT_NAMESPACE,
+    NOTE_LIMIT, NewEvent, REASON_KILLED, REASON_TERMINATION, REASON_WOULD_KILL,
+    REPORTING_CONTROLLER, Reporter, condition_for, events_for,
 };
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use oomwarden_model::{ActionRecord, Outcome, RecordKind};
 use thiserror::Error;
 
@@ -50,6 +52,8 @@ pub struct Options {
     pub attempts: u32,
     /// The first retry's wait; each next one doubles it.
     pub backoff: Duration,
+    /// Also set the `DisruptionTarget` condition of each killed pod (`events.podCondition`).
+    pub pod_condition: bool,
 }
 
 impl Options {
@@ -65,6 +69,7 @@ impl Options {
             timeout: Duration::from_secs(10),
             attempts: 5,
             backoff: Duration::from_secs(1),
+            pod_condition: false,
         }
     }
 }
@@ -111,6 +116,24 @@ impl Dropped {
     }
 }
 
+/// What the sender writes: Events, and with `podCondition` pods' conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An Event created.
+    Event,
+    /// A pod's `DisruptionTarget` condition set.
+    Condition,
+}
+
+impl Kind {
+    fn index(self) -> usize {
+        match self {
+            Kind::Event => 0,
+            Kind::Condition => 1,
+        }
+    }
+}
+
 /// What the sender has done since it started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
@@ -118,6 +141,10 @@ pub struct Counts {
     pub sent: u64,
     /// Events not created, in the order of [`Dropped::ALL`].
     pub dropped: [u64; 4],
+    /// Pod conditions set.
+    pub conditions_set: u64,
+    /// Pod conditions not set, in the order of [`Dropped::ALL`].
+    pub conditions_dropped: [u64; 4],
     /// Requests sent again after a failure.
     pub retries: u64,
 }
@@ -127,22 +154,89 @@ impl Counts {
     pub fn dropped(&self, reason: Dropped) -> u64 {
         self.dropped.get(reason.index()).copied().unwrap_or(0)
     }
+
+    /// Pod conditions not set for `reason`.
+    pub fn conditions_dropped(&self, reason: Dropped) -> u64 {
+        self.conditions_dropped
+            .get(reason.index())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Adds `other`'s counts (a sender replaced at a reload keeps counting).
+    pub fn add(&mut self, other: &Counts) {
+        self.sent += other.sent;
+        self.conditions_set += other.conditions_set;
+        self.retries += other.retries;
+        for (total, n) in self.dropped.iter_mut().zip(other.dropped) {
+            *total += n;
+        }
+        for (total, n) in self
+            .conditions_dropped
+            .iter_mut()
+            .zip(other.conditions_dropped)
+        {
+            *total += n;
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct Shared {
-    sent: AtomicU64,
-    dropped: [AtomicU64; 4],
+    /// By [`Kind`].
+    done: [AtomicU64; 2],
+    /// By [`Kind`], then [`Dropped`].
+    dropped: [[AtomicU64; 4]; 2],
     retries: AtomicU64,
     stop: AtomicBool,
 }
 
 impl Shared {
-    fn drop_events(&self, reason: Dropped, n: usize) {
-        if let Some(c) = self.dropped.get(reason.index()) {
-            c.fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+    fn done(&self, kind: Kind) {
+        if let Some(c) = self.done.get(kind.index()) {
+            c.fetch_add(1, Ordering::Relaxed);
         }
     }
+
+    fn drop_writes(&self, reason: Dropped, writes: &[Write]) {
+        for w in writes {
+            if let Some(c) = self
+                .dropped
+                .get(w.kind().index())
+                .and_then(|d| d.get(reason.index()))
+            {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// One request of the sender.
+#[derive(Debug, Clone)]
+enum Write {
+    Event(Box<NewEvent>),
+    Condition(ConditionPatch),
+}
+
+impl Write {
+    fn kind(&self) -> Kind {
+        match self {
+            Write::Event(_) => Kind::Event,
+            Write::Condition(_) => Kind::Condition,
+        }
+    }
+}
+
+/// What a record makes: its Events, then (with `pod_condition`) its pod's condition.
+fn writes(record: &ActionRecord, reporter: &Reporter, pod_condition: bool) -> Vec<Write> {
+    let mut out: Vec<Write> = events_for(record, reporter)
+        .into_iter()
+        .map(|e| Write::Event(Box::new(e)))
+        .collect();
+    if pod_condition && let Some(c) = condition_for(record, reporter) {
+        out.push(Write::Condition(c));
+    }
+    out
 }
 
 /// The running sender: offer it records; it ends when dropped.
@@ -151,6 +245,7 @@ pub struct Events {
     queue: SyncSender<ActionRecord>,
     shared: Arc<Shared>,
     reporter: Reporter,
+    pod_condition: bool,
 }
 
 /// The sender's thread could not be started.
@@ -166,6 +261,7 @@ impl Events {
         let (queue, records) = sync_channel(options.queue);
         let shared = Arc::new(Shared::default());
         let reporter = options.reporter.clone();
+        let pod_condition = options.pod_condition;
         let thread_shared = Arc::clone(&shared);
         // The thread logs where its starter logs (the global subscriber in the daemon).
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
@@ -181,14 +277,15 @@ impl Events {
             queue,
             shared,
             reporter,
+            pod_condition,
         })
     }
 
     /// Offers a record; returns at once. A record that makes no Event (the kernel's kills, a
     /// failed kill) is ignored; a full queue drops its Events, counted.
     pub fn offer(&self, record: &ActionRecord) {
-        let n = events_for(record, &self.reporter).len();
-        if n == 0 {
+        let writes = writes(record, &self.reporter, self.pod_condition);
+        if writes.is_empty() {
             if matches!(
                 record.outcome,
                 Outcome::Killed | Outcome::NotVerified | Outcome::DryRun
@@ -206,7 +303,7 @@ impl Events {
         match self.queue.try_send(record.clone()) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.shared.drop_events(Dropped::QueueFull, n);
+                self.shared.drop_writes(Dropped::QueueFull, &writes);
                 log_once(
                     "queue-full",
                     "Kubernetes Events dropped: the queue is full (the API server is slow or unreachable); counted in oomwarden_events_dropped_total",
@@ -219,9 +316,21 @@ impl Events {
     /// What has been sent and dropped so far.
     pub fn counts(&self) -> Counts {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let done = |k: Kind| self.shared.done.get(k.index()).map_or(0, get);
+        let dropped = |k: Kind| {
+            [0, 1, 2, 3].map(|i| {
+                self.shared
+                    .dropped
+                    .get(k.index())
+                    .and_then(|d| d.get(i))
+                    .map_or(0, get)
+            })
+        };
         Counts {
-            sent: get(&self.shared.sent),
-            dropped: [0, 1, 2, 3].map(|i| self.shared.dropped.get(i).map_or(0, get)),
+            sent: done(Kind::Event),
+            dropped: dropped(Kind::Event),
+            conditions_set: done(Kind::Condition),
+            conditions_dropped: dropped(Kind::Condition),
             retries: get(&self.shared.retries),
         }
     }
@@ -320,7 +429,7 @@ fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) 
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "cannot start the Kubernetes Events runtime; Events are dropped");
-            drain(records, shared, &options.reporter, Dropped::Unconfigured);
+            drain(records, shared, options, Dropped::Unconfigured);
             return;
         }
     };
@@ -336,7 +445,7 @@ fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) 
         }
         Err(e) => {
             tracing::error!(error = %e, "cannot reach the Kubernetes API for Events; they are dropped and counted (oomwarden_events_dropped_total{{reason=\"unconfigured\"}})");
-            drain(records, shared, &options.reporter, Dropped::Unconfigured);
+            drain(records, shared, options, Dropped::Unconfigured);
             return;
         }
     };
@@ -347,11 +456,11 @@ fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) 
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        for new in events_for(&record, &options.reporter) {
+        for write in writes(&record, &options.reporter, options.pod_condition) {
             if !wait(&mut bucket, shared) {
                 return;
             }
-            deliver(&runtime, &client, options, shared, &new);
+            deliver(&runtime, &client, options, shared, &write);
         }
     }
 }
@@ -389,9 +498,9 @@ fn deliver(
     client: &kube::Client,
     options: &Options,
     shared: &Shared,
-    new: &NewEvent,
+    write: &Write,
 ) {
-    let api: Api<Event> = Api::namespaced(client.clone(), &new.namespace);
+    let kind = write.kind();
     let mut backoff = options.backoff;
     for attempt in 1..=options.attempts.max(1) {
         if attempt > 1 {
@@ -402,27 +511,48 @@ fn deliver(
             backoff = backoff.saturating_mul(2);
         }
         let result = runtime.block_on(async {
-            tokio::time::timeout(
-                options.timeout,
-                api.create(&PostParams::default(), &new.event),
-            )
+            tokio::time::timeout(options.timeout, async {
+                match write {
+                    Write::Event(new) => Api::namespaced(client.clone(), &new.namespace)
+                        .create(&PostParams::default(), &new.event)
+                        .await
+                        .map(drop),
+                    Write::Condition(c) => Api::<Pod>::namespaced(client.clone(), &c.namespace)
+                        .patch_status(
+                            &c.name,
+                            &PatchParams::default(),
+                            &Patch::Strategic(&c.patch),
+                        )
+                        .await
+                        .map(drop),
+                }
+            })
             .await
         });
+        let (what, permission) = match kind {
+            Kind::Event => ("a Kubernetes Event", "create on events.k8s.io/events"),
+            Kind::Condition => (
+                "a pod's DisruptionTarget condition (events.podCondition)",
+                "patch on pods/status",
+            ),
+        };
         match classify(result) {
             Attempt::Created => {
-                shared.sent.fetch_add(1, Ordering::Relaxed);
+                shared.done(kind);
                 return;
             }
             Attempt::Rejected(code, message) => {
-                shared.drop_events(Dropped::Rejected, 1);
+                shared.drop_writes(Dropped::Rejected, std::slice::from_ref(write));
                 log_once(
-                    &format!("rejected-{code}"),
+                    &format!("rejected-{kind:?}-{code}"),
                     &format!(
-                        "the API server refused a Kubernetes Event ({code}){}; such Events are dropped and counted",
+                        "the API server refused {what} ({code}){}; such writes are dropped and counted",
                         if code == 403 {
-                            ": give oomwarden's service account create on events.k8s.io/events (deploy/kubernetes/oomwarden.yaml has the ClusterRole)"
+                            format!(
+                                ": give oomwarden's service account {permission} (deploy/kubernetes/oomwarden.yaml has the ClusterRole)"
+                            )
                         } else {
-                            ""
+                            String::new()
                         }
                     ),
                     &message,
@@ -431,10 +561,12 @@ fn deliver(
             }
             Attempt::Retry(why) => {
                 if attempt == options.attempts.max(1) {
-                    shared.drop_events(Dropped::Failed, 1);
+                    shared.drop_writes(Dropped::Failed, std::slice::from_ref(write));
                     log_once(
-                        "failed",
-                        "a Kubernetes Event could not be sent after every attempt; such Events are dropped and counted",
+                        &format!("failed-{kind:?}"),
+                        &format!(
+                            "{what} could not be sent after every attempt; such writes are dropped and counted"
+                        ),
                         &why,
                     );
                 }
@@ -443,7 +575,7 @@ fn deliver(
     }
 }
 
-fn classify(result: Result<Result<Event, kube::Error>, tokio::time::error::Elapsed>) -> Attempt {
+fn classify(result: Result<Result<(), kube::Error>, tokio::time::error::Elapsed>) -> Attempt {
     match result {
         Ok(Ok(_)) => Attempt::Created,
         Err(_) => Attempt::Retry("the request took longer than its deadline".to_owned()),
@@ -460,11 +592,11 @@ fn classify(result: Result<Result<Event, kube::Error>, tokio::time::error::Elaps
     }
 }
 
-/// No client: every record's Events are dropped as they come, until the stop.
-fn drain(records: &Receiver<ActionRecord>, shared: &Shared, reporter: &Reporter, why: Dropped) {
+/// No client: every record's writes are dropped as they come, until the stop.
+fn drain(records: &Receiver<ActionRecord>, shared: &Shared, options: &Options, why: Dropped) {
     // Until `Events` is dropped (its sender with it).
     while let Ok(r) = records.recv() {
-        shared.drop_events(why, events_for(&r, reporter).len());
+        shared.drop_writes(why, &writes(&r, &options.reporter, options.pod_condition));
     }
 }
 

@@ -324,3 +324,106 @@ fn a_kubeconfig_that_is_a_fifo_a_device_or_points_to_one_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_kills_pod_event_carries_the_eviction_annotations_the_server_accepts() {
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    let mut r = kill(5);
+    r.containers = vec!["c1".to_owned()];
+    r.container_names = vec!["cart".to_owned()];
+    r.container_working_set_bytes = vec![Some(512 << 20)];
+    events.offer(&r);
+    wait_until("two events", || events.counts().sent == 2);
+    let pod = &server.requests()[0];
+    assert!(pod.problems.is_empty(), "{:?}", pod.problems);
+    let a = &pod.body["metadata"]["annotations"];
+    assert_eq!(a["offending_containers"], "cart");
+    assert_eq!(a["offending_containers_usage"], "512Mi");
+    assert_eq!(a["starved_resource"], "memory");
+}
+
+fn with_condition(server: &FakeApiServer, dir: &std::path::Path) -> Options {
+    Options {
+        pod_condition: true,
+        ..options(server, dir)
+    }
+}
+
+#[test]
+fn with_pod_condition_a_killed_pod_gets_disruption_target_and_keeps_its_other_conditions() {
+    let server = FakeApiServer::start();
+    server.add_pod(
+        "shop",
+        "cart-6b8f-zt9wd",
+        "a1b2c3d4-0000-4000-8000-000000000001",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(with_condition(&server, dir.path())).unwrap();
+    events.offer(&kill(7));
+    wait_until("the condition", || events.counts().conditions_set == 1);
+    assert_eq!(events.counts().sent, 2);
+    let patch = server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "PATCH")
+        .unwrap();
+    assert_eq!(
+        patch.path,
+        "/api/v1/namespaces/shop/pods/cart-6b8f-zt9wd/status"
+    );
+    assert!(patch.problems.is_empty(), "{:?}", patch.problems);
+    let conditions = server.pod_conditions("shop", "cart-6b8f-zt9wd");
+    assert_eq!(conditions.len(), 1, "{conditions:?}");
+    assert_eq!(conditions[0]["type"], "DisruptionTarget");
+    assert_eq!(conditions[0]["reason"], "TerminationByOOMWarden");
+    assert_eq!(conditions[0]["status"], "True");
+    // A second kill of the same pod replaces its condition (merged by type), not a second one.
+    events.offer(&kill(8));
+    wait_until("the second condition", || {
+        events.counts().conditions_set == 2
+    });
+    assert_eq!(server.pod_conditions("shop", "cart-6b8f-zt9wd").len(), 1);
+}
+
+#[test]
+fn a_condition_for_another_pod_of_the_same_name_is_refused_and_counted() {
+    let server = FakeApiServer::start();
+    // The StatefulSet made the pod again after the kill: same name, another UID.
+    server.add_pod(
+        "shop",
+        "cart-6b8f-zt9wd",
+        "ffffffff-0000-4000-8000-000000000002",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(with_condition(&server, dir.path())).unwrap();
+    events.offer(&kill(9));
+    wait_until("the refusal", || {
+        events.counts().conditions_dropped(Dropped::Rejected) == 1
+    });
+    assert!(server.pod_conditions("shop", "cart-6b8f-zt9wd").is_empty());
+    assert_eq!(events.counts().sent, 2, "the Events are sent all the same");
+}
+
+#[test]
+fn without_pod_condition_or_for_a_dry_run_no_pod_is_patched() {
+    let server = FakeApiServer::start();
+    server.add_pod(
+        "shop",
+        "cart-6b8f-zt9wd",
+        "a1b2c3d4-0000-4000-8000-000000000001",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&kill(10));
+    wait_until("two events", || events.counts().sent == 2);
+    drop(events);
+    let events = Events::start(with_condition(&server, dir.path())).unwrap();
+    let mut dry = kill(11);
+    dry.outcome = Outcome::DryRun;
+    events.offer(&dry);
+    wait_until("two more events", || events.counts().sent == 2);
+    assert!(server.requests().iter().all(|r| r.method == "POST"));
+    assert_eq!(events.counts().conditions_set, 0);
+}

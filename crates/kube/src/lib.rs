@@ -23,4 +23,4 @@ mod quantity;
 
 pub use names::{is_dns_subdomain, is_qualified_name};
 pub use path::{CgroupPathInfo, decode_cgroup_path};
-pub use quantity::{Quantity, QuantityError};
+pub use quantity::{Quantity, QuantityError, binary_si};

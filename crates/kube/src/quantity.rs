@@ -151,6 +151,23 @@ impl Quantity {
     }
 }
 
+/// A byte count as apimachinery writes `resource.NewQuantity(bytes, resource.BinarySI)`, the
+/// form the kubelet puts in an eviction Event's `offending_containers_usage`: below 1024 the
+/// plain number; else the largest binary suffix (`Ki` … `Ei`) that divides it exactly, else
+/// the plain number (`1536Ki`, `1Gi`, `1500`, `123456789`).
+pub fn binary_si(bytes: u64) -> String {
+    const SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    if bytes < 1024 {
+        return bytes.to_string();
+    }
+    let (mut n, mut i) = (bytes, 0);
+    while n % 1024 == 0 && i + 1 < SUFFIXES.len() {
+        n /= 1024;
+        i += 1;
+    }
+    format!("{n}{}", SUFFIXES.get(i).copied().unwrap_or(""))
+}
+
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.value_exact() {
@@ -204,6 +221,34 @@ mod tests {
             "1e1000", ".",
         ] {
             assert!(Quantity::parse(text).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn byte_counts_are_written_as_apimachinery_writes_them() {
+        // resource.NewQuantity(n, resource.BinarySI).String()
+        for (n, want) in [
+            (0, "0"),
+            (512, "512"),
+            (1023, "1023"),
+            (1024, "1Ki"),
+            (1536, "1536"),
+            (1_572_864, "1536Ki"),
+            (1_073_741_824, "1Gi"),
+            (844_935_168, "825132Ki"),
+            (123_456_789, "123456789"),
+            (1 << 60, "1Ei"),
+            (1 << 62, "4Ei"),
+        ] {
+            assert_eq!(binary_si(n), want, "{n}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_written_byte_count_reads_back_the_same(n in 0u64..=(i64::MAX as u64)) {
+            let text = binary_si(n);
+            proptest::prop_assert_eq!(v(&text), Some(i64::try_from(n).unwrap()), "{}", text);
         }
     }
 

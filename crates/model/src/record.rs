@@ -158,6 +158,12 @@ pub struct ActionRecord {
     /// The names of `containers`, in the same order (`""` for one nobody named).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub container_names: Vec<String>,
+    /// Each of `containers`' working set when the victim was chosen, in the same order:
+    /// `memory.current` less `inactive_file` of its cgroup, as the kubelet and cAdvisor count
+    /// it (`null` for one that could not be read). What the Pod Event's
+    /// `offending_containers_usage` says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub container_working_set_bytes: Vec<Option<u64>>,
     /// Where `namespace`, `podName` and `containerNames` came from: `cri`, `pod-logs`, or
     /// `path` (only the pod UID was known). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -358,6 +364,7 @@ impl ActionRecord {
             namespace: None,
             pod_name: None,
             container_names: Vec::new(),
+            container_working_set_bytes: Vec::new(),
             identity_source: None,
             identity_age_ms: None,
             kill_scope: None,

@@ -1,15 +1,18 @@
-//! A fake Kubernetes API server for the Events API only: no real API server can run on the
-//! machines the suite runs on, so this one checks each request as the real one does
-//! (method, path, credentials, and the fields `events.k8s.io/v1` requires on create, after
-//! `k8s.io/kubernetes/pkg/apis/core/validation/events.go`) and answers as it does: `201` with
-//! the object, `409 AlreadyExists` for a name it holds, `422 Invalid` for a bad object, and
-//! any status a test scripts (`403`, `5xx`, a hang). Its validation is written here
-//! independently of the product's code, so the product cannot agree with itself by mistake.
+//! A fake Kubernetes API server for the Events API and pods' status conditions only: no real
+//! API server can run on the machines the suite runs on, so this one checks each request as
+//! the real one does (method, path, credentials, and the fields `events.k8s.io/v1` requires on
+//! create, after `k8s.io/kubernetes/pkg/apis/core/validation/events.go`; a strategic-merge
+//! patch of `pods/<name>/status` as `ValidatePodConditions` and the immutable `metadata.uid`
+//! check it) and answers as it does: `201` with the object, `409 AlreadyExists` for a name it
+//! holds, `200` with the pod patched, `404 NotFound` for a pod it does not hold, `422 Invalid`
+//! for a bad object, and any status a test scripts (`403`, `5xx`, a hang). Its validation is
+//! written here independently of the product's code, so the product cannot agree with itself
+//! by mistake.
 
 // serde_json's `value["key"]` gives Null for anything missing: it cannot panic on a Value.
 #![allow(clippy::indexing_slicing)]
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -58,6 +61,38 @@ struct State {
     script: VecDeque<Reply>,
     requests: Vec<Request>,
     created: HashSet<(String, String)>,
+    /// Pods by namespace and name: their UID and status conditions.
+    pods: HashMap<(String, String), (String, Vec<Value>)>,
+}
+
+/// What a request asks for.
+enum Route {
+    /// `POST /apis/events.k8s.io/v1/namespaces/<ns>/events`.
+    CreateEvent(String),
+    /// `PATCH /api/v1/namespaces/<ns>/pods/<name>/status`.
+    PatchPodStatus(String, String),
+    Unknown,
+}
+
+fn route(method: &str, path: &str) -> Route {
+    if let Some(ns) = path
+        .strip_prefix("/apis/events.k8s.io/v1/namespaces/")
+        .and_then(|rest| rest.strip_suffix("/events"))
+        .filter(|ns| !ns.contains('/'))
+        && method == "POST"
+    {
+        return Route::CreateEvent(ns.to_owned());
+    }
+    if let Some((ns, name)) = path
+        .strip_prefix("/api/v1/namespaces/")
+        .and_then(|rest| rest.strip_suffix("/status"))
+        .and_then(|rest| rest.split_once("/pods/"))
+        .filter(|(ns, name)| !ns.contains('/') && !name.contains('/'))
+        && method == "PATCH"
+    {
+        return Route::PatchPodStatus(ns.to_owned(), name.to_owned());
+    }
+    Route::Unknown
 }
 
 /// The running fake; it stops with the test process.
@@ -110,6 +145,25 @@ impl FakeApiServer {
     /// The answers to the next creates, in order; then [`Reply::Normal`].
     pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
         self.state.lock().unwrap().script.extend(replies);
+    }
+
+    /// Holds a pod (its status patches are answered; others get `404`).
+    pub fn add_pod(&self, namespace: &str, name: &str, uid: &str) {
+        self.state.lock().unwrap().pods.insert(
+            (namespace.to_owned(), name.to_owned()),
+            (uid.to_owned(), Vec::new()),
+        );
+    }
+
+    /// A pod's status conditions, as patched so far.
+    pub fn pod_conditions(&self, namespace: &str, name: &str) -> Vec<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .pods
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default()
     }
 
     /// Every request so far.
@@ -179,54 +233,29 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>
         .script
         .pop_front()
         .unwrap_or(Reply::Normal);
-    let namespace = path
-        .strip_prefix("/apis/events.k8s.io/v1/namespaces/")
-        .and_then(|rest| rest.strip_suffix("/events"))
-        .filter(|ns| !ns.contains('/'))
-        .map(str::to_owned);
+    let route = route(&method, &path);
     let mut problems = Vec::new();
     let (status, out) = if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
         (401, status_body(401, "Unauthorized", "Unauthorized"))
-    } else if method != "POST" || namespace.is_none() {
-        (
-            404,
-            status_body(
-                404,
-                "NotFound",
-                "the server could not find the requested resource",
-            ),
-        )
-    } else if let Reply::Status(code, reason) = reply {
-        (
-            code,
-            status_body(code, reason, &format!("scripted {code} {reason}")),
-        )
     } else {
-        let ns = namespace.unwrap_or_default();
-        if !content_type.starts_with("application/json") {
-            problems.push(format!("content type {content_type:?}"));
-        }
-        problems.extend(validate(&body, &ns));
-        if !problems.is_empty() {
-            (422, status_body(422, "Invalid", &problems.join("; ")))
-        } else {
-            let name = body["metadata"]["name"].as_str().unwrap_or("").to_owned();
-            let fresh = state.lock().unwrap().created.insert((ns, name.clone()));
-            if fresh {
-                let mut created = body.clone();
-                created["metadata"]["uid"] = json!("00000000-0000-4000-8000-00000000e7e1");
-                created["metadata"]["resourceVersion"] = json!("1");
-                created["metadata"]["creationTimestamp"] = json!("2026-12-01T00:00:00Z");
-                (201, created)
-            } else {
-                (
-                    409,
-                    status_body(
-                        409,
-                        "AlreadyExists",
-                        &format!("events.events.k8s.io \"{name}\" already exists"),
-                    ),
-                )
+        match (route, &reply) {
+            (Route::Unknown, _) => (
+                404,
+                status_body(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                ),
+            ),
+            (_, Reply::Status(code, reason)) => (
+                *code,
+                status_body(*code, reason, &format!("scripted {code} {reason}")),
+            ),
+            (Route::PatchPodStatus(ns, name), _) => {
+                patch_pod_status(state, &ns, &name, &content_type, &body, &mut problems)
+            }
+            (Route::CreateEvent(ns), _) => {
+                create_event(state, ns, &content_type, &body, &mut problems)
             }
         }
     };
@@ -268,6 +297,119 @@ fn status_body(code: u16, reason: &str, message: &str) -> Value {
     })
 }
 
+/// A create of an Event in namespace `ns`.
+fn create_event(
+    state: &Mutex<State>,
+    ns: String,
+    content_type: &str,
+    body: &Value,
+    problems: &mut Vec<String>,
+) -> (u16, Value) {
+    if !content_type.starts_with("application/json") {
+        problems.push(format!("content type {content_type:?}"));
+    }
+    problems.extend(validate(body, &ns));
+    if !problems.is_empty() {
+        return (422, status_body(422, "Invalid", &problems.join("; ")));
+    }
+    let name = body["metadata"]["name"].as_str().unwrap_or("").to_owned();
+    let fresh = state.lock().unwrap().created.insert((ns, name.clone()));
+    if fresh {
+        let mut created = body.clone();
+        created["metadata"]["uid"] = json!("00000000-0000-4000-8000-00000000e7e1");
+        created["metadata"]["resourceVersion"] = json!("1");
+        created["metadata"]["creationTimestamp"] = json!("2026-12-01T00:00:00Z");
+        (201, created)
+    } else {
+        (
+            409,
+            status_body(
+                409,
+                "AlreadyExists",
+                &format!("events.events.k8s.io \"{name}\" already exists"),
+            ),
+        )
+    }
+}
+
+/// A strategic-merge patch of a pod's status: conditions merged by `type`.
+fn patch_pod_status(
+    state: &Mutex<State>,
+    ns: &str,
+    name: &str,
+    content_type: &str,
+    body: &Value,
+    problems: &mut Vec<String>,
+) -> (u16, Value) {
+    let mut state = state.lock().unwrap();
+    let Some((uid, conditions)) = state.pods.get_mut(&(ns.to_owned(), name.to_owned())) else {
+        return (
+            404,
+            status_body(404, "NotFound", &format!("pods \"{name}\" not found")),
+        );
+    };
+    if content_type != "application/strategic-merge-patch+json" {
+        problems.push(format!(
+            "content type {content_type:?} (a status patch that merges conditions by type is a strategic-merge patch)"
+        ));
+    }
+    if let Some(sent) = body["metadata"]["uid"].as_str()
+        && sent != uid
+    {
+        problems.push(format!(
+            "metadata.uid: Invalid value: {sent:?}: field is immutable"
+        ));
+    }
+    let reason_re = Regex::new(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$").unwrap();
+    let time = Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)$").unwrap();
+    let patched = body["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if patched.is_empty() {
+        problems.push("status.conditions: the patch sets none".to_owned());
+    }
+    for c in &patched {
+        let text = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+        if text("type").is_empty() {
+            problems.push("status.conditions.type: Required value".to_owned());
+        }
+        if !["True", "False", "Unknown"].contains(&text("status").as_str()) {
+            problems.push(format!(
+                "status.conditions.status: Unsupported value: {}",
+                c["status"]
+            ));
+        }
+        if !c["reason"].is_null() && !reason_re.is_match(&text("reason")) {
+            problems.push(format!(
+                "status.conditions.reason: Invalid value: {}",
+                c["reason"]
+            ));
+        }
+        if !c["lastTransitionTime"].is_null() && !time.is_match(&text("lastTransitionTime")) {
+            problems.push(format!(
+                "status.conditions.lastTransitionTime: not an RFC 3339 time: {}",
+                c["lastTransitionTime"]
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return (422, status_body(422, "Invalid", &problems.join("; ")));
+    }
+    for c in patched {
+        match conditions.iter_mut().find(|old| old["type"] == c["type"]) {
+            Some(old) => *old = c,
+            None => conditions.push(c),
+        }
+    }
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": name, "namespace": ns, "uid": uid.clone(), "resourceVersion": "2" },
+        "status": { "conditions": conditions.clone() },
+    });
+    (200, pod)
+}
+
 /// What the API server refuses in a create of `events.k8s.io/v1` Event in namespace `ns`.
 fn validate(e: &Value, ns: &str) -> Vec<String> {
     let subdomain =
@@ -284,6 +426,19 @@ fn validate(e: &Value, ns: &str) -> Vec<String> {
     let name = text(&e["metadata"]["name"]);
     if name.len() > 253 || !subdomain.is_match(&name) {
         p.push(format!("metadata.name {name:?}: not a DNS-1123 subdomain"));
+    }
+    // apimachinery's ValidateAnnotations: keys are qualified names, 256 KiB in all.
+    if let Some(annotations) = e["metadata"]["annotations"].as_object() {
+        let mut size = 0;
+        for (k, v) in annotations {
+            size += k.len() + v.as_str().map_or(0, str::len);
+            if !qualified.is_match(k) || !v.is_string() {
+                p.push(format!("metadata.annotations {k:?}: {v}: invalid"));
+            }
+        }
+        if size > 256 << 10 {
+            p.push("metadata.annotations: Too long: must have at most 262144 bytes".to_owned());
+        }
     }
     match e["metadata"]["namespace"].as_str() {
         None => {}

@@ -18,6 +18,10 @@ pub struct EventsSettings {
     /// The Node's name; absent: `$NODE_NAME` (the DaemonSet sets it from `spec.nodeName`),
     /// else the host name.
     pub node_name: Option<String>,
+    /// Also set each killed pod's `DisruptionTarget` condition (reason
+    /// `TerminationByOOMWarden`) through `pods/status`, as the kubelet does for a pod it
+    /// evicts (off by default: it needs `patch` on `pods/status`).
+    pub pod_condition: bool,
 }
 
 /// The section as written.
@@ -27,6 +31,7 @@ pub(super) struct EventsIn {
     enabled: Field<Flag>,
     kubeconfig: Field<AbsolutePath>,
     node_name: Field<NodeName>,
+    pod_condition: Field<Flag>,
 }
 
 /// A Node's name: a DNS subdomain (lower-case letters, digits, `-` and `.`, at most 253).
@@ -59,6 +64,9 @@ impl EventsIn {
         }
         settings.kubeconfig = self.kubeconfig.into_option().and_then(|p| p.0);
         settings.node_name = self.node_name.into_option().and_then(|n| n.0);
+        if let Some(Flag(on)) = self.pod_condition.get() {
+            settings.pod_condition = *on;
+        }
         settings
     }
 }
@@ -72,6 +80,7 @@ pub(super) struct EventsOut {
     kubeconfig: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     node_name: Option<String>,
+    pod_condition: bool,
 }
 
 impl EventsOut {
@@ -80,6 +89,7 @@ impl EventsOut {
             enabled: s.enabled,
             kubeconfig: s.kubeconfig.as_ref().map(|p| p.display().to_string()),
             node_name: s.node_name.clone(),
+            pod_condition: s.pod_condition,
         }
     }
 }

@@ -28,6 +28,7 @@ mod wake;
 use cycles::cycle_until_stopped;
 pub use options::{RunError, RunOptions};
 use reload::{CONFIG_CHECK_EVERY, ConfigWatch};
+pub use setup::events_options;
 use setup::{
     engine_files, events_sender, identity_cache, log_protection, own_cgroup, recorder, serve,
 };

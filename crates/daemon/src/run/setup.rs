@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use oomwarden_cgroupfs::CgroupFs;
-use oomwarden_config::Settings;
+use oomwarden_config::{EventsSettings, Settings};
 use oomwarden_procfs::ProcFs;
 
 use crate::engine::Engine;
@@ -190,18 +190,23 @@ pub(super) fn events_sender(settings: &Settings) -> Option<oomwarden_events::Eve
     if !wanted.enabled {
         return None;
     }
-    let reporter = oomwarden_events::Reporter {
-        node: oomwarden_events::node_name(wanted.node_name.as_deref()),
-    };
-    match oomwarden_events::Events::start(oomwarden_events::Options::new(
-        wanted.kubeconfig.clone(),
-        reporter,
-    )) {
+    match oomwarden_events::Events::start(events_options(wanted)) {
         Ok(events) => Some(events),
         Err(e) => {
             tracing::error!(error = %e, "Kubernetes Events are not sent");
             None
         }
+    }
+}
+
+/// The Events sender's options for the `events` section.
+pub fn events_options(wanted: &EventsSettings) -> oomwarden_events::Options {
+    let reporter = oomwarden_events::Reporter {
+        node: oomwarden_events::node_name(wanted.node_name.as_deref()),
+    };
+    oomwarden_events::Options {
+        pod_condition: wanted.pod_condition,
+        ..oomwarden_events::Options::new(wanted.kubeconfig.clone(), reporter)
     }
 }
 

@@ -1,6 +1,7 @@
 //! A recording fake of [`Actuator`] and [`Hooks`] for tests: no system call is made and no
-//! command run; every call is recorded in order, and `cgroup.kill` changes a fixture tree as
-//! the kernel would ([`KillEffect`]). A dev-dependency only: the product never links it.
+//! command run; every call is recorded in order, and `cgroup.kill` and the kernel's OOM killer
+//! change a fixture tree as the kernel would ([`KillEffect`]; the OOM killer also counts
+//! `oom_kill` in the cgroup's `memory.events`, as the runtime reads it). A dev-dependency only: the product never links it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,8 @@ pub enum Call {
     WriteCgroupKill(PathBuf),
     /// `process_mrelease` for `pid`.
     ReleaseMemory(u32),
+    /// `memory.swap.max` and `memory.max` of `<dir>` set to 0 for the kernel's OOM killer.
+    StartMemcgOom(PathBuf),
     /// All pidfds closed.
     CloseAll,
     /// A hook run and waited for.
@@ -50,6 +53,9 @@ pub struct RecordingActuator {
     pub pidfd_limit: Option<usize>,
     /// The daemon's stop flag, once given.
     stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// What the kernel's OOM killer does ([`Actuator::start_memcg_oom`]); `None`: as
+    /// `cgroup.kill`.
+    pub oom_effect: Option<KillEffect>,
 }
 
 impl RecordingActuator {
@@ -62,6 +68,7 @@ impl RecordingActuator {
             hook_result: HookResult::Exited(0),
             pidfd_limit: None,
             stop: None,
+            oom_effect: None,
         }
     }
 }
@@ -105,6 +112,33 @@ impl Actuator for RecordingActuator {
             KillEffect::Empty => empty_subtree(cgroup_dir),
             KillEffect::Nothing => Ok(()),
             KillEffect::Fail(errno) => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        self.calls.push(Call::StartMemcgOom(cgroup_dir.to_owned()));
+        match self.oom_effect.as_ref().unwrap_or(&self.effect) {
+            KillEffect::Empty => {
+                std::fs::write(cgroup_dir.join("memory.max"), "0\n")?;
+                let events = cgroup_dir.join("memory.events");
+                let before = std::fs::read_to_string(&events).unwrap_or_default();
+                let kills = before
+                    .lines()
+                    .find_map(|l| l.strip_prefix("oom_kill "))
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+                let mut lines: Vec<String> = before
+                    .lines()
+                    .filter(|l| !l.starts_with("oom_kill ") && !l.starts_with("oom "))
+                    .map(str::to_owned)
+                    .collect();
+                lines.push(format!("oom {}", kills + 1));
+                lines.push(format!("oom_kill {}", kills + 1));
+                std::fs::write(&events, lines.join("\n") + "\n")?;
+                empty_subtree(cgroup_dir)
+            }
+            KillEffect::Nothing => Ok(()),
+            KillEffect::Fail(errno) => Err(io::Error::from_raw_os_error(*errno)),
         }
     }
 
@@ -179,6 +213,10 @@ impl Actuator for SharedRecorder {
 
     fn release_memory(&mut self, pid: u32) -> io::Result<()> {
         self.lock().release_memory(pid)
+    }
+
+    fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        self.lock().start_memcg_oom(cgroup_dir)
     }
 
     fn close_all(&mut self) {

@@ -18,7 +18,9 @@
 mod clock;
 mod linux;
 
-use oomwarden_model::{MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES};
+use oomwarden_model::{
+    KillMethod, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES,
+};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,6 +44,12 @@ pub trait Actuator {
     fn write_cgroup_kill(&mut self, cgroup_dir: &Path) -> io::Result<()>;
     /// `process_mrelease` on the pidfd opened for `pid`: reclaim its memory now.
     fn release_memory(&mut self, pid: u32) -> io::Result<()>;
+    /// Asks the kernel's memcg OOM killer to end the processes of `<dir>`: its
+    /// `memory.swap.max` set to 0 (when the file is there), then its `memory.max` set to 0 from
+    /// a thread of its own (that write returns only once the kernel has reclaimed what it can
+    /// and OOM-killed). Returns once the write is under way; an error when a file cannot be
+    /// opened or the swap limit not written.
+    fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()>;
     /// Closes every pidfd.
     fn close_all(&mut self);
     /// Hands over the daemon's stop flag: once it is set, a kill's verification waits at most
@@ -137,17 +145,17 @@ pub enum HookResult {
 pub enum ActOutcome {
     /// `cgroup.kill` was written and the cgroup was empty (or gone) within the timeout.
     Killed,
-    /// `cgroup.kill` was written but processes remained at the timeout (or, when `stopping`,
-    /// when the daemon's stop cut the wait short).
+    /// `cgroup.kill` was written (or the kernel's OOM killer asked) but processes remained at
+    /// the timeout (or, when `stopping`, when the daemon's stop cut the wait short).
     NotVerified {
         /// The daemon was stopping: the wait ended after [`STOPPING_GRACE`].
         stopping: bool,
     },
-    /// Writing `cgroup.kill` failed.
+    /// Writing `cgroup.kill` (or a memory limit, for the kernel's OOM killer) failed.
     Failed {
         /// The OS error number, when there is one (`EACCES`, `EROFS`, …).
         errno: Option<i32>,
-        /// The `cgroup.kill` file written.
+        /// The file written.
         path: PathBuf,
         /// The error as people read it (what the record's `error` says).
         message: String,
@@ -200,6 +208,9 @@ pub struct ActReport {
     pub duration: Option<Duration>,
     /// The verification's time limit.
     pub timeout: Duration,
+    /// With [`KillMethod::KernelOom`]: the kernel's OOM killer did not empty a cgroup within
+    /// the timeout, and `cgroup.kill` was written to finish it.
+    pub fallback: bool,
 }
 
 impl ActReport {
@@ -244,6 +255,8 @@ pub struct Order<'a> {
     pub dry_run: bool,
     /// How long the verification of a kill waits.
     pub timeout: Duration,
+    /// `cgroup.kill`, or the kernel's OOM killer in each part (or the whole).
+    pub method: KillMethod,
     /// The pre-kill hook, run and waited for before anything else (also in a dry run).
     pub pre_kill: Option<HookCall>,
 }
@@ -274,10 +287,11 @@ pub fn act(
             outcome: ActOutcome::DryRun,
             duration: None,
             timeout: order.timeout,
+            fallback: false,
         };
     }
-    let report = if order.parts.is_empty() {
-        kill_cgroup(
+    let report = match order.method {
+        KillMethod::Cgroup if order.parts.is_empty() => kill_cgroup(
             actuator,
             clock,
             cgroups,
@@ -285,9 +299,19 @@ pub fn act(
             order.dir,
             order.cgroup_id,
             order.timeout,
-        )
-    } else {
-        kill_parts(actuator, clock, cgroups, proc, order)
+        ),
+        KillMethod::Cgroup => kill_parts(actuator, clock, cgroups, proc, order, kill_cgroup),
+        KillMethod::KernelOom if order.parts.is_empty() => {
+            let whole = Order {
+                parts: vec![Part {
+                    dir: order.dir.to_owned(),
+                    cgroup_id: order.cgroup_id,
+                }],
+                ..order.clone()
+            };
+            kill_parts(actuator, clock, cgroups, proc, &whole, kernel_oom_kill)
+        }
+        KillMethod::KernelOom => kill_parts(actuator, clock, cgroups, proc, order, kernel_oom_kill),
     };
     let duration_ms = report.duration.map(millis).unwrap_or_default();
     match &report.outcome {
@@ -317,14 +341,19 @@ pub fn act(
     report
 }
 
-/// Kills each part of the order, after checking the victim is still the cgroup ranked; each
-/// part gets what is left of the timeout. One report for all.
+/// How one cgroup is killed and verified ([`kill_cgroup`], [`kernel_oom_kill`]).
+type KillOne =
+    fn(&mut dyn Actuator, &dyn Clock, &CgroupFs, &ProcFs, &str, Option<u64>, Duration) -> ActReport;
+
+/// Kills each part of the order with `kill`, after checking the victim is still the cgroup
+/// ranked; each part gets what is left of the timeout. One report for all.
 fn kill_parts(
     actuator: &mut dyn Actuator,
     clock: &dyn Clock,
     cgroups: &CgroupFs,
     proc: &ProcFs,
     order: &Order<'_>,
+    kill: KillOne,
 ) -> ActReport {
     if let Err(reason) = same_cgroup(cgroups, order.dir, order.cgroup_id) {
         return gone(reason, order.timeout);
@@ -336,7 +365,7 @@ fn kill_parts(
         .map(|part| {
             let spent = clock.now().saturating_duration_since(started);
             let left = order.timeout.saturating_sub(spent);
-            kill_cgroup(
+            kill(
                 actuator,
                 clock,
                 cgroups,
@@ -361,6 +390,7 @@ fn combine(reports: Vec<ActReport>, timeout: Duration) -> ActReport {
         outcome: ActOutcome::Killed,
         duration: None,
         timeout,
+        fallback: false,
     };
     let (mut failed, mut not_verified, mut gone_reason, mut any_acted) = (None, None, None, false);
     for r in reports {
@@ -373,6 +403,7 @@ fn combine(reports: Vec<ActReport>, timeout: Duration) -> ActReport {
             }
         }
         all.processes_omitted += r.processes_omitted;
+        all.fallback |= r.fallback;
         if let Some(d) = r.duration {
             all.duration = Some(all.duration.unwrap_or_default() + d);
         }
@@ -474,6 +505,7 @@ fn gone(reason: GoneReason, timeout: Duration) -> ActReport {
         outcome: ActOutcome::Gone(reason),
         duration: None,
         timeout,
+        fallback: false,
     }
 }
 
@@ -551,17 +583,7 @@ pub fn kill_cgroup(
         return gone(reason, timeout);
     }
     tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
-    let pids = subtree_pids(cgroups, dir);
-    // The log line lists what the record lists (a cgroup may hold millions of PIDs).
-    let listed = pids
-        .get(..MAX_PIDS_LISTED.min(pids.len()))
-        .unwrap_or_default();
-    if listed.len() == pids.len() {
-        tracing::info!(processes = ?listed, "victim processes:");
-    } else {
-        tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
-    }
-    let (processes, processes_omitted) = command_lines(proc, &pids);
+    let (pids, processes, processes_omitted) = victim_processes(cgroups, proc, dir);
     open_pidfds(actuator, &pids);
     if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
         actuator.close_all();
@@ -587,6 +609,7 @@ pub fn kill_cgroup(
             },
             duration: Some(clock.now().saturating_duration_since(started)),
             timeout,
+            fallback: false,
         };
     }
     for &pid in &pids {
@@ -611,6 +634,82 @@ pub fn kill_cgroup(
         outcome,
         duration: Some(clock.now().saturating_duration_since(started)),
         timeout,
+        fallback: false,
+    }
+}
+
+/// The processes of `dir`, said in the log as Talos says them: their PIDs, the command lines
+/// of the first ones, and how many were not read.
+fn victim_processes(cgroups: &CgroupFs, proc: &ProcFs, dir: &str) -> (Vec<u32>, Vec<String>, u64) {
+    let pids = subtree_pids(cgroups, dir);
+    // The log line lists what the record lists (a cgroup may hold millions of PIDs).
+    let listed = pids
+        .get(..MAX_PIDS_LISTED.min(pids.len()))
+        .unwrap_or_default();
+    if listed.len() == pids.len() {
+        tracing::info!(processes = ?listed, "victim processes:");
+    } else {
+        tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
+    }
+    let (processes, processes_omitted) = command_lines(proc, &pids);
+    (pids, processes, processes_omitted)
+}
+
+/// Has the kernel's memcg OOM killer end the processes of `dir` (relative to `cgroups`)
+/// ([`Actuator::start_memcg_oom`]), so the runtime reports each container `OOMKilled`, and
+/// verifies it as [`kill_cgroup`] does. A cgroup not empty within `timeout` is finished with
+/// [`kill_cgroup`] (given `timeout` again), and the report says so (`fallback`). The same
+/// checks that the cgroup is the one ranked.
+pub fn kernel_oom_kill(
+    actuator: &mut dyn Actuator,
+    clock: &dyn Clock,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    dir: &str,
+    cgroup_id: Option<u64>,
+    timeout: Duration,
+) -> ActReport {
+    let path = cgroups.dir(dir);
+    let node_path = oomwarden_cgroupfs::node_path(dir);
+    if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
+        return gone(reason, timeout);
+    }
+    tracing::warn!(cgroup = %node_path, "Asking the kernel's OOM killer to end cgroup (memory.max 0)");
+    let (pids, processes, processes_omitted) = victim_processes(cgroups, proc, dir);
+    if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
+        return gone(reason, timeout);
+    }
+    let started = clock.now();
+    if let Err(e) = actuator.start_memcg_oom(&path) {
+        if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENODEV) {
+            let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+            return gone(GoneReason::VanishedAtKill { errno }, timeout);
+        }
+        tracing::error!(cgroup = %node_path, error = %e, "cannot lower the cgroup's memory limits; killing it with cgroup.kill");
+        let mut report = kill_cgroup(actuator, clock, cgroups, proc, dir, cgroup_id, timeout);
+        report.fallback = true;
+        return report;
+    }
+    match verify(actuator, clock, cgroups, dir, started + timeout) {
+        ActOutcome::NotVerified { .. } => {
+            tracing::warn!(cgroup = %node_path, timeout_ms = timeout.as_millis(), "the kernel's OOM killer did not empty the cgroup in time; finishing with cgroup.kill");
+            let mut finish = kill_cgroup(actuator, clock, cgroups, proc, dir, cgroup_id, timeout);
+            finish.pids = pids;
+            finish.processes = processes;
+            finish.processes_omitted = processes_omitted;
+            finish.duration = Some(clock.now().saturating_duration_since(started));
+            finish.fallback = true;
+            finish
+        }
+        outcome => ActReport {
+            pids,
+            processes,
+            processes_omitted,
+            outcome,
+            duration: Some(clock.now().saturating_duration_since(started)),
+            timeout,
+            fallback: false,
+        },
     }
 }
 
@@ -690,6 +789,7 @@ mod parts {
             outcome,
             duration: ms.map(Duration::from_millis),
             timeout: Duration::from_secs(2),
+            fallback: false,
         }
     }
 

@@ -44,6 +44,35 @@ impl Actuator for LinuxActuator {
         file.write_all(b"1")
     }
 
+    fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        // Swap first: with swap allowed, the reclaim the kernel does before its OOM kill
+        // would write the cgroup's memory out to swap, on a node already short of memory.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .open(cgroup_dir.join("memory.swap.max"))
+        {
+            Ok(mut swap) => swap.write_all(b"0")?,
+            // No swap accounting (no swap, or `swapaccount=0`): nothing to keep from it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && cgroup_dir.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+        let mut max = std::fs::OpenOptions::new()
+            .write(true)
+            .open(cgroup_dir.join("memory.max"))?;
+        let cgroup = cgroup_dir.display().to_string();
+        // The write returns once the kernel has reclaimed what it could and OOM-killed until
+        // the usage fits, or found nothing left to kill: the caller's verification, bounded
+        // by killTimeout, must not wait for it.
+        std::thread::Builder::new()
+            .name("kernel-oom".into())
+            .spawn(move || {
+                if let Err(e) = max.write_all(b"0") {
+                    tracing::warn!(%cgroup, error = %e, "writing memory.max 0 for the kernel's OOM killer");
+                }
+            })?;
+        Ok(())
+    }
+
     fn release_memory(&mut self, pid: u32) -> io::Result<()> {
         let Some((_, fd)) = self.pidfds.iter().find(|(p, _)| *p == pid) else {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));

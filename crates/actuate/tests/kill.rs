@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use oomwarden_actuate::{
-    ActOutcome, GoneReason, LinuxActuator, SystemClock, VirtualClock, kill_cgroup, subtree_pids,
+    ActOutcome, GoneReason, LinuxActuator, SystemClock, VirtualClock, kernel_oom_kill, kill_cgroup,
+    subtree_pids,
 };
 use oomwarden_actuate_fake::{Call, KillEffect, RecordingActuator};
 use oomwarden_cgroupfs::CgroupFs;
@@ -669,6 +670,7 @@ fn act_on_pod1(
         parts: Vec::new(),
         dry_run,
         timeout: Duration::from_secs(1),
+        method: oomwarden_model::KillMethod::Cgroup,
         pre_kill: Some(pre_kill_call()),
     };
     oomwarden_actuate::act(
@@ -771,4 +773,148 @@ fn a_cgroup_replaced_while_the_pre_kill_hook_runs_is_gone_and_untouched() {
     );
     assert!(fake.calls.is_empty(), "{:?}", fake.calls);
     assert!(report.pids.is_empty() && report.duration.is_none());
+}
+
+/// Asks the fixture's `pod1` of the kernel's OOM killer through `fake`, timed by a virtual
+/// clock; the tree, to look at after.
+fn kernel_oom_pod1(
+    fake: &mut RecordingActuator,
+    timeout: Duration,
+) -> (oomwarden_actuate::ActReport, tempfile::TempDir) {
+    let (cg, proc) = pod();
+    let report = kernel_oom_kill(
+        fake,
+        &VirtualClock::new(),
+        &CgroupFs::new(cg.path()),
+        &ProcFs::new(proc.path()),
+        "kubepods/besteffort/pod1",
+        None,
+        timeout,
+    );
+    (report, cg)
+}
+
+/// Issue 34: `killMethod: kernel-oom` lowers the limits and lets the kernel kill: no
+/// `cgroup.kill`, no pidfd; verified as a kill is; the cgroup's `oom_kill` counted (what the
+/// runtime reads to say `OOMKilled`).
+#[test]
+fn the_kernels_oom_killer_ends_the_cgroup_without_cgroup_kill() {
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    let (report, cg) = kernel_oom_pod1(&mut fake, Duration::from_secs(1));
+    assert_eq!(report.outcome, ActOutcome::Killed);
+    assert!(!report.fallback);
+    assert_eq!(report.pids, [10, 20, 30, 31]);
+    let dir = cg.path().join("kubepods/besteffort/pod1");
+    assert_eq!(fake.calls, [Call::StartMemcgOom(dir.clone())]);
+    let events = fs::read_to_string(dir.join("memory.events")).unwrap();
+    assert!(events.contains("oom_kill 1"), "{events}");
+}
+
+/// The kernel's OOM killer that leaves processes (a process in uninterruptible sleep, a
+/// limit the kernel could not enforce) is finished with `cgroup.kill`, after `timeout`, and
+/// the report says so.
+#[test]
+fn a_cgroup_the_kernel_did_not_empty_is_finished_with_cgroup_kill() {
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    fake.oom_effect = Some(KillEffect::Nothing);
+    let timeout = Duration::from_secs(2);
+    let (report, cg) = kernel_oom_pod1(&mut fake, timeout);
+    assert_eq!(report.outcome, ActOutcome::Killed);
+    assert!(report.fallback);
+    assert!(report.duration.unwrap() >= timeout, "{report:?}");
+    assert_eq!(
+        report.pids,
+        [10, 20, 30, 31],
+        "the processes asked of the kernel"
+    );
+    let dir = cg.path().join("kubepods/besteffort/pod1");
+    assert_eq!(fake.calls.first(), Some(&Call::StartMemcgOom(dir.clone())));
+    assert!(
+        fake.calls.contains(&Call::WriteCgroupKill(dir)),
+        "{:?}",
+        fake.calls
+    );
+}
+
+/// Limits that cannot be written (read-only cgroupfs, no permission) fall back to
+/// `cgroup.kill` at once; a cgroup that vanished as they were written is gone, as for
+/// `cgroup.kill`.
+#[test]
+fn limits_that_cannot_be_written_fall_back_and_a_vanished_cgroup_is_gone() {
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    fake.oom_effect = Some(KillEffect::Fail(libc::EACCES));
+    let (report, _cg) = kernel_oom_pod1(&mut fake, Duration::from_secs(1));
+    assert_eq!(report.outcome, ActOutcome::Killed);
+    assert!(report.fallback);
+    assert!(
+        fake.calls
+            .iter()
+            .any(|c| matches!(c, Call::WriteCgroupKill(_))),
+        "{:?}",
+        fake.calls
+    );
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    fake.oom_effect = Some(KillEffect::Fail(libc::ENOENT));
+    let (report, _cg) = kernel_oom_pod1(&mut fake, Duration::from_secs(1));
+    assert_eq!(
+        report.outcome,
+        ActOutcome::Gone(GoneReason::VanishedAtKill {
+            errno: libc::ENOENT
+        })
+    );
+    assert!(
+        !fake
+            .calls
+            .iter()
+            .any(|c| matches!(c, Call::WriteCgroupKill(_)))
+    );
+}
+
+/// `act` with `kernel-oom` asks it of each part (each container; the sandbox is not a part),
+/// or of the whole victim when it has none.
+#[test]
+fn act_asks_the_kernel_for_each_part_or_the_whole() {
+    let (cg, proc) = pod();
+    let cgroups = CgroupFs::new(cg.path());
+    let dir = "kubepods/besteffort/pod1";
+    let part = "kubepods/besteffort/pod1/b-app";
+    let mut order = oomwarden_actuate::Order {
+        dir,
+        cgroup_id: cgroups.cgroup_id(dir).ok(),
+        parts: vec![oomwarden_actuate::Part {
+            dir: part.to_owned(),
+            cgroup_id: cgroups.cgroup_id(part).ok(),
+        }],
+        dry_run: false,
+        timeout: Duration::from_secs(1),
+        method: oomwarden_model::KillMethod::KernelOom,
+        pre_kill: None,
+    };
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    let mut hooks = RecordingActuator::new(KillEffect::Empty);
+    let report = oomwarden_actuate::act(
+        &mut fake,
+        &mut hooks,
+        &VirtualClock::new(),
+        &cgroups,
+        &ProcFs::new(proc.path()),
+        &order,
+    );
+    assert_eq!(report.outcome, ActOutcome::Killed);
+    assert_eq!(report.pids, [30, 31], "the sandbox's processes are spared");
+    assert_eq!(fake.calls, [Call::StartMemcgOom(cg.path().join(part))]);
+    let (cg, proc) = pod();
+    let cgroups = CgroupFs::new(cg.path());
+    order.parts = Vec::new();
+    order.cgroup_id = cgroups.cgroup_id(dir).ok();
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    oomwarden_actuate::act(
+        &mut fake,
+        &mut hooks,
+        &VirtualClock::new(),
+        &cgroups,
+        &ProcFs::new(proc.path()),
+        &order,
+    );
+    assert_eq!(fake.calls, [Call::StartMemcgOom(cg.path().join(dir))]);
 }

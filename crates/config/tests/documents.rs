@@ -580,6 +580,31 @@ fn an_alias_bomb_is_an_error_not_a_hang() {
     );
 }
 
+/// Issue 34: `killMethod` is `cgroup` (`cgroup.kill`, the default) or `kernel-oom`.
+#[test]
+fn kill_method_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    assert_eq!(
+        load("").unwrap().warden.kill_method,
+        oomwarden_model::KillMethod::Cgroup
+    );
+    let s = load(&format!("{w}killMethod: kernel-oom\n")).unwrap();
+    assert_eq!(s.warden.kill_method, oomwarden_model::KillMethod::KernelOom);
+    assert_eq!(load(&s.to_yaml()).unwrap().warden, s.warden);
+    assert_eq!(
+        load(&format!("{w}killMethod: oom\n"))
+            .unwrap_err()
+            .0
+            .into_iter()
+            .map(|e| (e.key.unwrap_or_default(), e.message))
+            .collect::<Vec<_>>(),
+        [(
+            "killMethod".to_owned(),
+            "expected cgroup or kernel-oom, found \"oom\"".to_owned()
+        )]
+    );
+}
+
 /// Issue 16, item 4: `killScope` is `pod` (Talos's whole pod, the default) or `containers`.
 #[test]
 fn kill_scope_settings() {

@@ -21,7 +21,8 @@ use oomwarden_actuate::{
 use oomwarden_collect::{Collector, Problem};
 use oomwarden_config::Settings;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, Identities, MetricsSample, QosClass, TriggerContext, Wakeup,
+    ActionRecord, CandidateSample, Identities, KillMethod, KillScope, MetricsSample, QosClass,
+    TriggerContext, Wakeup,
 };
 use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
@@ -63,6 +64,11 @@ pub struct RankedCandidate {
     pub reason: String,
 }
 
+/// How long after asking the kernel's OOM killer its kills in that cgroup are taken for the
+/// ones asked for (`orderedBy`): the kill comes within `killTimeout` (at most 60 s), its
+/// report within a second of it.
+pub(crate) const ORDERED_FOR_NS: u64 = 120_000_000_000;
+
 /// Long-lived daemon state for running cycles.
 pub struct Engine {
     settings: Settings,
@@ -93,6 +99,9 @@ pub struct Engine {
     events: Option<oomwarden_events::Events>,
     /// Counts of the senders replaced by a reload, so the metrics keep counting forward.
     events_before: oomwarden_events::Counts,
+    /// The cgroups whose kill was asked of the kernel's OOM killer (`killMethod: kernel-oom`)
+    /// in the last [`ORDERED_FOR_NS`]: (cgroup dir, record id, when).
+    ordered: Vec<(String, u64, u64)>,
     /// When the candidate directories were last named ([`Self::look_for_new_pods`]).
     last_pod_scan_ns: Option<u64>,
     /// The identities this cycle ranks with, for the recording.
@@ -253,6 +262,7 @@ impl Engine {
             identity,
             events,
             events_before: oomwarden_events::Counts::default(),
+            ordered: Vec::new(),
             last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,
@@ -487,7 +497,7 @@ impl Engine {
                 score,
                 (self.collector.cgroups(), &self.proc),
                 &identities,
-                self.settings.warden.kill_scope,
+                self.kill_scope(),
             )
         });
         let acted = target.as_ref().map(|t| self.act(id, t));
@@ -510,6 +520,7 @@ impl Engine {
                 &identities,
             ),
             identity_age,
+            kill_method: self.settings.warden.kill_method,
         };
         let record = report::record(&cycle, target.as_ref().zip(acted));
         self.report(record, target.as_ref(), plan)
@@ -664,6 +675,15 @@ impl Engine {
         }
     }
 
+    /// What a kill of a pod ends: the kernel's OOM killer ends each container, as when one
+    /// reaches its own limit (the sandbox stays).
+    fn kill_scope(&self) -> KillScope {
+        match self.settings.warden.kill_method {
+            KillMethod::Cgroup => self.settings.warden.kill_scope,
+            KillMethod::KernelOom => KillScope::Containers,
+        }
+    }
+
     /// Acts on the victim: the pre-kill hook, then the kill or the dry run.
     fn act(&mut self, id: u64, target: &Target) -> ActReport {
         let dry_run = self.settings.warden.dry_run;
@@ -686,6 +706,7 @@ impl Engine {
             parts: target.parts.clone(),
             dry_run,
             timeout: self.settings.warden.kill_timeout,
+            method: self.settings.warden.kill_method,
             pre_kill,
         };
         // The victim's lines name its pod beside Talos's fields.
@@ -732,6 +753,7 @@ impl Engine {
         for consumer in consumers {
             consumer.consume(&record, target, &mut self.bounds);
         }
+        self.remember_ordered(&record, target);
         if let Some(ranking) = plan.ranking {
             self.last_ranking = Some((plan.candidates, ranking));
         }
@@ -743,13 +765,56 @@ impl Engine {
     /// record as written.
     pub fn record_kernel_kill(&mut self, mut record: ActionRecord, kills: u64) -> ActionRecord {
         record.id = self.history.next_id();
-        if let Some(constraint) = record.constraint {
+        // A kill oomwarden asked for is counted as oomwarden's (`oomwarden_kills_total`).
+        if let Some(constraint) = record.constraint
+            && record.ordered_by.is_none()
+        {
             self.metrics.kernel_oom_kills(constraint, kills);
         }
         // The history alone: a kernel kill is no kill of ours (no kill series, no Event, no
         // hook).
         self.history.consume(&record, None, &mut self.bounds);
         record
+    }
+
+    /// The record of oomwarden's that asked the kernel's OOM killer to end `memcg` (a cgroup
+    /// as the kernel log names it, or a path relative to the hierarchy), or one above it, in
+    /// the last [`ORDERED_FOR_NS`] before `now_ns`.
+    pub fn ordered_by(&self, memcg: &str, now_ns: u64) -> Option<u64> {
+        let memcg = memcg.trim_matches('/');
+        self.ordered
+            .iter()
+            .rev()
+            .filter(|(_, _, at)| now_ns.saturating_sub(*at) <= ORDERED_FOR_NS)
+            .find(|(dir, _, _)| {
+                memcg == dir
+                    || memcg
+                        .strip_prefix(dir.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .map(|(_, id, _)| *id)
+    }
+
+    /// Remembers the cgroups `record` asked the kernel's OOM killer to end.
+    fn remember_ordered(&mut self, record: &ActionRecord, target: Option<&Target>) {
+        let now = record.monotonic_ns;
+        self.ordered
+            .retain(|(_, _, at)| now.saturating_sub(*at) <= ORDERED_FOR_NS);
+        let asked = record.kill_method == Some(KillMethod::KernelOom)
+            && matches!(
+                record.outcome,
+                oomwarden_model::Outcome::Killed | oomwarden_model::Outcome::NotVerified
+            );
+        if let (true, Some(t)) = (asked, target) {
+            let dirs: Vec<String> = if t.parts.is_empty() {
+                vec![t.dir.clone()]
+            } else {
+                t.parts.iter().map(|p| p.dir.clone()).collect()
+            };
+            for dir in dirs {
+                self.ordered.push((dir, record.id, now));
+            }
+        }
     }
 
     /// The pods as the identity cache knows them now (empty without one).

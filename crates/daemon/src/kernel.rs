@@ -266,6 +266,11 @@ impl KernelWatch {
         record.task_memcg.clone_from(&event.task_memcg);
         record.container_id.clone_from(&event.container_id);
         record.detected_by = Some(DetectedBy::Kmsg);
+        record.ordered_by = event
+            .oom_memcg
+            .as_deref()
+            .or(event.task_memcg.as_deref())
+            .and_then(|memcg| engine.ordered_by(memcg, now_ns));
         let record = engine.record_kernel_kill(record, 1);
         self.kills += 1;
         log_kill(&record);
@@ -292,6 +297,7 @@ impl KernelWatch {
         // The counter says how many processes were killed, not which.
         record.pids_omitted = unexplained.kills;
         record.detected_by = Some(DetectedBy::MemoryEvents);
+        record.ordered_by = engine.ordered_by(&unexplained.cgroup, now_ns);
         let record = engine.record_kernel_kill(record, unexplained.kills);
         self.kills += unexplained.kills;
         log_kill(&record);
@@ -338,7 +344,13 @@ fn log_kill(record: &ActionRecord) {
         victim_pid = record.victim_pid.unwrap_or(0),
         victim_comm = record.victim_comm.as_deref().unwrap_or(""),
         detected_by = ?record.detected_by,
-        "the kernel OOM killer killed a process"
+        ordered_by = record.ordered_by,
+        "{}",
+        if record.ordered_by.is_some() {
+            "the kernel OOM killer killed a process, as oomwarden asked (killMethod: kernel-oom)"
+        } else {
+            "the kernel OOM killer killed a process"
+        }
     );
 }
 

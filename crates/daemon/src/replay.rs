@@ -47,6 +47,12 @@ impl Actuator for ReplayActuator {
         Ok(())
     }
 
+    fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()> {
+        // The recording goes on as after any kill: the cgroup is gone from then on.
+        self.playback.remove(cgroup_dir);
+        Ok(())
+    }
+
     fn close_all(&mut self) {}
 }
 

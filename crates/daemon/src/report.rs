@@ -4,8 +4,9 @@
 use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, Part, millis};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
-    ActionRecord, CandidateSample, Identities, IdentitySource, KillScope, MAX_CONTAINERS_LISTED,
-    MAX_RUNNERS_UP, Outcome, QosClass, RecordKind, RunnerUp, TriggerContext, Wakeup, listed_pids,
+    ActionRecord, CandidateSample, Identities, IdentitySource, KillMethod, KillScope,
+    MAX_CONTAINERS_LISTED, MAX_RUNNERS_UP, Outcome, QosClass, RecordKind, RunnerUp, TriggerContext,
+    Wakeup, listed_pids,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -241,6 +242,8 @@ pub(crate) struct Cycle<'a> {
     pub(crate) runners_up: Vec<RunnerUp>,
     /// How old the pod identities the ranking used were (none without a runtime answer).
     pub(crate) identity_age: Option<std::time::Duration>,
+    /// How the victim is killed.
+    pub(crate) kill_method: KillMethod,
 }
 
 /// The eligible candidates after the victim, in the order they would have been chosen, named
@@ -293,9 +296,9 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
     let (pids, pids_omitted) =
         listed_pids(report.as_ref().map(|r| r.pids.clone()).unwrap_or_default());
     let outcome = outcome(report.as_ref().map(|r| &r.outcome));
-    let (processes, processes_omitted, duration) = match report {
-        Some(r) => (r.processes, r.processes_omitted, r.duration),
-        None => (Vec::new(), 0, None),
+    let (processes, processes_omitted, duration, fallback) = match report {
+        Some(r) => (r.processes, r.processes_omitted, r.duration, r.fallback),
+        None => (Vec::new(), 0, None, false),
     };
     ActionRecord {
         id: cycle.id,
@@ -321,6 +324,10 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         container_working_set_bytes: target.map(|t| t.working_sets.clone()).unwrap_or_default(),
         identity_source: target.and_then(|t| t.identity_source),
         kill_scope: target.and_then(|t| t.kill_scope),
+        // Said when it is not the default, `cgroup.kill`.
+        kill_method: target
+            .and((cycle.kill_method != KillMethod::Cgroup).then_some(cycle.kill_method)),
+        kill_fallback: fallback,
         killed_cgroups: target
             .map(|t| {
                 t.parts
@@ -456,6 +463,7 @@ mod tests {
                 pod_name: None,
             }],
             identity_age: None,
+            kill_method: KillMethod::Cgroup,
         }
     }
 
@@ -467,6 +475,7 @@ mod tests {
             outcome,
             duration,
             timeout: Duration::from_secs(1),
+            fallback: false,
         }
     }
 

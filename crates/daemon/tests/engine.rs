@@ -1327,6 +1327,62 @@ fn kill_scope_containers_spares_the_sandbox() {
     assert_eq!(rec.pids, [20, 21, 10]);
 }
 
+/// Issue 34: `killMethod: kernel-oom` asks the kernel's OOM killer of each container (the
+/// sandbox spared, whatever `killScope` says: a container reaching its own limit ends so), no
+/// `cgroup.kill`; the record says the method; the engine knows the kill as its own when the
+/// kernel's report comes (`orderedBy`).
+#[test]
+fn kill_method_kernel_oom_asks_the_kernel_for_each_container() {
+    let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4a";
+    let (sandbox, app) = ("s".repeat(64), "a".repeat(64));
+    let (cg, proc, pod) = pod_with_children(
+        uid,
+        &[
+            (&sandbox, &[("10", "/pause\0", "-998\n")]),
+            (&app, &[("20", "app\0", "1000\n")]),
+        ],
+    );
+    let r = cg.path();
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        r,
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\n",
+            "killMethod: kernel-oom\n",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
+    assert_eq!(rec.outcome, Outcome::Killed, "{rec:?}");
+    assert_eq!(
+        rec.kill_method,
+        Some(oomwarden_model::KillMethod::KernelOom)
+    );
+    assert!(!rec.kill_fallback);
+    assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Containers));
+    assert_eq!(rec.pids, [20], "the pause process is spared");
+    let calls = fake.lock().calls.clone();
+    assert_eq!(calls, [Call::StartMemcgOom(r.join(&pod).join(&app))]);
+    let line = std::fs::read_to_string(state.path().join("actions.jsonl")).unwrap();
+    assert!(line.contains("\"killMethod\":\"kernel-oom\""), "{line}");
+    // The kernel's report of that kill names the container's memcg: it is the one asked for.
+    let memcg = format!("/{pod}/{app}");
+    assert_eq!(e.ordered_by(&memcg, 2_000_000_000), Some(rec.id));
+    assert_eq!(
+        e.ordered_by(&format!("/{pod}/{sandbox}"), 2_000_000_000),
+        None
+    );
+    assert_eq!(
+        e.ordered_by(&memcg, 1_000_000_000 + 121_000_000_000),
+        None,
+        "only for two minutes"
+    );
+}
+
 /// A pod made after the last identity refresh is named within seconds, while the cycles are
 /// still quiet: a namespace or label exemption must hold for it when the trigger fires (s15
 /// found a 30 s refresh leaving a new kube-system pod unnamed, and killed).

@@ -67,6 +67,39 @@ impl KillScope {
     }
 }
 
+/// How a victim is killed.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillMethod {
+    /// `cgroup.kill` (SIGKILL to the whole subtree at once) and `process_mrelease`, as Talos
+    /// does. The runtime reports the containers `Error`, exit code 137.
+    #[default]
+    Cgroup,
+    /// The kernel's own memcg OOM killer, in each container cgroup of the victim (or the
+    /// victim's cgroup when it is no pod): `memory.swap.max` and `memory.max` set to 0, so the
+    /// kernel reclaims what it can and then OOM-kills (the whole container with
+    /// `memory.oom.group`, as the kubelet sets it). The runtime reports each container
+    /// `OOMKilled`. A cgroup not empty within `killTimeout` is finished with `cgroup.kill`.
+    KernelOom,
+}
+
+impl KillMethod {
+    /// Both.
+    pub const ALL: [KillMethod; 2] = [KillMethod::Cgroup, KillMethod::KernelOom];
+
+    /// `cgroup` or `kernel-oom`, as the configuration and records say: its serde name.
+    pub fn name(self) -> &'static str {
+        crate::serde_name(&self)
+    }
+
+    /// The method a name says.
+    pub fn from_name(name: &str) -> Option<Self> {
+        KillMethod::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
 /// A pod.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PodIdentity {

@@ -27,7 +27,9 @@ pub use class::QosClass;
 pub use context::{ClassMap, ContextJsonError, PsiKind, PsiSpan, TriggerContext, Variable};
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
 pub use gofloat::{format_go_float, format_number, format_rounded};
-pub use identity::{ContainerIdentity, Identities, IdentitySource, KillScope, PodIdentity};
+pub use identity::{
+    ContainerIdentity, Identities, IdentitySource, KillMethod, KillScope, PodIdentity,
+};
 pub use layout::{
     BuiltinLayout, CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match,
 };

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{IdentitySource, KillScope};
+use crate::{IdentitySource, KillMethod, KillScope};
 
 use crate::QosClass;
 
@@ -178,6 +178,18 @@ pub struct ActionRecord {
     /// container cgroup, the sandbox spared). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_scope: Option<KillScope>,
+    /// `kernel-oom` when the kernel's OOM killer was asked to end the victim
+    /// (`killMethod: kernel-oom`); absent for `cgroup.kill`, the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_method: Option<KillMethod>,
+    /// With `killMethod: kernel-oom`: the kernel's OOM killer did not empty a cgroup within
+    /// `killTimeout`, and `cgroup.kill` finished it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kill_fallback: bool,
+    /// On a `kernel-oom` record: the kill was one oomwarden asked the kernel for
+    /// (`killMethod: kernel-oom`), in its record with this id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordered_by: Option<u64>,
     /// With `killScope: containers`: the container cgroups killed (node paths).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub killed_cgroups: Vec<String>,
@@ -368,6 +380,9 @@ impl ActionRecord {
             identity_source: None,
             identity_age_ms: None,
             kill_scope: None,
+            kill_method: None,
+            kill_fallback: false,
+            ordered_by: None,
             killed_cgroups: Vec::new(),
             score: 0.0,
             pids: Vec::new(),

@@ -15,7 +15,7 @@ mod psi_triggers;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use oomwarden_model::KillScope;
+use oomwarden_model::{KillMethod, KillScope};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -49,6 +49,8 @@ pub struct WardenSettings {
     pub kill_timeout: Duration,
     /// What a kill of a pod ends: the whole pod (Talos) or its containers.
     pub kill_scope: KillScope,
+    /// How the victim is killed: `cgroup.kill` (Talos) or the kernel's OOM killer.
+    pub kill_method: KillMethod,
     /// `auto` (detect from the tree), a built-in layout, or a custom one.
     pub layout: LayoutSetting,
     /// The metrics endpoint.
@@ -74,6 +76,7 @@ impl Default for WardenSettings {
             state_dir: PathBuf::from(DEFAULT_STATE_DIR),
             kill_timeout: DEFAULT_KILL_TIMEOUT,
             kill_scope: KillScope::Pod,
+            kill_method: KillMethod::Cgroup,
             layout: LayoutSetting::Auto,
             metrics: MetricsSettings::default(),
             hooks: Hooks::default(),
@@ -96,6 +99,7 @@ struct WardenIn {
     state_dir: Field<AbsolutePath>,
     kill_timeout: Field<KillTimeout>,
     kill_scope: Field<Scope>,
+    kill_method: Field<Method>,
     layout: Field<LayoutField>,
     metrics: Field<Section<metrics::MetricsIn>>,
     hooks: Field<Section<hooks::HooksIn>>,
@@ -131,6 +135,22 @@ impl<'de> Deserialize<'de> for Scope {
     }
 }
 
+/// `cgroup` or `kernel-oom`.
+#[derive(Debug)]
+struct Method(Option<KillMethod>);
+
+impl<'de> Deserialize<'de> for Method {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        text(d, "a string", |s| {
+            unless_blank(s, |t| {
+                KillMethod::from_name(t)
+                    .ok_or_else(|| format!("expected cgroup or kernel-oom, found {t:?}"))
+            })
+        })
+        .map(Method)
+    }
+}
+
 /// Validates a kill timeout: a positive Go duration of at most 60 s.
 pub(crate) fn kill_timeout_from_text(text: &str) -> Result<Duration, String> {
     timeout_from_text(text, "kill timeout")
@@ -143,6 +163,7 @@ pub(crate) struct WardenRaw {
     state_dir: Option<PathBuf>,
     kill_timeout: Option<Duration>,
     kill_scope: Option<KillScope>,
+    kill_method: Option<KillMethod>,
     layout: Option<LayoutSetting>,
     metrics: Option<MetricsSettings>,
     hooks: Option<Hooks>,
@@ -162,6 +183,7 @@ impl WardenRaw {
             state_dir: self.state_dir.unwrap_or(d.state_dir),
             kill_timeout: self.kill_timeout.unwrap_or(d.kill_timeout),
             kill_scope: self.kill_scope.unwrap_or(d.kill_scope),
+            kill_method: self.kill_method.unwrap_or(d.kill_method),
             layout: self.layout.unwrap_or(d.layout),
             metrics: self.metrics.unwrap_or(d.metrics),
             hooks: self.hooks.unwrap_or(d.hooks),
@@ -186,6 +208,7 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
     raw.state_dir = doc.state_dir.into_option().and_then(|s| s.0);
     raw.kill_timeout = doc.kill_timeout.into_option().and_then(|t| t.0);
     raw.kill_scope = doc.kill_scope.into_option().and_then(|s| s.0);
+    raw.kill_method = doc.kill_method.into_option().and_then(|m| m.0);
     raw.layout = doc
         .layout
         .into_option()
@@ -225,6 +248,7 @@ pub(crate) struct WardenOut<'a> {
     state_dir: String,
     kill_timeout: String,
     kill_scope: &'static str,
+    kill_method: &'static str,
     layout: LayoutOut<'a>,
     metrics: metrics::MetricsOut,
     #[serde(skip_serializing_if = "hooks::HooksOut::is_empty")]
@@ -245,6 +269,7 @@ impl<'a> WardenOut<'a> {
             state_dir: s.state_dir.display().to_string(),
             kill_timeout: format_duration(s.kill_timeout),
             kill_scope: s.kill_scope.name(),
+            kill_method: s.kill_method.name(),
             layout: LayoutOut::of(&s.layout),
             metrics: metrics::MetricsOut::of(&s.metrics),
             hooks: hooks::HooksOut::of(&s.hooks),

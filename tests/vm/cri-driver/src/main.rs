@@ -131,6 +131,9 @@ struct PodArgs {
     /// The pod cgroup's memory.max (bytes), as the kubelet sets it for a pod with limits.
     #[arg(long)]
     memory_max: Option<u64>,
+    /// Every container's memory limit (bytes): its cgroup's memory.max, set by the runtime.
+    #[arg(long)]
+    container_memory_max: Option<u64>,
     /// Every container's oom_score_adj (default: the kubelet's for the QoS class: 1000
     /// BestEffort, -997 Guaranteed, 500 Burstable).
     #[arg(long, allow_hyphen_values = true)]
@@ -192,6 +195,12 @@ impl PodArgs {
     fn log_dir(&self, pod_logs: &Path) -> PathBuf {
         pod_logs.join(format!("{}_{}_{}", self.namespace, self.name, self.uid))
     }
+}
+
+/// What the kubelet sets on every container on cgroup v2 (unless `singleProcessOOMKill`): the
+/// kernel's OOM killer ends the whole container, not one process of it.
+fn group_oom_kill() -> std::collections::HashMap<String, String> {
+    std::collections::HashMap::from([("memory.oom.group".to_owned(), "1".to_owned())])
 }
 
 fn main() -> Result<()> {
@@ -369,7 +378,10 @@ impl Driver {
             linux: Some(v1::LinuxContainerConfig {
                 resources: Some(v1::LinuxContainerResources {
                     oom_score_adj: pod.oom_score_adj(),
-                    memory_limit_in_bytes: 0,
+                    memory_limit_in_bytes: pod
+                        .container_memory_max
+                        .map_or(0, |m| i64::try_from(m).unwrap_or(i64::MAX)),
+                    unified: group_oom_kill(),
                     ..Default::default()
                 }),
                 security_context: Some(v1::LinuxContainerSecurityContext {
@@ -1101,6 +1113,7 @@ impl Driver {
                         cpu_shares: daemonset::cpu_shares(c.cpu_request_milli),
                         memory_limit_in_bytes: c.memory_limit.unwrap_or(0),
                         oom_score_adj: score.oom_score_adj,
+                        unified: group_oom_kill(),
                         ..Default::default()
                     }),
                     security_context: Some(v1::LinuxContainerSecurityContext {

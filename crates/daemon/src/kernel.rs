@@ -215,7 +215,11 @@ impl KernelWatch {
             .and_then(|s| Duration::try_from_secs_f64(s + 0.5e-6).ok())
             .and_then(|d| u64::try_from(d.as_micros()).ok())
             .map_or(now_ns, |us| us.saturating_mul(1000));
-        let killed = u64::try_from(event.killed.len().max(1)).unwrap_or(u64::MAX);
+        // The counters count kill lines (a group kill's victim twice), not processes.
+        let killed = event
+            .kill_lines
+            .max(u64::try_from(event.killed.len()).unwrap_or(u64::MAX))
+            .max(1);
         if let Some(memcg) = &event.task_memcg {
             self.ledger.reported(memcg, killed, now_ns);
         }

@@ -495,6 +495,13 @@ mod vm {
                 ],
                 "{file}"
             );
+            // The group kill prints its victim twice, and the `oom_kill` counters count both
+            // lines: three kill lines for two processes.
+            assert_eq!(
+                events.iter().map(|e| e.kill_lines).collect::<Vec<_>>(),
+                [1, 3, 1],
+                "{file}"
+            );
             // `cpuset=kubepods` is not the memory cgroup.
             assert_eq!(
                 events[2].task_memcg.as_deref(),

@@ -702,6 +702,27 @@ fn actions_and_status_without_a_daemon() {
 /// listed with their kind and constraint, and filtered with `--kind`.
 #[test]
 fn kernel_oom_kills_are_listed_and_filtered() {
+    // Issue 34: the kills by workload (a dry run, a kill the kernel did as oomwarden asked and
+    // a kill of an unknown pod not counted; the kernel's own kills apart).
+    let dir = "testdata/actions/workloads";
+    golden(
+        "actions-by-workload",
+        &["actions", "--state-dir", dir, "--by", "workload"],
+        None,
+    );
+    golden(
+        "actions-by-workload-json",
+        &[
+            "actions",
+            "--state-dir",
+            dir,
+            "--by",
+            "workload",
+            "-o",
+            "json",
+        ],
+        None,
+    );
     let dir = "testdata/actions/kernel";
     golden("actions-kernel", &["actions", "--state-dir", dir], None);
     golden(

@@ -549,11 +549,13 @@ impl Engine {
     /// The pure plan, with the candidates read (and Talos's "triggered" line written) only
     /// when the trigger fires; the context goes to the metrics.
     fn plan(&mut self, sample: &MetricsSample, identities: &Identities, now_ns: u64) -> Plan {
+        let workload_kills = self.history.workload_kills(now_ns);
         let rules = Rules {
             trigger: &self.settings.oom.trigger,
             ranking: &self.settings.oom.ranking,
             strict_class_ordering: self.settings.oom.strict_class_ordering,
             identities,
+            workload_kills: &workload_kills,
         };
         let collector = &self.collector;
         let mut problems = Vec::new();

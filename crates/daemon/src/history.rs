@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use oomwarden_model::ActionRecord;
+use oomwarden_model::{ActionRecord, WORKLOAD_KILLS_WINDOW, Workload, WorkloadKills};
 use rustix::fs::OFlags;
 
 use crate::statedir::StateDir;
@@ -73,10 +73,21 @@ pub struct Index {
     pub last_own: Option<ActionRecord>,
     /// The kernel OOM kills recorded: (monotonic time, victim PID).
     pub kernel_reports: std::collections::HashSet<(u64, Option<u32>)>,
+    /// The kills of each workload, with their monotonic times, oldest first (those older than
+    /// [`WORKLOAD_KILLS_WINDOW`] dropped as the next is noted).
+    pub workload_kills: std::collections::VecDeque<(Workload, u64)>,
 }
 
 impl Index {
     fn note(&mut self, record: &ActionRecord) {
+        if let Some(workload) = WorkloadKills::counts(record) {
+            let window = u64::try_from(WORKLOAD_KILLS_WINDOW.as_nanos()).unwrap_or(u64::MAX);
+            let now = record.monotonic_ns;
+            self.workload_kills
+                .retain(|(_, at)| *at <= now && now - *at <= window);
+            self.workload_kills
+                .push_back((workload.clone(), record.monotonic_ns));
+        }
         match record.kind {
             oomwarden_model::RecordKind::Oomwarden => self.last_own = Some(record.clone()),
             oomwarden_model::RecordKind::KernelOom => {
@@ -394,6 +405,19 @@ impl History {
     /// start), however many kernel records came after it.
     pub fn last_own(&self) -> Option<&ActionRecord> {
         self.index.last_own.as_ref()
+    }
+
+    /// Each workload's kills in the [`WORKLOAD_KILLS_WINDOW`] before `now_ns` (kills from a
+    /// time after it, recorded before the node's last boot, are not counted).
+    pub fn workload_kills(&self, now_ns: u64) -> WorkloadKills {
+        let window = u64::try_from(WORKLOAD_KILLS_WINDOW.as_nanos()).unwrap_or(u64::MAX);
+        let mut kills = WorkloadKills::default();
+        for (workload, at) in &self.index.workload_kills {
+            if *at <= now_ns && now_ns - *at <= window {
+                kills.add(workload);
+            }
+        }
+        kills
     }
 
     /// Whether the history holds the kernel's report of a kill at `monotonic_ns` of

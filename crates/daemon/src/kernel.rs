@@ -328,6 +328,7 @@ fn place(record: &mut ActionRecord, engine: &Engine, memcg: &str, identities: &I
     let pod_uid = oomwarden_kube::decode_cgroup_path(&dir).pod_uid;
     if let Some(uid) = &pod_uid {
         let pod = identities.pod(uid);
+        record.workload = pod.map(|p| oomwarden_kube::workload(&p.namespace, &p.name, &p.labels));
         record.namespace = pod.map(|p| p.namespace.clone());
         record.pod_name = pod.map(|p| p.name.clone());
         record.identity_source = Some(pod.map_or(IdentitySource::Path, |p| p.source));

@@ -6,7 +6,7 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
     ActionRecord, CandidateSample, Identities, IdentitySource, KillMethod, KillScope,
     MAX_CONTAINERS_LISTED, MAX_RUNNERS_UP, Outcome, QosClass, RecordKind, RunnerUp, TriggerContext,
-    Wakeup, listed_pids,
+    Wakeup, Workload, listed_pids,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -34,6 +34,8 @@ pub(crate) struct Target {
     pub(crate) pod_name: Option<String>,
     /// The names of `containers` (empty when none is known).
     pub(crate) container_names: Vec<String>,
+    /// What made the pod (from its labels), when its namespace and name are known.
+    pub(crate) workload: Option<Workload>,
     /// Each container's working set, in the order of `containers`.
     pub(crate) working_sets: Vec<Option<u64>>,
     /// Where the pod's identity came from (none for a victim that is no pod).
@@ -114,6 +116,7 @@ impl Target {
             dir: c.dir.clone(),
             cgroup_id: c.cgroup_id,
             class: c.class,
+            workload: pod.map(|p| oomwarden_kube::workload(&p.namespace, &p.name, &p.labels)),
             namespace: pod.map(|p| p.namespace.clone()),
             pod_name: pod.map(|p| p.name.clone()),
             identity_source: pod_uid
@@ -322,6 +325,7 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
             .map(|t| t.container_names.clone())
             .unwrap_or_default(),
         container_working_set_bytes: target.map(|t| t.working_sets.clone()).unwrap_or_default(),
+        workload: target.and_then(|t| t.workload.clone()),
         identity_source: target.and_then(|t| t.identity_source),
         kill_scope: target.and_then(|t| t.kill_scope),
         // Said when it is not the default, `cgroup.kill`.
@@ -436,6 +440,7 @@ mod tests {
             pod_name: Some("web".to_owned()),
             container_names: vec!["nginx".to_owned()],
             working_sets: vec![Some(300 << 20)],
+            workload: None,
             identity_source: Some(IdentitySource::Cri),
             kill_scope: Some(KillScope::Pod),
             parts: Vec::new(),

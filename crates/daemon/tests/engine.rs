@@ -1710,6 +1710,26 @@ fn a_kill_sets_the_pods_disruption_target_condition() {
     );
 }
 
+/// Issue 34: a kill's record names its workload (the pod's owner from its labels; here a pod
+/// without any, so the pod itself), and the history counts it for the ranking's
+/// `workload_kills` for an hour.
+#[test]
+fn a_kill_is_counted_for_its_workload() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    let (_dirs, _kube, mut e) = node_with_events(&server, false);
+    let rec = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    let workload = rec.workload.clone().expect("the pod is known");
+    assert_eq!(workload.to_string(), "shop/Pod/cart-1");
+    assert_eq!(e.history().workload_kills(6_000_000_000).get(&workload), 1);
+    assert_eq!(
+        e.history()
+            .workload_kills(5_000_000_000 + 3_601_000_000_000)
+            .get(&workload),
+        0,
+        "an hour later it is forgotten"
+    );
+}
+
 #[test]
 fn a_dry_run_makes_would_kill_events() {
     let server = oomwarden_testkit::apiserver::FakeApiServer::start();

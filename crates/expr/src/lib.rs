@@ -17,6 +17,7 @@
 //!     pod_uid: "1",
 //!     pod: None,
 //!     oom_score_adj: 0,
+//!     workload_kills: 0,
 //! };
 //! assert_eq!(ranking.eval(&input), Ok(1000.0));
 //!
@@ -360,6 +361,9 @@ pub struct RankingInput<'a> {
     /// The lowest `oom_score_adj` of the candidate's processes besides a pod's sandbox, 0
     /// when none (an extension).
     pub oom_score_adj: i64,
+    /// The kills of the candidate's workload in the recent window, 0 when none or no pod (an
+    /// extension).
+    pub workload_kills: u64,
 }
 
 impl TriggerExpr {
@@ -512,6 +516,9 @@ fn ranking_activation<'a>(
                     .unwrap_or_default(),
             ),
             RankingVar::OomScoreAdj => Value::Int(input.oom_score_adj),
+            RankingVar::WorkloadKills => {
+                Value::Int(i64::try_from(input.workload_kills).unwrap_or(i64::MAX))
+            }
         },
     }
 }

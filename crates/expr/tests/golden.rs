@@ -56,6 +56,7 @@ fn ranking_fixture() -> RankingInput<'static> {
         pod_uid: "",
         pod: None,
         oom_score_adj: 0,
+        workload_kills: 0,
     }
 }
 

@@ -20,6 +20,7 @@ fn input() -> RankingInput<'static> {
         pod_uid: "",
         pod: None,
         oom_score_adj: 0,
+        workload_kills: 0,
     }
 }
 

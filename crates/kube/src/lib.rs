@@ -6,6 +6,8 @@
 //!   cri-containerd-<id>.scope`) and the runtimes' container names (containerd, CRI-O,
 //!   docker/cri-dockerd).
 
+//! - [`workload`]: what made a pod (Deployment, StatefulSet, DaemonSet, Job, or the pod
+//!   itself), from its name and its controller's labels.
 //! - [`Quantity`]: resource quantities, parsed exactly (`Value()` semantics).
 //! - [`audit::Input`]: workloads and pods that stay OOM-handler candidates, and containers a
 //!   default memory limit would block at admission.
@@ -20,7 +22,9 @@ pub mod node;
 mod path;
 pub mod pod;
 mod quantity;
+mod workload;
 
 pub use names::{is_dns_subdomain, is_qualified_name};
 pub use path::{CgroupPathInfo, decode_cgroup_path};
 pub use quantity::{Quantity, QuantityError, binary_si};
+pub use workload::workload;

@@ -22,6 +22,7 @@ mod limit;
 mod record;
 mod sample;
 pub mod variables;
+mod workload;
 
 pub use class::QosClass;
 pub use context::{ClassMap, ContextJsonError, PsiKind, PsiSpan, TriggerContext, Variable};
@@ -44,6 +45,7 @@ pub use sample::{
     SubtreeSample, VmCounters,
 };
 pub use variables::{PerClass, RankingVar, Scalar, TriggerVar};
+pub use workload::{WORKLOAD_KILLS_WINDOW, Workload, WorkloadKills, WorkloadKind};
 
 /// A unit variant's serde name: the one spelling of an enum's names (records, metric labels,
 /// logs), so a `name()` can never disagree with what serde writes.

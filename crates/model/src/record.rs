@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{IdentitySource, KillMethod, KillScope};
+use crate::{IdentitySource, KillMethod, KillScope, Workload};
 
 use crate::QosClass;
 
@@ -178,6 +178,11 @@ pub struct ActionRecord {
     /// container cgroup, the sandbox spared). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_scope: Option<KillScope>,
+    /// What made the victim pod (its namespace and owner, from its labels: kills of the pods a
+    /// Deployment makes again are kills of one workload). Absent when the pod's namespace
+    /// and name are not known, or for a victim that is no pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<Workload>,
     /// `kernel-oom` when the kernel's OOM killer was asked to end the victim
     /// (`killMethod: kernel-oom`); absent for `cgroup.kill`, the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -380,6 +385,7 @@ impl ActionRecord {
             identity_source: None,
             identity_age_ms: None,
             kill_scope: None,
+            workload: None,
             kill_method: None,
             kill_fallback: false,
             ordered_by: None,
@@ -406,6 +412,15 @@ impl ActionRecord {
             ranking_expression: None,
             eligible: None,
             runners_up: Vec::new(),
+        }
+    }
+
+    /// Whether the record is a kill: oomwarden's (`killed`, `not-verified`) or the kernel's own
+    /// (not one oomwarden asked for: that one is oomwarden's record already).
+    pub fn is_kill(&self) -> bool {
+        match self.kind {
+            RecordKind::Oomwarden => matches!(self.outcome, Outcome::Killed | Outcome::NotVerified),
+            RecordKind::KernelOom => self.ordered_by.is_none(),
         }
     }
 

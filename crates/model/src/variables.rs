@@ -169,6 +169,8 @@ pub enum Source {
     PodIdentity,
     /// `/proc/<pid>/oom_score_adj` of the candidate's processes.
     OomScoreAdj,
+    /// The action history: the kills recorded lately.
+    History,
 }
 
 impl Source {
@@ -196,6 +198,7 @@ impl Source {
                 "the container runtime (CRI), else the kubelet's pod-log directories"
             }
             Source::OomScoreAdj => "/proc/<pid>/oom_score_adj of the candidate's processes",
+            Source::History => "the action history: the kills recorded in the last hour",
         }
     }
 }
@@ -443,6 +446,8 @@ catalogue! {
             "the names of the pod's containers, sorted (empty when unknown)";
         OomScoreAdj "oom_score_adj": Int, Some(Unit::OomScoreAdj), OomScoreAdj, Oomwarden, None,
             "the lowest oom_score_adj of the candidate's processes, the sandbox's left out (0 when none)";
+        WorkloadKills "workload_kills": Int, None, History, Oomwarden, None,
+            "the kills of the candidate's workload (every pod its Deployment, StatefulSet, DaemonSet or Job made; oomwarden's and the kernel's) in the last hour (0 when no pod or unknown)";
     }
 }
 
@@ -587,7 +592,7 @@ mod tests {
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
         assert_eq!(TriggerVar::all().count(), 49);
-        assert_eq!(RankingVar::all().count(), 12);
+        assert_eq!(RankingVar::all().count(), 13);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use oomwarden_expr::{RankingExpr, TriggerExpr};
-use oomwarden_model::{CandidateSample, Identities, MetricsSample, TriggerContext};
+use oomwarden_model::{CandidateSample, Identities, MetricsSample, TriggerContext, WorkloadKills};
 
 use crate::{Ranking, State, build_context, rank_with, select};
 
@@ -21,6 +21,8 @@ pub struct Rules<'a> {
     pub strict_class_ordering: bool,
     /// Who the node's pods are (the ranking's `pod_namespace`, `pod_name`, `labels`, …).
     pub identities: &'a Identities,
+    /// Each workload's recent kills (the ranking's `workload_kills`).
+    pub workload_kills: &'a WorkloadKills,
 }
 
 /// Why a cycle decided nothing.
@@ -127,7 +129,12 @@ pub fn plan(
         }
     }
     let candidates = candidates();
-    let ranking = rank_with(rules.ranking, &candidates, rules.identities);
+    let ranking = rank_with(
+        rules.ranking,
+        &candidates,
+        rules.identities,
+        rules.workload_kills,
+    );
     let decision = match select(&ranking, &candidates, rules.strict_class_ordering) {
         Some(v) => Decision::Victim {
             index: v.index,
@@ -295,6 +302,7 @@ mod tests {
                 ranking: &ranking,
                 strict_class_ordering: strict,
                 identities: &Identities::default(),
+                workload_kills: &WorkloadKills::default(),
             };
             let mut state = State::new();
             let read = std::cell::Cell::new(false);
@@ -311,6 +319,80 @@ mod tests {
         }
     }
 
+    /// Issue 34: a ranking can weigh repeat offenders by their workload's recent kills, each
+    /// pod's workload read from its labels (the Deployment's two pods are one workload).
+    #[test]
+    fn a_ranking_can_weigh_a_workloads_recent_kills() {
+        let trigger = expr(TriggerExpr::compile("true"));
+        let ranking = expr(RankingExpr::compile(
+            "double(memory_current.orValue(0u)) * (workload_kills >= 2 ? 10.0 : 1.0)",
+        ));
+        let (loop_uid, big_uid) = (
+            "6983351e-0001-4c1b-9a3e-0f5d2b7c0001",
+            "6983351e-0002-4c1b-9a3e-0f5d2b7c0002",
+        );
+        let mut identities = Identities::default();
+        for (uid, name, hash) in [
+            (loop_uid, "etl-6b8f7c-x1", "6b8f7c"),
+            (big_uid, "cache-0", ""),
+        ] {
+            let mut labels = std::collections::BTreeMap::new();
+            if !hash.is_empty() {
+                labels.insert("pod-template-hash".to_owned(), hash.to_owned());
+            }
+            identities.pods.insert(
+                uid.to_owned(),
+                oomwarden_model::PodIdentity {
+                    uid: uid.to_owned(),
+                    namespace: "batch".to_owned(),
+                    name: name.to_owned(),
+                    labels,
+                    ..oomwarden_model::PodIdentity::default()
+                },
+            );
+        }
+        let mut kills = WorkloadKills::default();
+        let etl = oomwarden_model::Workload {
+            namespace: "batch".to_owned(),
+            kind: oomwarden_model::WorkloadKind::Deployment,
+            name: "etl".to_owned(),
+        };
+        let candidates = || {
+            vec![
+                candidate(
+                    &format!("kubepods/besteffort/pod{loop_uid}"),
+                    QosClass::Besteffort,
+                    100 << 20,
+                    true,
+                ),
+                candidate(
+                    &format!("kubepods/besteffort/pod{big_uid}"),
+                    QosClass::Besteffort,
+                    500 << 20,
+                    true,
+                ),
+            ]
+        };
+        for (killed_before, want) in [(1, 1), (2, 0)] {
+            while kills.get(&etl) < killed_before {
+                kills.add(&etl);
+            }
+            let rules = Rules {
+                trigger: &trigger,
+                ranking: &ranking,
+                strict_class_ordering: true,
+                identities: &identities,
+                workload_kills: &kills,
+            };
+            let p = plan(rules, &sample(5_000, 0.0), &mut State::new(), candidates);
+            assert!(
+                matches!(p.decision, Decision::Victim { index, .. } if index == want),
+                "{killed_before} kills before: {:?}",
+                p.decision
+            );
+        }
+    }
+
     #[test]
     fn an_incomplete_pressure_file_skips_the_cycle_and_leaves_the_state() {
         let trigger = expr(TriggerExpr::compile("true"));
@@ -320,6 +402,7 @@ mod tests {
             ranking: &ranking,
             strict_class_ordering: true,
             identities: &Identities::default(),
+            workload_kills: &WorkloadKills::default(),
         };
         let mut s = sample(5_000, 0.0);
         if let Some(t) = s.subtrees.get_mut(1) {

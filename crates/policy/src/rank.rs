@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use oomwarden_expr::{RankingExpr, RankingInput};
-use oomwarden_model::{CandidateSample, Identities, Limit};
+use oomwarden_model::{CandidateSample, Identities, Limit, WorkloadKills};
 
 /// A candidate that may be killed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,7 +109,12 @@ impl Ranking {
 /// Scores every candidate knowing only their paths (no pod identity). Empty cgroups and
 /// oomwarden's own are excluded before scoring.
 pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
-    rank_with(expr, candidates, &Identities::default())
+    rank_with(
+        expr,
+        candidates,
+        &Identities::default(),
+        &WorkloadKills::default(),
+    )
 }
 
 /// Scores every candidate, with who each pod is (`pod_namespace`, `pod_name`, `labels`, …) from
@@ -118,6 +123,7 @@ pub fn rank_with(
     expr: &RankingExpr,
     candidates: &[CandidateSample],
     identities: &Identities,
+    kills: &WorkloadKills,
 ) -> Ranking {
     let mut ranking = Ranking::default();
     for (index, c) in candidates.iter().enumerate() {
@@ -130,6 +136,10 @@ pub fn rank_with(
             continue;
         }
         let identity = oomwarden_kube::decode_cgroup_path(&c.dir);
+        let pod = identity
+            .pod_uid
+            .as_deref()
+            .and_then(|uid| identities.pod(uid));
         let input = RankingInput {
             memory_max: c.memory.max.and_then(Limit::bytes),
             memory_current: c.memory.current,
@@ -137,11 +147,11 @@ pub fn rank_with(
             path: &c.path,
             class: c.class,
             pod_uid: identity.pod_uid.as_deref().unwrap_or(""),
-            pod: identity
-                .pod_uid
-                .as_deref()
-                .and_then(|uid| identities.pod(uid)),
+            pod,
             oom_score_adj: c.oom_score_adj.unwrap_or(0),
+            workload_kills: pod.map_or(0, |p| {
+                kills.get(&oomwarden_kube::workload(&p.namespace, &p.name, &p.labels))
+            }),
         };
         match expr.eval(&input) {
             Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),

@@ -285,6 +285,7 @@ fn t4_score() {
         pod_uid: "",
         pod: None,
         oom_score_adj: 0,
+        workload_kills: 0,
     };
     assert_eq!(r.eval(&input), Ok(21.0));
 }

@@ -68,6 +68,115 @@ pub(crate) struct ActionsArgs {
     /// Only records of this kind: oomwarden's own actions, or the kernel's OOM kills.
     #[arg(long, value_enum)]
     kind: Option<KindArg>,
+    /// Count the kills instead of listing the records: `workload`, one line per workload
+    /// (Deployment, StatefulSet, DaemonSet, Job, or the pod itself) with its kills by
+    /// oomwarden and by the kernel, most killed first.
+    #[arg(long, value_enum, conflicts_with = "follow")]
+    by: Option<ByArg>,
+}
+
+/// `--by` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ByArg {
+    /// What made each killed pod (its namespace and owner).
+    Workload,
+}
+
+/// One workload's kills (`actions --by workload`).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WorkloadRow {
+    workload: oomwarden_model::Workload,
+    /// oomwarden's kills (`killed`, `not-verified`; with `killMethod: kernel-oom` too).
+    kills: u64,
+    /// The kernel's own OOM kills (not those oomwarden asked for).
+    kernel_kills: u64,
+    /// The first and the last kill's record time.
+    first: String,
+    last: String,
+}
+
+/// The kills of `records` by workload, most killed first (then by name); and how many kills
+/// had no known workload.
+fn by_workload(records: &[ActionRecord]) -> (Vec<WorkloadRow>, u64) {
+    let mut rows: std::collections::BTreeMap<oomwarden_model::Workload, WorkloadRow> =
+        std::collections::BTreeMap::new();
+    let mut unknown = 0;
+    for r in records {
+        // What the ranking's `workload_kills` counts.
+        if !r.is_kill() {
+            continue;
+        }
+        let Some(workload) = &r.workload else {
+            unknown += 1;
+            continue;
+        };
+        let row = rows.entry(workload.clone()).or_insert_with(|| WorkloadRow {
+            workload: workload.clone(),
+            kills: 0,
+            kernel_kills: 0,
+            first: r.time.clone(),
+            last: r.time.clone(),
+        });
+        match r.kind {
+            RecordKind::Oomwarden => row.kills += 1,
+            RecordKind::KernelOom => row.kernel_kills += 1,
+        }
+        row.last.clone_from(&r.time);
+    }
+    let mut rows: Vec<WorkloadRow> = rows.into_values().collect();
+    rows.sort_by(|a, b| {
+        (b.kills + b.kernel_kills)
+            .cmp(&(a.kills + a.kernel_kills))
+            .then_with(|| a.workload.cmp(&b.workload))
+    });
+    (rows, unknown)
+}
+
+fn print_by_workload(
+    records: &[ActionRecord],
+    format: Format,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> anyhow::Result<()> {
+    let (rows, unknown) = by_workload(records);
+    match format {
+        Format::Json => {
+            for row in &rows {
+                writeln!(out, "{}", serde_json::to_string(row)?)?;
+            }
+        }
+        Format::Yaml => write!(out, "{}", serde_saphyr::to_string(&rows)?)?,
+        Format::Table | Format::Wide => {
+            writeln!(
+                out,
+                "{:<16} {:<12} {:<32} {:>6} {:>7} {:<25} LAST",
+                "NAMESPACE", "KIND", "NAME", "KILLS", "KERNEL", "FIRST"
+            )?;
+            for row in &rows {
+                let w = &row.workload;
+                writeln!(
+                    out,
+                    "{:<16} {:<12} {:<32} {:>6} {:>7} {:<25} {}",
+                    crate::terminal::clean(&w.namespace),
+                    format!("{:?}", w.kind),
+                    crate::terminal::clean(&w.name),
+                    row.kills,
+                    row.kernel_kills,
+                    row.first,
+                    row.last
+                )?;
+            }
+        }
+    }
+    if unknown > 0 {
+        let kills = if unknown == 1 { "kill" } else { "kills" };
+        writeln!(
+            err,
+            "({unknown} {kills} of pods whose namespace and name were not known, or of cgroups that are no pod, not listed)"
+        )?;
+    }
+    Ok(())
 }
 
 /// `--kind` values (the records' `kind`).
@@ -150,6 +259,10 @@ pub(crate) fn actions(
     let mut last = records.last().map(|r| r.id);
     let wanted = |r: &ActionRecord| args.kind.is_none_or(|k| k.admits(r));
     let records: Vec<ActionRecord> = records.into_iter().filter(wanted).collect();
+    if args.by == Some(ByArg::Workload) {
+        print_by_workload(&records, format, out, err)?;
+        return Ok(Exit::Ok);
+    }
     print(&records, format, true, out)?;
     if !args.follow {
         return Ok(Exit::Ok);

@@ -96,6 +96,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "-1000..1000", default_value_t = 0, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i64).range(-1000..=1000))]
     oom_score_adj: i64,
+    /// Ranking: the kills of the candidate's workload in the last hour (`workload_kills`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    workload_kills: u64,
     /// Accept any result type (explore sub-expressions) instead of requiring bool/double.
     #[arg(long)]
     any: bool,
@@ -196,6 +199,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
                 pod_uid: identity.pod_uid.as_deref().unwrap_or(""),
                 pod: pod.as_ref(),
                 oom_score_adj: args.oom_score_adj,
+                workload_kills: args.workload_kills,
             };
             evaluate_ranking(&expression, &input, args.any)
         }

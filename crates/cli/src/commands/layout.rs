@@ -64,7 +64,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_node::identity_config(
         &settings.warden.container_runtime,
     ));
-    let ranking = rank_with(&settings.oom.ranking, &candidates, &identities);
+    // The action history is the daemon's: `workload_kills` is 0 here.
+    let ranking = rank_with(
+        &settings.oom.ranking,
+        &candidates,
+        &identities,
+        &oomwarden_model::WorkloadKills::default(),
+    );
     let listed = ranking.verdicts(candidates.len());
     let verdicts: Vec<Verdict> = (0..candidates.len())
         .map(|i| listed.get(i).cloned().unwrap_or_else(|| ranking.verdict(i)))

@@ -250,7 +250,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
     let (identities, _, _) = oomwarden_identity::read_once(&oomwarden_node::identity_config(
         &settings.warden.container_runtime,
     ));
-    let ranking = rank_with(&settings.oom.ranking, &candidates, &identities);
+    // The action history is the daemon's: `workload_kills` is 0 here.
+    let ranking = rank_with(
+        &settings.oom.ranking,
+        &candidates,
+        &identities,
+        &oomwarden_model::WorkloadKills::default(),
+    );
     let rows = cgroup_rows(
         &cgroups,
         &sample,

@@ -264,6 +264,7 @@ pub fn ours(expr: &str, activation: &Activation) -> Json {
                     pod_uid: "",
                     pod: None,
                     oom_score_adj: 0,
+                    workload_kills: 0,
                 };
                 match r.eval(&input) {
                     Ok(d) => out.insert("value".into(), oracle_number(d)),

@@ -19,6 +19,8 @@ pub enum Call {
     ReleaseMemory(u32),
     /// `memory.swap.max` and `memory.max` of `<dir>` set to 0 for the kernel's OOM killer.
     StartMemcgOom(PathBuf),
+    /// SIGTERM to `pid`.
+    SendSigterm(u32),
     /// All pidfds closed.
     CloseAll,
     /// A hook run and waited for.
@@ -56,6 +58,9 @@ pub struct RecordingActuator {
     /// What the kernel's OOM killer does ([`Actuator::start_memcg_oom`]); `None`: as
     /// `cgroup.kill`.
     pub oom_effect: Option<KillEffect>,
+    /// The cgroups (absolute) whose processes exit on SIGTERM: each is emptied when one of
+    /// its processes is signalled. Any other process ignores SIGTERM.
+    pub exit_on_sigterm: Vec<PathBuf>,
 }
 
 impl RecordingActuator {
@@ -69,6 +74,7 @@ impl RecordingActuator {
             pidfd_limit: None,
             stop: None,
             oom_effect: None,
+            exit_on_sigterm: Vec::new(),
         }
     }
 }
@@ -140,6 +146,20 @@ impl Actuator for RecordingActuator {
             KillEffect::Nothing => Ok(()),
             KillEffect::Fail(errno) => Err(io::Error::from_raw_os_error(*errno)),
         }
+    }
+
+    fn send_sigterm(&mut self, pid: u32) -> io::Result<()> {
+        self.calls.push(Call::SendSigterm(pid));
+        if self.gone.contains(&pid) {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        for dir in &self.exit_on_sigterm {
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            if procs.lines().any(|l| l.trim() == pid.to_string()) {
+                empty_subtree(dir)?;
+            }
+        }
+        Ok(())
     }
 
     fn release_memory(&mut self, pid: u32) -> io::Result<()> {
@@ -217,6 +237,10 @@ impl Actuator for SharedRecorder {
 
     fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()> {
         self.lock().start_memcg_oom(cgroup_dir)
+    }
+
+    fn send_sigterm(&mut self, pid: u32) -> io::Result<()> {
+        self.lock().send_sigterm(pid)
     }
 
     fn close_all(&mut self) {

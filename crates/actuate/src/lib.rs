@@ -50,6 +50,8 @@ pub trait Actuator {
     /// and OOM-killed). Returns once the write is under way; an error when a file cannot be
     /// opened or the swap limit not written.
     fn start_memcg_oom(&mut self, cgroup_dir: &Path) -> io::Result<()>;
+    /// SIGTERM to `pid` (through a pidfd: a PID reused meanwhile is not signalled).
+    fn send_sigterm(&mut self, pid: u32) -> io::Result<()>;
     /// Closes every pidfd.
     fn close_all(&mut self);
     /// Hands over the daemon's stop flag: once it is set, a kill's verification waits at most
@@ -430,6 +432,71 @@ fn combine(reports: Vec<ActReport>, timeout: Duration) -> ActReport {
         _ => ActOutcome::Killed,
     };
     all
+}
+
+/// SIGTERM to every process of the order's parts (its containers; the whole cgroup when it
+/// has none), as the kubelet stops a container: the processes may exit cleanly, and whoever
+/// asked checks later whether they did. Nothing is waited for. A process already gone is
+/// normal; the victim gone or replaced since it was ranked is [`ActOutcome::Gone`]; else the
+/// report's outcome is [`ActOutcome::Killed`] in the sense of "done" (the signals sent), with
+/// the processes signalled. A dry run signals nothing.
+pub fn terminate(
+    actuator: &mut dyn Actuator,
+    cgroups: &CgroupFs,
+    proc: &ProcFs,
+    order: &Order<'_>,
+) -> ActReport {
+    if let Err(reason) = same_cgroup(cgroups, order.dir, order.cgroup_id) {
+        return gone(reason, order.timeout);
+    }
+    let dirs: Vec<&str> = if order.parts.is_empty() {
+        vec![order.dir]
+    } else {
+        order.parts.iter().map(|p| p.dir.as_str()).collect()
+    };
+    let mut pids = Vec::new();
+    for dir in &dirs {
+        tracing::warn!(cgroup = %oomwarden_cgroupfs::node_path(dir), dry_run = order.dry_run, "Sending SIGTERM to cgroup");
+        pids.extend(subtree_pids(cgroups, dir));
+    }
+    let (processes, processes_omitted) = command_lines(proc, &pids);
+    if !order.dry_run {
+        for &pid in &pids {
+            match actuator.send_sigterm(pid) {
+                Ok(()) => {}
+                Err(e)
+                    if e.raw_os_error() == Some(libc::ESRCH)
+                        || e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => tracing::error!(pid, error = %e, "failed to send SIGTERM"),
+            }
+        }
+    }
+    ActReport {
+        pids,
+        processes,
+        processes_omitted,
+        outcome: if order.dry_run {
+            ActOutcome::DryRun
+        } else {
+            ActOutcome::Killed
+        },
+        duration: None,
+        timeout: order.timeout,
+        fallback: false,
+    }
+}
+
+/// Whether every cgroup of the order (its parts, or the whole) is empty or gone.
+pub fn order_empty(cgroups: &CgroupFs, order_dir: &str, parts: &[Part]) -> bool {
+    let dirs: Vec<&str> = if parts.is_empty() {
+        vec![order_dir]
+    } else {
+        parts.iter().map(|p| p.dir.as_str()).collect()
+    };
+    dirs.into_iter().all(|dir| match cgroups.is_populated(dir) {
+        Ok(populated) => !populated,
+        Err(e) => e.is_not_found(),
+    })
 }
 
 /// Milliseconds with microsecond precision, as records state durations.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, PidfdFlags, pidfd_open};
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
 use crate::{Actuator, HookCall, HookResult, Hooks};
 
@@ -71,6 +71,13 @@ impl Actuator for LinuxActuator {
                 }
             })?;
         Ok(())
+    }
+
+    fn send_sigterm(&mut self, pid: u32) -> io::Result<()> {
+        let raw = i32::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let pid = Pid::from_raw(raw).ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+        let fd = pidfd_open(pid, PidfdFlags::empty())?;
+        Ok(pidfd_send_signal(&fd, Signal::TERM)?)
     }
 
     fn release_memory(&mut self, pid: u32) -> io::Result<()> {

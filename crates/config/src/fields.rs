@@ -599,6 +599,26 @@ fn mark_nul_strings(value: &mut Value, at: KeyPath, problems: &mut Vec<Problem>)
     }
 }
 
+/// A list of mapping entries.
+#[derive(Debug)]
+pub(crate) struct Entries<T>(pub(crate) Vec<Item<Entry<T>>>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        list(d, "a list of entries").map(Entries)
+    }
+}
+
+/// One entry: a mapping.
+#[derive(Debug)]
+pub(crate) struct Entry<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entry<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        mapping(d, "a mapping").map(Entry)
+    }
+}
+
 /// A nested mapping of the document (a section): anything else is "expected a mapping with
 /// …", the keys listed from `T`'s own fields.
 #[derive(Debug)]

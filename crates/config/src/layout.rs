@@ -23,7 +23,7 @@ use serde::de::{self, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::fields::{Field, Item, KeyPath, Problem, expected, leaf, list, mapping};
+use crate::fields::{Entries, Entry, Field, Item, KeyPath, Problem, expected, leaf, list};
 use crate::{WARDEN_API_VERSION, WARDEN_KIND};
 
 /// What `layout` asks for.
@@ -183,26 +183,6 @@ impl<'de> Deserialize<'de> for Name {
             Value::String(s) => check_name(&s).map(|()| Name(s)),
             other => Err(expected("a string", &other)),
         })
-    }
-}
-
-/// A list of mapping entries.
-#[derive(Debug)]
-struct Entries<T>(Vec<Item<Entry<T>>>);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        list(d, "a list of entries").map(Entries)
-    }
-}
-
-/// One entry: a mapping.
-#[derive(Debug)]
-struct Entry<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entry<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        mapping(d, "a mapping").map(Entry)
     }
 }
 

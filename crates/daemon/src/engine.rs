@@ -27,6 +27,8 @@ use oomwarden_model::{
 use oomwarden_policy::{Decision, Exclusion, Plan, Rules, Skip, State};
 use oomwarden_procfs::ProcFs;
 
+mod stages;
+
 use crate::consumers::{BoundLog, Consumer, PostKill};
 use crate::history::History;
 use crate::metrics::Metrics;
@@ -99,6 +101,11 @@ pub struct Engine {
     events: Option<oomwarden_events::Events>,
     /// Counts of the senders replaced by a reload, so the metrics keep counting forward.
     events_before: oomwarden_events::Counts,
+    /// Whether each response stage's condition held at its last evaluation (a stage acts
+    /// when its condition becomes true).
+    stage_held: Vec<bool>,
+    /// A `terminate` stage's victim, sent SIGTERM, waiting for its processes to exit.
+    pending: Option<stages::Pending>,
     /// The cgroups whose kill was asked of the kernel's OOM killer (`killMethod: kernel-oom`)
     /// in the last [`ORDERED_FOR_NS`]: (cgroup dir, record id, when).
     ordered: Vec<(String, u64, u64)>,
@@ -263,6 +270,8 @@ impl Engine {
             events,
             events_before: oomwarden_events::Counts::default(),
             ordered: Vec::new(),
+            stage_held: Vec::new(),
+            pending: None,
             last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,
@@ -384,6 +393,10 @@ impl Engine {
             &settings,
             self.recorder.is_some() || self.read_everything,
         ));
+        if settings.warden.stages != self.settings.warden.stages {
+            // Other stages: each acts when its condition is next found true.
+            self.stage_held.clear();
+        }
         self.settings = settings;
     }
 
@@ -470,7 +483,14 @@ impl Engine {
                     // For the recording only: a replay under another trigger needs them.
                     let _ = self.collector.candidates();
                 }
-                return CycleOutcome::Quiet;
+                let cycle = stages::StageCycle {
+                    plan,
+                    identities: &identities,
+                    identity_age,
+                    now_ns,
+                    wall,
+                };
+                return self.run_stages(cycle).unwrap_or(CycleOutcome::Quiet);
             }
             Decision::Skipped(skip) => {
                 match skip {
@@ -483,7 +503,9 @@ impl Engine {
                 }
                 return CycleOutcome::Skipped(skip.clone());
             }
-            Decision::NoVictim | Decision::Victim { .. } => {}
+            Decision::NoVictim | Decision::Victim { .. } => {
+                self.note_stage_conditions(plan.context.as_ref(), now_ns);
+            }
         }
         self.log_ranking(&plan, now_ns);
         if let Some(r) = &self.recorder {

@@ -104,6 +104,15 @@ pub struct KillLabels {
     pub namespace: LabelText,
 }
 
+/// A response stage's firing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct StageLabels {
+    /// The stage's name.
+    pub stage: LabelText,
+    /// What came of it (`warned`, `terminated`, or a kill's outcome after its grace).
+    pub outcome: OutcomeLabel,
+}
+
 /// Which expression failed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelValue)]
 pub enum Expression {
@@ -277,6 +286,7 @@ pub struct Metrics {
     evaluations: Counter,
     firings: Counter,
     kills: Family<KillLabels, Counter>,
+    stage_actions: Family<StageLabels, Counter>,
     no_victim: Counter,
     verification: Histogram,
     cycle: Histogram,
@@ -368,6 +378,12 @@ impl Metrics {
             "kills",
             "Victims chosen, by class, outcome (killed, kill-failed, not-verified, dry-run, gone) and the pod's namespace (empty when unknown)",
             kills.clone(),
+        );
+        let stage_actions = Family::<StageLabels, Counter>::default();
+        registry.register(
+            "stage_actions",
+            "What the response stages (OOMWardenConfig.stages) did, by stage and outcome (warned, terminated, or the kill at the end of a termination's grace)",
+            stage_actions.clone(),
         );
         let no_victim = Counter::default();
         registry.register(
@@ -596,6 +612,7 @@ impl Metrics {
             evaluations,
             firings,
             kills,
+            stage_actions,
             no_victim,
             verification,
             cycle,
@@ -717,6 +734,14 @@ impl Metrics {
     /// A triggered cycle's record: a kill attempt by class, outcome and namespace, or a
     /// firing with no victim.
     pub fn action(&self, record: &ActionRecord) {
+        if let Some(stage) = &record.stage {
+            self.stage_actions
+                .get_or_create(&StageLabels {
+                    stage: LabelText(stage.clone()),
+                    outcome: OutcomeLabel(record.outcome),
+                })
+                .inc();
+        }
         match record.class {
             Some(class) if counted_as_kill(record.outcome) => self.killed(
                 class,
@@ -724,7 +749,8 @@ impl Metrics {
                 record.namespace.as_deref().unwrap_or(""),
                 record.kill_duration_ms.map(|ms| ms / 1000.0),
             ),
-            _ => self.no_victim(),
+            _ if record.outcome == Outcome::NoEligibleCgroup => self.no_victim(),
+            _ => {}
         }
     }
 
@@ -1014,6 +1040,8 @@ fn counted_as_kill(outcome: Outcome) -> bool {
         // The trigger held and nobody could be chosen: `oomwarden_triggers_total` and the
         // record say so; no kill was attempted.
         Outcome::NoEligibleCgroup => false,
+        // A stage's, in `oomwarden_stage_actions_total`: no kill.
+        Outcome::Warned | Outcome::Terminated => false,
     }
 }
 

@@ -1914,3 +1914,191 @@ fn besteffort_pods(r: &Path, pods: &[(&str, &str, &str)], ctr: &str) {
         write(r, &format!("{pod}/{ctr}/cgroup.procs"), pid);
     }
 }
+
+/// The root's pressure with nothing stalled.
+const COLD: &str = "some avg10=0.00 avg60=0.00 avg300=0.00 total=12172340\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=10654831\n";
+
+/// A node whose trigger never fires, with `stages` (a YAML list, indented two spaces).
+fn staged(stages: &str, fake: RecordingActuator) -> (Dirs, Engine, SharedRecorder) {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(fake);
+    let e = engine_with(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"false\"\n",
+            &format!("stages:\n{stages}"),
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    (
+        Dirs {
+            _cg: cg,
+            _proc: proc,
+            state,
+        },
+        e,
+        fake,
+    )
+}
+
+fn quiet(outcome: &CycleOutcome) -> bool {
+    matches!(outcome, CycleOutcome::Quiet)
+}
+
+/// Issue 34: a `warn` stage records once each time its condition becomes true, never while it
+/// stays true; nothing is done to any cgroup.
+#[test]
+fn a_warn_stage_records_each_time_its_condition_becomes_true() {
+    let (dirs, mut e, fake) = staged(
+        "  - name: early\n    when: memory_full_avg10 > 12.0\n    action: warn\n",
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let root = dirs._cg.path().join("memory.pressure");
+    let r = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z"));
+    assert_eq!(r.outcome, Outcome::Warned);
+    assert_eq!(r.stage.as_deref(), Some("early"));
+    assert_eq!(
+        r.trigger_expression.as_deref(),
+        Some("memory_full_avg10 > 12.0")
+    );
+    assert!(r.victim.is_none());
+    assert!(
+        quiet(&e.cycle(2_000_000_000, "2026-12-01T00:00:02.000Z")),
+        "still true: once"
+    );
+    fs::write(&root, COLD).unwrap();
+    assert!(quiet(&e.cycle(3_000_000_000, "2026-12-01T00:00:03.000Z")));
+    fs::write(&root, HOT).unwrap();
+    let again = acted(e.cycle(4_000_000_000, "2026-12-01T00:00:04.000Z"));
+    assert_eq!(again.outcome, Outcome::Warned);
+    assert!(fake.lock().calls.is_empty(), "{:?}", fake.lock().calls);
+    assert_eq!(persisted(dirs.state.path()).len(), 2);
+    let text = e.metrics().encode();
+    assert!(
+        text.contains("oomwarden_stage_actions_total{stage=\"early\",outcome=\"warned\"} 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("oomwarden_triggers_without_victim_total 0\n"),
+        "{text}"
+    );
+}
+
+/// A `terminate` stage sends SIGTERM to the ranked victim's processes and waits, across
+/// cycles, for them to exit within its grace: `terminated`, no kill.
+#[test]
+fn a_terminate_stage_whose_victim_exits_records_terminated() {
+    let (dirs, mut e, fake) = staged(
+        "  - name: shed\n    when: memory_full_avg10 > 12.0\n    action: terminate\n    grace: 5s\n",
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let live = dirs._cg.path().join("kubepods/besteffort/pod-live");
+    fake.lock().exit_on_sigterm = vec![live.join("c1")];
+    assert!(
+        quiet(&e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z")),
+        "signals, no record yet"
+    );
+    assert_eq!(
+        fake.lock().calls,
+        [Call::SendSigterm(100), Call::SendSigterm(101)]
+    );
+    // The container's processes are gone; the pod cgroup empties with them.
+    fs::write(live.join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
+    let r = acted(e.cycle(2_000_000_000, "2026-12-01T00:00:02.000Z"));
+    assert_eq!(r.outcome, Outcome::Terminated);
+    assert_eq!(r.stage.as_deref(), Some("shed"));
+    assert_eq!(
+        r.victim.as_deref(),
+        Some("/sys/fs/cgroup/kubepods/besteffort/pod-live")
+    );
+    assert_eq!(r.pids, [100, 101]);
+    assert_eq!(r.kill_duration_ms, Some(1000.0));
+    assert!(
+        !fake
+            .lock()
+            .calls
+            .iter()
+            .any(|c| matches!(c, Call::WriteCgroupKill(_))),
+        "no kill"
+    );
+}
+
+/// A victim that ignores SIGTERM is killed when the grace ends (the record names the stage);
+/// the trigger, when it fires meanwhile, is never delayed by a waiting termination.
+#[test]
+fn a_terminate_stage_kills_after_its_grace_and_never_delays_the_trigger() {
+    let (_dirs, mut e, fake) = staged(
+        "  - name: shed\n    when: memory_full_avg10 > 12.0\n    action: terminate\n    grace: 2s\n",
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    assert!(quiet(&e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z")));
+    assert!(
+        quiet(&e.cycle(2_000_000_000, "2026-12-01T00:00:02.000Z")),
+        "within its grace"
+    );
+    let r = acted(e.cycle(3_000_000_000, "2026-12-01T00:00:03.000Z"));
+    assert_eq!(r.outcome, Outcome::Killed);
+    assert_eq!(r.stage.as_deref(), Some("shed"));
+    assert!(
+        fake.lock()
+            .calls
+            .iter()
+            .any(|c| matches!(c, Call::WriteCgroupKill(_))),
+        "{:?}",
+        fake.lock().calls
+    );
+    // Now with a trigger that fires: the stage's condition holds too, the trigger kills.
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"memory_full_avg10 > 12.0\"\n",
+            "stages:\n  - name: shed\n    when: memory_full_avg10 > 10.0\n    action: terminate\n",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let r = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z"));
+    assert_eq!(r.outcome, Outcome::Killed);
+    assert!(r.stage.is_none(), "the trigger's kill");
+    assert!(
+        !fake
+            .lock()
+            .calls
+            .iter()
+            .any(|c| matches!(c, Call::SendSigterm(_))),
+        "no stage acts in a cycle the trigger fires"
+    );
+}
+
+/// In a dry run a `terminate` stage signals nothing and records what it would terminate.
+#[test]
+fn a_terminate_stage_in_a_dry_run_records_what_it_would_do() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"false\"\n",
+            "dryRun: true\nstages:\n  - name: shed\n    when: \"true\"\n    action: terminate\n",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let r = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z"));
+    assert_eq!(r.outcome, Outcome::DryRun);
+    assert_eq!(r.stage.as_deref(), Some("shed"));
+    assert_eq!(r.pids, [100, 101]);
+    assert!(fake.lock().calls.is_empty(), "{:?}", fake.lock().calls);
+}

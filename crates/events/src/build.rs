@@ -15,6 +15,10 @@ pub const REPORTING_CONTROLLER: &str = "oomwarden.io/oomwarden";
 pub const REASON_KILLED: &str = "OOMWardenKilled";
 /// `reason` of a dry-run decision's Events.
 pub const REASON_WOULD_KILL: &str = "OOMWardenWouldKill";
+/// `reason` of the Events of a pod a `terminate` stage ended (SIGTERM, exited in its grace).
+pub const REASON_TERMINATED: &str = "OOMWardenTerminated";
+/// `reason` of the Node Event of a `warn` stage.
+pub const REASON_WARNING: &str = "OOMWardenWarning";
 /// The API server refuses a longer `note`.
 pub const NOTE_LIMIT: usize = 1024;
 /// The kubelet's annotations on an eviction Event (`pkg/kubelet/eviction/helpers.go`), put on
@@ -78,8 +82,10 @@ impl Reporter {
 }
 
 /// The Events of `record`: for a kill (`killed`, `not-verified`) reason `OOMWardenKilled`, for
-/// a dry run `OOMWardenWouldKill`, each on the Pod (when its namespace and name are known) and
-/// on the Node; none for anything else (the kernel's kills, no victim, a failed kill).
+/// a dry run `OOMWardenWouldKill`, for a `terminate` stage's pod that exited
+/// `OOMWardenTerminated`, each on the Pod (when its namespace and name are known) and on the
+/// Node; for a `warn` stage `OOMWardenWarning` on the Node; none for anything else (the
+/// kernel's kills, no victim, a failed kill).
 pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
     if record.kind != RecordKind::Oomwarden {
         return Vec::new();
@@ -91,6 +97,12 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
             "DryRunKill",
             "would have killed (dry run)",
         ),
+        Outcome::Terminated => (
+            REASON_TERMINATED,
+            "Terminate",
+            "terminated (SIGTERM; it exited within its grace)",
+        ),
+        Outcome::Warned => (REASON_WARNING, "Warn", "warns"),
         // Nothing happened to a pod Kubernetes could be told of. Every outcome is named, so a
         // new one does not compile until it is decided here.
         Outcome::KillFailed | Outcome::NoEligibleCgroup | Outcome::Gone => return Vec::new(),
@@ -122,6 +134,15 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
         (Some(ns), Some(name), _) => format!("pod {ns}/{name}"),
         (_, _, Some(uid)) => format!("pod {uid}"),
         _ => format!("cgroup {}", record.victim.as_deref().unwrap_or("?")),
+    };
+    let stage = record.stage.as_deref().unwrap_or("?");
+    let node_note = if record.outcome == Outcome::Warned {
+        format!(
+            "oomwarden stage {stage} holds on node {}: {why}",
+            reporter.node
+        )
+    } else {
+        format!("oomwarden {verb} {victim}: {why}")
     };
     let event =
         |namespace: &str, name: String, regarding, related, note: String, annotations| NewEvent {
@@ -163,7 +184,7 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
         object_name(&reporter.node, &suffix),
         node,
         pod,
-        format!("oomwarden {verb} {victim}: {why}"),
+        node_note,
         None,
     ));
     out

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 pub use build::{
     ANNOTATION_OFFENDING_CONTAINERS, ANNOTATION_OFFENDING_CONTAINERS_USAGE,
     ANNOTATION_STARVED_RESOURCE, CONDITION_DISRUPTION_TARGET, ConditionPatch, NODE_EVENT_NAMESPACE,
-    NOTE_LIMIT, NewEvent, REASON_KILLED, REASON_TERMINATION, REASON_WOULD_KILL,
-    REPORTING_CONTROLLER, Reporter, condition_for, events_for,
+    NOTE_LIMIT, NewEvent, REASON_KILLED, REASON_TERMINATED, REASON_TERMINATION, REASON_WARNING,
+    REASON_WOULD_KILL, REPORTING_CONTROLLER, Reporter, condition_for, events_for,
 };
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -96,17 +96,23 @@ pub enum Outcome {
     /// The ranked cgroup was gone, or replaced by another under the same path (a restarted
     /// unit, a new pod sandbox), when the kill was due: nothing was killed.
     Gone,
+    /// A `warn` stage's condition became true (`stage` names it): nothing was done.
+    Warned,
+    /// A `terminate` stage's victim, sent SIGTERM, exited within the stage's grace.
+    Terminated,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Killed,
         Outcome::KillFailed,
         Outcome::NotVerified,
         Outcome::NoEligibleCgroup,
         Outcome::DryRun,
         Outcome::Gone,
+        Outcome::Warned,
+        Outcome::Terminated,
     ];
 
     /// The name written in records (`killed`, `kill-failed`, …): its serde name.
@@ -178,6 +184,10 @@ pub struct ActionRecord {
     /// container cgroup, the sandbox spared). Absent for a victim that is no pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_scope: Option<KillScope>,
+    /// The response stage (`OOMWardenConfig.stages`) whose firing this record is: a warning,
+    /// a termination, or the kill that ended a termination's grace. Absent for the trigger's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
     /// What made the victim pod (its namespace and owner, from its labels: kills of the pods a
     /// Deployment makes again are kills of one workload). Absent when the pod's namespace
     /// and name are not known, or for a victim that is no pod.
@@ -385,6 +395,7 @@ impl ActionRecord {
             identity_source: None,
             identity_age_ms: None,
             kill_scope: None,
+            stage: None,
             workload: None,
             kill_method: None,
             kill_fallback: false,

@@ -61,6 +61,10 @@ pub enum EventKind {
     NoVictim,
     /// A kill that failed or was not verified.
     Failed,
+    /// A `warn` stage fired.
+    Warned,
+    /// A `terminate` stage's victim exited after SIGTERM.
+    Terminated,
 }
 
 /// One trigger firing.
@@ -146,6 +150,10 @@ const DRY_RUN: RGBColor = RGBColor(255, 127, 14);
 const FAILED: RGBColor = RGBColor(227, 0, 190);
 /// A firing with no victim: light grey.
 const NO_VICTIM: RGBColor = RGBColor(190, 190, 190);
+/// A `warn` stage: olive.
+const WARNED: RGBColor = RGBColor(188, 189, 34);
+/// A `terminate` stage's victim that exited: pink.
+const TERMINATED: RGBColor = RGBColor(247, 129, 191);
 /// A threshold of the trigger: purple, dashed.
 const THRESHOLD: RGBColor = RGBColor(118, 42, 131);
 
@@ -304,6 +312,8 @@ fn event_style(kind: EventKind) -> ShapeStyle {
         EventKind::Failed => FAILED.stroke_width(2),
         EventKind::DryRun => DRY_RUN.stroke_width(2),
         EventKind::NoVictim => NO_VICTIM.stroke_width(1),
+        EventKind::Warned => WARNED.stroke_width(1),
+        EventKind::Terminated => TERMINATED.stroke_width(2),
     }
 }
 
@@ -313,6 +323,8 @@ fn event_name(kind: EventKind) -> &'static str {
         EventKind::Failed => "kill failed",
         EventKind::DryRun => "dry-run decision",
         EventKind::NoVictim => "no eligible victim",
+        EventKind::Warned => "warn stage",
+        EventKind::Terminated => "terminated (SIGTERM)",
     }
 }
 
@@ -542,7 +554,9 @@ mod tests {
     /// One colour per meaning: no decision is drawn in a class's colour.
     #[test]
     fn decisions_and_thresholds_use_colours_no_class_uses() {
-        for c in [KILL, DRY_RUN, FAILED, NO_VICTIM, THRESHOLD] {
+        for c in [
+            KILL, DRY_RUN, FAILED, NO_VICTIM, WARNED, TERMINATED, THRESHOLD,
+        ] {
             assert!(!CLASS_COLORS.contains(&c), "{c:?}");
         }
         let mut all = CLASS_COLORS.to_vec();

@@ -498,6 +498,14 @@ fn headline(r: &ActionRecord) -> String {
         (_, Outcome::NoEligibleCgroup) => {
             "oomwarden's trigger fired, but no cgroup was eligible".to_owned()
         }
+        (_, Outcome::Warned) => format!(
+            "oomwarden's stage {} warned: its condition became true",
+            r.stage.as_deref().unwrap_or("?")
+        ),
+        (_, Outcome::Terminated) => format!(
+            "oomwarden's stage {} terminated {pod}: it exited within its grace after SIGTERM",
+            r.stage.as_deref().unwrap_or("?")
+        ),
     }
 }
 

@@ -854,6 +854,8 @@ fn decision_rows(
                         Outcome::KillFailed | Outcome::NotVerified => {
                             oomwarden_plot::EventKind::Failed
                         }
+                        Outcome::Warned => oomwarden_plot::EventKind::Warned,
+                        Outcome::Terminated => oomwarden_plot::EventKind::Terminated,
                     },
                     label: d
                         .record

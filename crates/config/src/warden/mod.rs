@@ -11,6 +11,7 @@ mod hooks;
 mod kernel_oom_watch;
 mod metrics;
 mod psi_triggers;
+mod stages;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub use kernel_oom_watch::KernelOomWatchSettings;
 pub use metrics::MetricsSettings;
 pub(crate) use metrics::listen_from_text;
 pub use psi_triggers::PsiTriggerSettings;
+pub use stages::{DEFAULT_TERMINATE_GRACE, Stage, StageAction};
 
 use crate::fields::{
     self, AbsolutePath, Field, Flag, KeyPath, Problem, Section, format_duration, text,
@@ -67,6 +69,8 @@ pub struct WardenSettings {
     pub kernel_oom_watch: KernelOomWatchSettings,
     /// Kubernetes Events for oomwarden's kills.
     pub events: EventsSettings,
+    /// Responses before the kill (`warn`, `terminate`), in order.
+    pub stages: Vec<Stage>,
 }
 
 impl Default for WardenSettings {
@@ -85,6 +89,7 @@ impl Default for WardenSettings {
             container_runtime: ContainerRuntimeSettings::default(),
             kernel_oom_watch: KernelOomWatchSettings::default(),
             events: EventsSettings::default(),
+            stages: Vec::new(),
         }
     }
 }
@@ -108,6 +113,7 @@ struct WardenIn {
     container_runtime: Field<Section<container_runtime::ContainerRuntimeIn>>,
     kernel_oom_watch: Field<Section<kernel_oom_watch::KernelOomWatchIn>>,
     events: Field<Section<events::EventsIn>>,
+    stages: Field<stages::StagesIn>,
 }
 
 #[derive(Debug)]
@@ -172,6 +178,7 @@ pub(crate) struct WardenRaw {
     container_runtime: Option<ContainerRuntimeSettings>,
     kernel_oom_watch: Option<KernelOomWatchSettings>,
     events: Option<EventsSettings>,
+    stages: Option<Vec<Stage>>,
 }
 
 impl WardenRaw {
@@ -192,6 +199,7 @@ impl WardenRaw {
             container_runtime: self.container_runtime.unwrap_or(d.container_runtime),
             kernel_oom_watch: self.kernel_oom_watch.unwrap_or(d.kernel_oom_watch),
             events: self.events.unwrap_or(d.events),
+            stages: self.stages.unwrap_or(d.stages),
         }
     }
 }
@@ -231,6 +239,10 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
         .section()
         .map(kernel_oom_watch::KernelOomWatchIn::settings);
     raw.events = doc.events.section().map(events::EventsIn::settings);
+    raw.stages = doc
+        .stages
+        .into_option()
+        .map(|list| stages::settings(list, &root.key("stages"), &mut problems));
     raw.hooks = doc
         .hooks
         .section()
@@ -258,6 +270,8 @@ pub(crate) struct WardenOut<'a> {
     container_runtime: container_runtime::ContainerRuntimeOut,
     kernel_oom_watch: kernel_oom_watch::KernelOomWatchOut,
     events: events::EventsOut,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stages: Vec<stages::StageOut>,
 }
 
 impl<'a> WardenOut<'a> {
@@ -278,6 +292,7 @@ impl<'a> WardenOut<'a> {
             container_runtime: container_runtime::ContainerRuntimeOut::of(&s.container_runtime),
             kernel_oom_watch: kernel_oom_watch::KernelOomWatchOut::of(&s.kernel_oom_watch),
             events: events::EventsOut::of(&s.events),
+            stages: s.stages.iter().map(stages::StageOut::of).collect(),
         }
     }
 }

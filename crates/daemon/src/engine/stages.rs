@@ -1,0 +1,316 @@
+//! The response stages (`OOMWardenConfig.stages`): conditions of their own in the trigger's
+//! environment, evaluated every cycle, acting only in the cycles the trigger does not fire
+//! (the trigger's kill is never delayed). A stage acts when its condition becomes true:
+//! `warn` makes a record, `terminate` sends SIGTERM to the ranked victim's containers and
+//! waits, across cycles, for them to exit within its grace (a record `terminated`), else
+//! kills it as the trigger would (the record naming the stage). At most one stage acts in a
+//! cycle (the next ones on the next cycles) and one termination waits at a time.
+
+use std::sync::Arc;
+
+use oomwarden_actuate::{ActOutcome, ActReport, Order};
+use oomwarden_config::{Stage, StageAction};
+use oomwarden_model::{ActionRecord, Identities, KillScope, Outcome, TriggerContext};
+use oomwarden_policy::{Decision, Plan};
+
+use super::{CycleOutcome, Engine};
+use crate::report::{self, Target};
+
+/// A `terminate` stage's victim, sent SIGTERM, waiting for its processes to exit.
+#[derive(Debug)]
+pub(super) struct Pending {
+    stage: String,
+    when: String,
+    target: Target,
+    signalled: ActReport,
+    signalled_ns: u64,
+    deadline_ns: u64,
+}
+
+/// What a cycle of the stages knows besides the engine.
+pub(super) struct StageCycle<'a> {
+    pub(super) plan: Plan,
+    pub(super) identities: &'a Arc<Identities>,
+    pub(super) identity_age: Option<std::time::Duration>,
+    pub(super) now_ns: u64,
+    pub(super) wall: &'a str,
+}
+
+impl Engine {
+    /// Each stage's condition on `context`; one that fails to evaluate is false (said at most
+    /// once a minute per stage).
+    pub(super) fn stage_conditions(&mut self, context: &TriggerContext, now_ns: u64) -> Vec<bool> {
+        let stages = &self.settings.warden.stages;
+        let mut held = Vec::with_capacity(stages.len());
+        for stage in stages {
+            match stage.when.eval(context) {
+                Ok(h) => held.push(h),
+                Err(error) => {
+                    if let Some(left_out) =
+                        self.limiter.admit(&format!("stage:{}", stage.name), now_ns)
+                    {
+                        tracing::error!(stage = %stage.name, %error, left_out, "cannot evaluate a stage's condition; taken as false");
+                    }
+                    held.push(false);
+                }
+            }
+        }
+        held
+    }
+
+    /// Remembers the conditions of a cycle in which the stages do not act (the trigger
+    /// fired): a condition true all along then acts no more once the trigger stops.
+    pub(super) fn note_stage_conditions(&mut self, context: Option<&TriggerContext>, now_ns: u64) {
+        if self.settings.warden.stages.is_empty() {
+            return;
+        }
+        if let Some(context) = context {
+            self.stage_held = self.stage_conditions(context, now_ns);
+        }
+        // The trigger's kill supersedes a termination waiting for its victim.
+        if let Some(p) = self.pending.take() {
+            tracing::info!(stage = %p.stage, cgroup = %p.target.path, "the trigger fired: the stage's termination is no longer waited for");
+        }
+    }
+
+    /// In a cycle whose trigger did not fire: a waiting termination settled (its victim
+    /// exited, or its grace ended), else the first stage whose condition became true acts.
+    /// The outcome when a record was made.
+    pub(super) fn run_stages(&mut self, cycle: StageCycle<'_>) -> Option<CycleOutcome> {
+        if self.settings.warden.stages.is_empty() && self.pending.is_none() {
+            return None;
+        }
+        let context = cycle.plan.context.clone()?;
+        let held = self.stage_conditions(&context, cycle.now_ns);
+        self.stage_held.resize(held.len(), false);
+        let settled = self.pending.take().and_then(|p| {
+            let empty = oomwarden_actuate::order_empty(
+                self.collector.cgroups(),
+                &p.target.dir,
+                &p.target.parts,
+            );
+            if empty || cycle.now_ns >= p.deadline_ns {
+                Some((p, empty))
+            } else {
+                self.pending = Some(p);
+                None
+            }
+        });
+        if let Some((p, exited)) = settled {
+            return Some(self.settle(p, exited, &cycle));
+        }
+        let stages: Vec<Stage> = self.settings.warden.stages.clone();
+        let mut outcome = None;
+        for (i, stage) in stages.iter().enumerate() {
+            let now = held.get(i).copied().unwrap_or(false);
+            let rising = now && !self.stage_held.get(i).copied().unwrap_or(false);
+            if !rising || outcome.is_some() {
+                // A condition that became true in a cycle another stage acted in acts on a
+                // later cycle: it is not remembered as held yet.
+                if !rising {
+                    self.set_held(i, now);
+                }
+                continue;
+            }
+            match stage.action {
+                StageAction::Warn => {
+                    outcome = Some(self.warn(stage, &context, &cycle));
+                    self.set_held(i, true);
+                }
+                // One termination at a time: this one acts once the other is settled.
+                StageAction::Terminate if self.pending.is_some() => {}
+                StageAction::Terminate => {
+                    // Signals sent, or nobody to send them to: the cycle may stay quiet.
+                    outcome = self.start_termination(stage, &context, &cycle);
+                    self.set_held(i, true);
+                }
+            }
+        }
+        outcome
+    }
+
+    fn set_held(&mut self, i: usize, held: bool) {
+        if let Some(h) = self.stage_held.get_mut(i) {
+            *h = held;
+        }
+    }
+
+    /// A `warn` stage's record (`warned`), reported as any record is.
+    fn warn(
+        &mut self,
+        stage: &Stage,
+        context: &TriggerContext,
+        cycle: &StageCycle<'_>,
+    ) -> CycleOutcome {
+        tracing::warn!(stage = %stage.name, when = %stage.when.source(), "stage condition holds: warning");
+        let mut record = self.stage_record(stage.when.source(), context, None, None, cycle);
+        record.outcome = Outcome::Warned;
+        record.stage = Some(stage.name.clone());
+        self.report_stage(record, None, cycle)
+    }
+
+    /// A `terminate` stage: the ranking's victim is sent SIGTERM (its containers; the whole
+    /// cgroup when it is no pod) and waited for across cycles. A record now only for a dry
+    /// run (what would be terminated); `None` when signals went out or nobody is eligible.
+    fn start_termination(
+        &mut self,
+        stage: &Stage,
+        context: &TriggerContext,
+        cycle: &StageCycle<'_>,
+    ) -> Option<CycleOutcome> {
+        let (candidates, problems) = self.collector.candidates();
+        self.log_problems(problems, cycle.now_ns);
+        let workload_kills = self.history.workload_kills(cycle.now_ns);
+        let ranking = oomwarden_policy::rank_with(
+            &self.settings.oom.ranking,
+            &candidates,
+            cycle.identities,
+            &workload_kills,
+        );
+        let Some(chosen) = oomwarden_policy::select(
+            &ranking,
+            &candidates,
+            self.settings.oom.strict_class_ordering,
+        ) else {
+            tracing::warn!(stage = %stage.name, "stage condition holds, but no cgroup is eligible to terminate");
+            return None;
+        };
+        let victim = candidates.get(chosen.index)?;
+        let target = Target::read(
+            victim,
+            chosen.score,
+            (self.collector.cgroups(), &self.proc),
+            cycle.identities,
+            KillScope::Containers,
+        );
+        let dry_run = self.settings.warden.dry_run;
+        let order = Order {
+            dir: &target.dir,
+            cgroup_id: target.cgroup_id,
+            parts: target.parts.clone(),
+            dry_run,
+            timeout: stage.grace,
+            method: self.settings.warden.kill_method,
+            pre_kill: None,
+        };
+        let signalled = oomwarden_actuate::terminate(
+            self.actuator.as_mut(),
+            self.collector.cgroups(),
+            &self.proc,
+            &order,
+        );
+        match signalled.outcome {
+            ActOutcome::DryRun => {
+                let plan = Plan {
+                    context: Some(context.clone()),
+                    decision: Decision::Victim {
+                        index: chosen.index,
+                        score: chosen.score,
+                    },
+                    candidates,
+                    ranking: Some(ranking),
+                };
+                let mut record = self.stage_record(
+                    stage.when.source(),
+                    context,
+                    Some((&target, signalled)),
+                    Some(&plan),
+                    cycle,
+                );
+                record.stage = Some(stage.name.clone());
+                Some(self.report_stage(record, Some(&target), cycle))
+            }
+            ActOutcome::Gone(reason) => {
+                tracing::warn!(stage = %stage.name, cgroup = %target.path, %reason, "the cgroup to terminate is gone");
+                None
+            }
+            _ => {
+                let grace_ns = u64::try_from(stage.grace.as_nanos()).unwrap_or(u64::MAX);
+                self.pending = Some(Pending {
+                    stage: stage.name.clone(),
+                    when: stage.when.source().to_owned(),
+                    target,
+                    signalled,
+                    signalled_ns: cycle.now_ns,
+                    deadline_ns: cycle.now_ns.saturating_add(grace_ns),
+                });
+                None
+            }
+        }
+    }
+
+    /// A termination's end: `terminated` when its processes exited within the grace, else
+    /// the kill (as the trigger's: the kill method, the pre-kill hook, the verification).
+    fn settle(&mut self, p: Pending, exited: bool, cycle: &StageCycle<'_>) -> CycleOutcome {
+        let context = cycle.plan.context.clone().unwrap_or_default();
+        let mut record = if exited {
+            tracing::info!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim exited after SIGTERM");
+            let mut report = p.signalled;
+            report.duration = Some(std::time::Duration::from_nanos(
+                cycle.now_ns.saturating_sub(p.signalled_ns),
+            ));
+            let mut record =
+                self.stage_record(&p.when, &context, Some((&p.target, report)), None, cycle);
+            record.outcome = Outcome::Terminated;
+            record.error = None;
+            record
+        } else {
+            tracing::warn!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim did not exit within its grace: killing it");
+            let id = self.history.next_id();
+            let acted = self.act(id, &p.target);
+            self.stage_record(&p.when, &context, Some((&p.target, acted)), None, cycle)
+        };
+        record.stage = Some(p.stage);
+        self.report_stage(record, Some(&p.target), cycle)
+    }
+
+    /// The record of a stage's action, as the trigger's is made (the stage's condition as its
+    /// trigger expression).
+    fn stage_record(
+        &mut self,
+        when: &str,
+        context: &TriggerContext,
+        victim: Option<(&Target, ActReport)>,
+        plan: Option<&Plan>,
+        cycle: &StageCycle<'_>,
+    ) -> ActionRecord {
+        let id = self.history.next_id();
+        self.end_recorded_cycle(cycle.now_ns);
+        let recording = self.recorder.as_ref().and_then(|r| r.save(id));
+        let runners_up = plan
+            .map(|p| {
+                report::runners_up(p, self.settings.oom.strict_class_ordering, cycle.identities)
+            })
+            .unwrap_or_default();
+        let c = report::Cycle {
+            id,
+            time: cycle.wall,
+            monotonic_ns: cycle.now_ns,
+            context: Some(context),
+            wakeup: self.wakeup,
+            recording: recording.as_deref(),
+            trigger_expression: when,
+            ranking_expression: self.settings.oom.ranking.source(),
+            eligible: plan.and_then(|p| p.ranking.as_ref().map(|r| r.eligible.len())),
+            runners_up,
+            identity_age: cycle.identity_age,
+            kill_method: self.settings.warden.kill_method,
+        };
+        report::record(&c, victim)
+    }
+
+    fn report_stage(
+        &mut self,
+        record: ActionRecord,
+        target: Option<&Target>,
+        cycle: &StageCycle<'_>,
+    ) -> CycleOutcome {
+        let plan = Plan {
+            context: cycle.plan.context.clone(),
+            decision: Decision::Quiet,
+            candidates: Vec::new(),
+            ranking: None,
+        };
+        self.report(record, target, plan)
+    }
+}

@@ -85,6 +85,7 @@ fn check_talos_examples() {
         "recommended",
         "hooks",
         "pod-identity",
+        "stages",
     ] {
         let file = format!("examples/config/{name}.yaml");
         golden(&format!("check-{name}"), &["check", &file], None);
@@ -829,6 +830,18 @@ fn golden_replay_of_each_builtin() {
         None,
     );
     golden("replay-list-builtins", &["replay", "--list-builtins"], None);
+    // Issue 34: the stages of a configuration replayed, each record naming its stage.
+    golden(
+        "replay-builtin-hog-stages",
+        &[
+            "replay",
+            "--builtin",
+            "hog",
+            "--config",
+            "examples/config/stages.yaml",
+        ],
+        None,
+    );
 }
 
 #[test]

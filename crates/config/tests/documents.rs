@@ -696,3 +696,56 @@ fn a_section_that_is_not_a_mapping_lists_its_keys() {
         ]
     );
 }
+
+/// Issue 34: `stages` — each stage's name, condition (type-checked in the trigger's
+/// environment), action and grace, every problem under its index; check writes them back.
+#[test]
+fn stages_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    assert!(load("").unwrap().warden.stages.is_empty());
+    let s = load(&format!(
+        "{w}stages:\n- name: early\n  when: memory_some_avg10 > 5.0\n  action: warn\n- name: shed\n  when: memory_full_avg10 > 2.0\n  action: terminate\n"
+    ))
+    .unwrap();
+    let stages = &s.warden.stages;
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[0].action, oomwarden_config::StageAction::Warn);
+    assert_eq!(stages[1].grace, oomwarden_config::DEFAULT_TERMINATE_GRACE);
+    assert_eq!(stages[1].when.source(), "memory_full_avg10 > 2.0");
+    assert_eq!(load(&s.to_yaml()).unwrap().warden.stages, s.warden.stages);
+    let errors: Vec<(String, String)> = load(&format!(
+        "{w}stages:\n- name: Early\n  when: memory_some_avg10 > \"x\"\n  action: taint\n- {{name: b, action: warn}}\n- name: c\n  when: \"true\"\n  action: warn\n  grace: 3s\n- name: c\n  when: \"true\"\n  action: warn\n- name: d\n  when: \"true\"\n  action: terminate\n  grace: 1h\n- 5\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| (e.key.unwrap_or_default(), e.message))
+    .collect();
+    let keys: Vec<&str> = errors.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "stages[0].name",
+            "stages[0].when",
+            "stages[0].action",
+            "stages[1].when",
+            "stages[2].grace",
+            "stages[3].name",
+            "stages[4].grace",
+            "stages[5]",
+        ],
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].1.contains("found no matching overload"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[2].1.contains("expected warn or terminate"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[5].1.contains("another stage is named \"c\""),
+        "{errors:?}"
+    );
+}

@@ -89,7 +89,13 @@ impl Index {
                 .push_back((workload.clone(), record.monotonic_ns));
         }
         match record.kind {
-            oomwarden_model::RecordKind::Oomwarden => self.last_own = Some(record.clone()),
+            // A stage's warning did nothing: it starts no cooldown.
+            oomwarden_model::RecordKind::Oomwarden
+                if record.outcome != oomwarden_model::Outcome::Warned =>
+            {
+                self.last_own = Some(record.clone());
+            }
+            oomwarden_model::RecordKind::Oomwarden => {}
             oomwarden_model::RecordKind::KernelOom => {
                 self.kernel_reports
                     .insert((record.monotonic_ns, record.victim_pid));

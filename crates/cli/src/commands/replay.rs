@@ -410,15 +410,24 @@ fn decision(
     start: u64,
     top: usize,
 ) -> anyhow::Result<()> {
-    let trigger = settings.oom.trigger.source();
-    let ranking = settings.oom.ranking.source();
     let r = &d.record;
+    // A stage's record says its own condition (its `when`) as the trigger expression.
+    let trigger = r
+        .trigger_expression
+        .as_deref()
+        .filter(|_| r.stage.is_some())
+        .unwrap_or(settings.oom.trigger.source());
+    let ranking = settings.oom.ranking.source();
     let victim = r.victim.as_deref().map(|v| short(v, root));
     writeln!(
         out,
-        "  {:>9}  {:<18} {}{}",
+        "  {:>9}  {:<18} {}{}{}",
         offset(r.monotonic_ns, start),
         r.outcome.name(),
+        r.stage
+            .as_deref()
+            .map(|s| format!("stage {s}: "))
+            .unwrap_or_default(),
         victim.as_deref().unwrap_or("(no victim)"),
         match (&r.class, victim.is_some()) {
             (Some(class), true) =>
@@ -428,10 +437,15 @@ fn decision(
     )?;
     if let Ok(ctx) = TriggerContext::from_json(&r.trigger_context) {
         writeln!(out, "             why: {}", why(&ctx, trigger))?;
-        // Each comparison of the trigger with the value it had: which threshold was passed.
-        let held: Vec<String> = settings
-            .oom
-            .trigger
+        // Each comparison of the trigger (a stage's own condition for a stage's record) with
+        // the value it had: which threshold was passed.
+        let stage_condition = r
+            .stage
+            .as_ref()
+            .and_then(|_| oomwarden_expr::TriggerExpr::compile(trigger).ok());
+        let held: Vec<String> = stage_condition
+            .as_ref()
+            .unwrap_or(&settings.oom.trigger)
             .evaluate_comparisons(&ctx)
             .into_iter()
             .map(|c| {
@@ -454,7 +468,8 @@ fn decision(
             })
             .collect();
         if !held.is_empty() {
-            writeln!(out, "             trigger: {}", held.join("; "))?;
+            let what = if r.stage.is_some() { "when" } else { "trigger" };
+            writeln!(out, "             {what}: {}", held.join("; "))?;
         }
     }
     let mut ranked: Vec<_> = d.ranking.iter().collect();
@@ -505,8 +520,20 @@ fn summary(
     recorded_every_ms: u64,
 ) -> anyhow::Result<()> {
     let mut by_outcome: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_stage: BTreeMap<String, usize> = BTreeMap::new();
+    let mut fired = 0;
     for d in &r.decisions {
-        *by_outcome.entry(d.record.outcome.name()).or_default() += 1;
+        match &d.record.stage {
+            Some(stage) => {
+                *by_stage
+                    .entry(format!("{stage} {}", d.record.outcome.name()))
+                    .or_default() += 1;
+            }
+            None => {
+                fired += 1;
+                *by_outcome.entry(d.record.outcome.name()).or_default() += 1;
+            }
+        }
     }
     let errors = r
         .cycles
@@ -514,11 +541,15 @@ fn summary(
         .filter(|c| matches!(c.result, CycleResult::Skipped(_)))
         .count();
     let outcomes: Vec<String> = by_outcome.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    let firings = match r.decisions.len() {
+    let mut firings = match fired {
         0 => "the trigger never fired".to_owned(),
         1 => format!("the trigger fired once: {}", outcomes.join(", ")),
         n => format!("the trigger fired {n} times: {}", outcomes.join(", ")),
     };
+    if !by_stage.is_empty() {
+        let stages: Vec<String> = by_stage.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        firings.push_str(&format!("; stages: {}", stages.join(", ")));
+    }
     let interval = settings.oom.sample_interval;
     let skipped = if r.not_replayed == 0 {
         String::new()

@@ -243,6 +243,9 @@ impl Engine {
     /// the kill (as the trigger's: the kill method, the pre-kill hook, the verification).
     fn settle(&mut self, p: Pending, exited: bool, cycle: &StageCycle<'_>) -> CycleOutcome {
         let context = cycle.plan.context.clone().unwrap_or_default();
+        // Memory is being freed, as after the trigger's kill: the trigger's cooldown starts
+        // (its pressure averages lag; without it the next cycle could kill another).
+        self.state.triggered(cycle.now_ns);
         let mut record = if exited {
             tracing::info!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim exited after SIGTERM");
             let mut report = p.signalled;

@@ -1,7 +1,8 @@
 /*
  * hog: allocate and touch anonymous memory in steps (oomwarden VM scenarios).
- *   hog [-W] [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
+ *   hog [-W] [-t | -T] [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
  * -W wait for SIGUSR1 before allocating (a container started early, grown when the scenario says),
+ * -t trap SIGTERM and exit 0 (a program that shuts down cleanly), -T ignore SIGTERM,
  * -s MiB per step (16), -i sleep between steps (100 ms), -m stop growing at MAX (0: never),
  * -H after MAX, hold this long re-touching every second (-1: forever; default 0: exit).
  */
@@ -12,6 +13,11 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
+static void clean_exit(int sig) {
+    (void)sig;
+    _exit(0);
+}
+
 static void msleep(long ms) {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0) {}
@@ -20,14 +26,16 @@ static void msleep(long ms) {
 int main(int argc, char **argv) {
     long step = 16, interval = 100, max = 0, hold = 0;
     int c, wait_usr1 = 0;
-    while ((c = getopt(argc, argv, "Ws:i:m:H:")) != -1) {
+    while ((c = getopt(argc, argv, "WtTs:i:m:H:")) != -1) {
         switch (c) {
         case 'W': wait_usr1 = 1; break;
+        case 't': signal(SIGTERM, clean_exit); break;
+        case 'T': signal(SIGTERM, SIG_IGN); break;
         case 's': step = atol(optarg); break;
         case 'i': interval = atol(optarg); break;
         case 'm': max = atol(optarg); break;
         case 'H': hold = atol(optarg); break;
-        default: fprintf(stderr, "usage: hog [-W] [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
+        default: fprintf(stderr, "usage: hog [-W] [-t | -T] [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);

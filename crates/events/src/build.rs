@@ -19,6 +19,71 @@ pub const REASON_WOULD_KILL: &str = "OOMWardenWouldKill";
 pub const REASON_TERMINATED: &str = "OOMWardenTerminated";
 /// `reason` of the Node Event of a `warn` stage.
 pub const REASON_WARNING: &str = "OOMWardenWarning";
+/// `reason` of the Node Event of a `taint` stage's taint.
+pub const REASON_TAINTED: &str = "OOMWardenTainted";
+/// `reason` of the Node Event of the taint for one workload killed again and again.
+pub const REASON_REPEATED_KILLS: &str = "OOMWardenRepeatedKills";
+/// `reason` of the Node Event of the taint removed.
+pub const REASON_UNTAINTED: &str = "OOMWardenUntainted";
+/// The taint oomwarden puts on its node (effect `NoSchedule`): new pods stay off a node
+/// being squeezed (those that tolerate it still come).
+pub const TAINT_KEY: &str = "oomwarden.io/memory-pressure";
+/// The node condition set with the taint.
+pub const CONDITION_MEMORY_PRESSURE: &str = "OOMWardenMemoryPressure";
+
+/// What to do to the node for a `tainted` or `untainted` record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeUpdate {
+    /// Taint (and condition `True`), or remove the taint (condition `False`).
+    pub taint: bool,
+    /// The condition's reason (`RepeatedKills`, `Stage`).
+    pub reason: String,
+    /// The condition's message.
+    pub message: String,
+    /// When (RFC 3339, seconds).
+    pub time: String,
+}
+
+/// The node update a record asks for: a `tainted` or `untainted` record's.
+pub fn node_update_for(record: &ActionRecord, reporter: &Reporter) -> Option<NodeUpdate> {
+    let taint = match record.outcome {
+        Outcome::Tainted => true,
+        Outcome::Untainted => false,
+        _ => return None,
+    };
+    let time = record.time.parse::<Timestamp>().ok()?;
+    Some(NodeUpdate {
+        taint,
+        reason: if record.stage.is_some() {
+            "Stage".to_owned()
+        } else {
+            "RepeatedKills".to_owned()
+        },
+        message: cut(taint_note(record, reporter), NOTE_LIMIT),
+        time: time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    })
+}
+
+/// What a taint's record says: the stage that holds, or the workload killed again and again.
+fn taint_note(record: &ActionRecord, reporter: &Reporter) -> String {
+    let verb = if record.outcome == Outcome::Tainted {
+        "tainted"
+    } else {
+        "removed the taint of"
+    };
+    let cause = match (&record.stage, &record.workload) {
+        (Some(stage), _) => format!("stage {stage}"),
+        (None, Some(w)) => format!(
+            "workload {w} killed {} times in the last hour",
+            record.workload_kills.unwrap_or(0)
+        ),
+        (None, None) => "?".to_owned(),
+    };
+    format!(
+        "oomwarden {verb} node {} ({TAINT_KEY}:NoSchedule): {cause}; record {}",
+        reporter.node, record.id
+    )
+}
 /// The API server refuses a longer `note`.
 pub const NOTE_LIMIT: usize = 1024;
 /// The kubelet's annotations on an eviction Event (`pkg/kubelet/eviction/helpers.go`), put on
@@ -90,22 +155,8 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
     if record.kind != RecordKind::Oomwarden {
         return Vec::new();
     }
-    let (reason, action, verb) = match record.outcome {
-        Outcome::Killed | Outcome::NotVerified => (REASON_KILLED, "Kill", "killed"),
-        Outcome::DryRun => (
-            REASON_WOULD_KILL,
-            "DryRunKill",
-            "would have killed (dry run)",
-        ),
-        Outcome::Terminated => (
-            REASON_TERMINATED,
-            "Terminate",
-            "terminated (SIGTERM; it exited within its grace)",
-        ),
-        Outcome::Warned => (REASON_WARNING, "Warn", "warns"),
-        // Nothing happened to a pod Kubernetes could be told of. Every outcome is named, so a
-        // new one does not compile until it is decided here.
-        Outcome::KillFailed | Outcome::NoEligibleCgroup | Outcome::Gone => return Vec::new(),
+    let Some((reason, action, verb)) = wording(record) else {
+        return Vec::new();
     };
     let Ok(time) = record.time.parse::<Timestamp>() else {
         return Vec::new();
@@ -136,13 +187,13 @@ pub fn events_for(record: &ActionRecord, reporter: &Reporter) -> Vec<NewEvent> {
         _ => format!("cgroup {}", record.victim.as_deref().unwrap_or("?")),
     };
     let stage = record.stage.as_deref().unwrap_or("?");
-    let node_note = if record.outcome == Outcome::Warned {
-        format!(
+    let node_note = match record.outcome {
+        Outcome::Warned => format!(
             "oomwarden stage {stage} holds on node {}: {why}",
             reporter.node
-        )
-    } else {
-        format!("oomwarden {verb} {victim}: {why}")
+        ),
+        Outcome::Tainted | Outcome::Untainted => taint_note(record, reporter),
+        _ => format!("oomwarden {verb} {victim}: {why}"),
     };
     let event =
         |namespace: &str, name: String, regarding, related, note: String, annotations| NewEvent {
@@ -247,6 +298,33 @@ pub fn condition_for(record: &ActionRecord, reporter: &Reporter) -> Option<Condi
         namespace: namespace.clone(),
         name: name.clone(),
         patch,
+    })
+}
+
+/// A record's Event `reason`, `action`, and the verb its note says; `None` when it makes no
+/// Event.
+fn wording(record: &ActionRecord) -> Option<(&'static str, &'static str, &'static str)> {
+    Some(match record.outcome {
+        Outcome::Killed | Outcome::NotVerified => (REASON_KILLED, "Kill", "killed"),
+        Outcome::DryRun => (
+            REASON_WOULD_KILL,
+            "DryRunKill",
+            "would have killed (dry run)",
+        ),
+        Outcome::Terminated => (
+            REASON_TERMINATED,
+            "Terminate",
+            "terminated (SIGTERM; it exited within its grace)",
+        ),
+        Outcome::Warned => (REASON_WARNING, "Warn", "warns"),
+        Outcome::Tainted if record.stage.is_none() => {
+            (REASON_REPEATED_KILLS, "Taint", "tainted the node")
+        }
+        Outcome::Tainted => (REASON_TAINTED, "Taint", "tainted the node"),
+        Outcome::Untainted => (REASON_UNTAINTED, "Untaint", "removed the node's taint"),
+        // Nothing happened to a pod Kubernetes could be told of. Every outcome is named, so a
+        // new one does not compile until it is decided here.
+        Outcome::KillFailed | Outcome::NoEligibleCgroup | Outcome::Gone => return None,
     })
 }
 

@@ -24,11 +24,13 @@ use std::time::{Duration, Instant};
 
 pub use build::{
     ANNOTATION_OFFENDING_CONTAINERS, ANNOTATION_OFFENDING_CONTAINERS_USAGE,
-    ANNOTATION_STARVED_RESOURCE, CONDITION_DISRUPTION_TARGET, ConditionPatch, NODE_EVENT_NAMESPACE,
-    NOTE_LIMIT, NewEvent, REASON_KILLED, REASON_TERMINATED, REASON_TERMINATION, REASON_WARNING,
-    REASON_WOULD_KILL, REPORTING_CONTROLLER, Reporter, condition_for, events_for,
+    ANNOTATION_STARVED_RESOURCE, CONDITION_DISRUPTION_TARGET, CONDITION_MEMORY_PRESSURE,
+    ConditionPatch, NODE_EVENT_NAMESPACE, NOTE_LIMIT, NewEvent, NodeUpdate, REASON_KILLED,
+    REASON_REPEATED_KILLS, REASON_TAINTED, REASON_TERMINATED, REASON_TERMINATION, REASON_UNTAINTED,
+    REASON_WARNING, REASON_WOULD_KILL, REPORTING_CONTROLLER, Reporter, TAINT_KEY, condition_for,
+    events_for, node_update_for,
 };
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use oomwarden_model::{ActionRecord, Outcome, RecordKind};
 use thiserror::Error;
@@ -116,13 +118,16 @@ impl Dropped {
     }
 }
 
-/// What the sender writes: Events, and with `podCondition` pods' conditions.
+/// What the sender writes: Events, with `podCondition` pods' conditions, and the node's
+/// taint and condition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// An Event created.
     Event,
     /// A pod's `DisruptionTarget` condition set.
     Condition,
+    /// The node's taint and `OOMWardenMemoryPressure` condition set or cleared.
+    Node,
 }
 
 impl Kind {
@@ -130,6 +135,7 @@ impl Kind {
         match self {
             Kind::Event => 0,
             Kind::Condition => 1,
+            Kind::Node => 2,
         }
     }
 }
@@ -145,6 +151,10 @@ pub struct Counts {
     pub conditions_set: u64,
     /// Pod conditions not set, in the order of [`Dropped::ALL`].
     pub conditions_dropped: [u64; 4],
+    /// Node updates (taint and condition) made.
+    pub node_updates: u64,
+    /// Node updates not made, in the order of [`Dropped::ALL`].
+    pub node_updates_dropped: [u64; 4],
     /// Requests sent again after a failure.
     pub retries: u64,
 }
@@ -153,6 +163,14 @@ impl Counts {
     /// Events dropped for `reason`.
     pub fn dropped(&self, reason: Dropped) -> u64 {
         self.dropped.get(reason.index()).copied().unwrap_or(0)
+    }
+
+    /// Node updates not made for `reason`.
+    pub fn node_updates_dropped(&self, reason: Dropped) -> u64 {
+        self.node_updates_dropped
+            .get(reason.index())
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Pod conditions not set for `reason`.
@@ -167,6 +185,14 @@ impl Counts {
     pub fn add(&mut self, other: &Counts) {
         self.sent += other.sent;
         self.conditions_set += other.conditions_set;
+        self.node_updates += other.node_updates;
+        for (total, n) in self
+            .node_updates_dropped
+            .iter_mut()
+            .zip(other.node_updates_dropped)
+        {
+            *total += n;
+        }
         self.retries += other.retries;
         for (total, n) in self.dropped.iter_mut().zip(other.dropped) {
             *total += n;
@@ -184,9 +210,9 @@ impl Counts {
 #[derive(Debug, Default)]
 struct Shared {
     /// By [`Kind`].
-    done: [AtomicU64; 2],
+    done: [AtomicU64; 3],
     /// By [`Kind`], then [`Dropped`].
-    dropped: [[AtomicU64; 4]; 2],
+    dropped: [[AtomicU64; 4]; 3],
     retries: AtomicU64,
     stop: AtomicBool,
 }
@@ -216,6 +242,7 @@ impl Shared {
 enum Write {
     Event(Box<NewEvent>),
     Condition(ConditionPatch),
+    Node(NodeUpdate),
 }
 
 impl Write {
@@ -223,16 +250,23 @@ impl Write {
         match self {
             Write::Event(_) => Kind::Event,
             Write::Condition(_) => Kind::Condition,
+            Write::Node(_) => Kind::Node,
         }
     }
 }
 
-/// What a record makes: its Events, then (with `pod_condition`) its pod's condition.
+/// What a record makes: the node's update (a taint's), its Events, then (with
+/// `pod_condition`) its pod's condition.
 fn writes(record: &ActionRecord, reporter: &Reporter, pod_condition: bool) -> Vec<Write> {
-    let mut out: Vec<Write> = events_for(record, reporter)
+    let mut out: Vec<Write> = node_update_for(record, reporter)
+        .map(Write::Node)
         .into_iter()
-        .map(|e| Write::Event(Box::new(e)))
         .collect();
+    out.extend(
+        events_for(record, reporter)
+            .into_iter()
+            .map(|e| Write::Event(Box::new(e))),
+    );
     if pod_condition && let Some(c) = condition_for(record, reporter) {
         out.push(Write::Condition(c));
     }
@@ -331,6 +365,8 @@ impl Events {
             dropped: dropped(Kind::Event),
             conditions_set: done(Kind::Condition),
             conditions_dropped: dropped(Kind::Condition),
+            node_updates: done(Kind::Node),
+            node_updates_dropped: dropped(Kind::Node),
             retries: get(&self.shared.retries),
         }
     }
@@ -525,6 +561,9 @@ fn deliver(
                         )
                         .await
                         .map(drop),
+                    Write::Node(update) => {
+                        update_node(client, &options.reporter.node, update).await
+                    }
                 }
             })
             .await
@@ -534,6 +573,10 @@ fn deliver(
             Kind::Condition => (
                 "a pod's DisruptionTarget condition (events.podCondition)",
                 "patch on pods/status",
+            ),
+            Kind::Node => (
+                "the node's taint and condition",
+                "get and patch on nodes, patch on nodes/status",
             ),
         };
         match classify(result) {
@@ -575,6 +618,56 @@ fn deliver(
     }
 }
 
+/// Sets or clears the taint `oomwarden.io/memory-pressure:NoSchedule` of `node` and its
+/// condition `OOMWardenMemoryPressure`. The taints are read first and written back whole
+/// with the node's `resourceVersion` (a list without a merge key: a patch of it replaces
+/// it), so a taint another controller set meanwhile makes a 409 Conflict, retried with a
+/// fresh read.
+async fn update_node(
+    client: &kube::Client,
+    node: &str,
+    update: &NodeUpdate,
+) -> Result<(), kube::Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    let current = api.get(node).await?;
+    let mut taints = current
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default();
+    let present = taints.iter().any(|t| t.key == TAINT_KEY);
+    if update.taint != present {
+        if update.taint {
+            taints.push(Taint {
+                key: TAINT_KEY.to_owned(),
+                effect: "NoSchedule".to_owned(),
+                value: None,
+                time_added: None,
+            });
+        } else {
+            taints.retain(|t| t.key != TAINT_KEY);
+        }
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": current.metadata.resource_version },
+            "spec": { "taints": taints },
+        });
+        api.patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    let condition = serde_json::json!({
+        "type": CONDITION_MEMORY_PRESSURE,
+        "status": if update.taint { "True" } else { "False" },
+        "reason": update.reason,
+        "message": update.message,
+        "lastTransitionTime": update.time,
+        "lastHeartbeatTime": update.time,
+    });
+    let status = serde_json::json!({ "status": { "conditions": [condition] } });
+    api.patch_status(node, &PatchParams::default(), &Patch::Strategic(&status))
+        .await
+        .map(drop)
+}
+
 fn classify(result: Result<Result<(), kube::Error>, tokio::time::error::Elapsed>) -> Attempt {
     match result {
         Ok(Ok(_)) => Attempt::Created,
@@ -584,6 +677,10 @@ fn classify(result: Result<Result<(), kube::Error>, tokio::time::error::Elapsed>
             match code {
                 // An earlier attempt that timed out did create it: same name, so it exists.
                 409 if status.reason == "AlreadyExists" => Attempt::Created,
+                // The node changed between the read and the write: read it again.
+                409 if status.reason == "Conflict" => {
+                    Attempt::Retry(format!("{code}: {}", status.message))
+                }
                 429 | 500..=599 => Attempt::Retry(format!("{code}: {}", status.message)),
                 _ => Attempt::Rejected(code, status.message.clone()),
             }

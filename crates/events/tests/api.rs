@@ -427,3 +427,93 @@ fn without_pod_condition_or_for_a_dry_run_no_pod_is_patched() {
     assert!(server.requests().iter().all(|r| r.method == "POST"));
     assert_eq!(events.counts().conditions_set, 0);
 }
+
+fn taint_record(id: u64, outcome: Outcome) -> ActionRecord {
+    let mut r = ActionRecord::empty(
+        RecordKind::Oomwarden,
+        outcome,
+        format!("2026-12-04T08:00:{:02}.000Z", id % 60),
+        id,
+    );
+    r.id = id;
+    r.stage = Some("squeeze".to_owned());
+    r
+}
+
+/// Issue 34: a `tainted` record taints the node (keeping another controller's taints) and
+/// sets its condition; `untainted` removes only oomwarden's taint and clears the condition;
+/// each with a Node Event.
+#[test]
+fn taint_and_untaint_the_node_keeping_other_taints() {
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    server.add_taint(
+        "worker-1",
+        serde_json::json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&taint_record(20, Outcome::Tainted));
+    wait_until("the taint", || events.counts().node_updates == 1);
+    let node = server.node("worker-1").unwrap();
+    let keys: Vec<&str> = node
+        .taints
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["dedicated", "oomwarden.io/memory-pressure"]);
+    assert_eq!(node.taints[1]["effect"], "NoSchedule");
+    assert_eq!(node.conditions[0]["type"], "OOMWardenMemoryPressure");
+    assert_eq!(node.conditions[0]["status"], "True");
+    assert_eq!(node.conditions[0]["reason"], "Stage");
+    assert!(server.requests().iter().all(|r| r.problems.is_empty()));
+    wait_until("the Node Event", || events.counts().sent == 1);
+    assert!(
+        server
+            .created()
+            .iter()
+            .any(|e| e["reason"] == "OOMWardenTainted" && e["regarding"]["kind"] == "Node")
+    );
+    events.offer(&taint_record(21, Outcome::Untainted));
+    wait_until("the untaint", || events.counts().node_updates == 2);
+    let node = server.node("worker-1").unwrap();
+    let keys: Vec<&str> = node
+        .taints
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["dedicated"]);
+    assert_eq!(node.conditions[0]["status"], "False");
+}
+
+/// A node changed between the read and the write (409 Conflict) is read again and written.
+#[test]
+fn a_conflicting_node_write_is_read_again() {
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    // The first request (the read) answers; the write then finds the node moved on.
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    server.script([Reply::Normal, Reply::Status(409, "Conflict")]);
+    events.offer(&taint_record(22, Outcome::Tainted));
+    wait_until("the taint", || events.counts().node_updates == 1);
+    assert!(events.counts().retries >= 1);
+    let node = server.node("worker-1").unwrap();
+    assert_eq!(node.taints.len(), 1);
+}
+
+/// Without the RBAC (403) the taint is refused, counted, and the Event still goes out.
+#[test]
+fn a_refused_taint_is_counted_and_the_event_still_sent() {
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    server.script([Reply::Status(403, "Forbidden")]);
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(options(&server, dir.path())).unwrap();
+    events.offer(&taint_record(23, Outcome::Tainted));
+    wait_until("the refusal", || {
+        events.counts().node_updates_dropped(Dropped::Rejected) == 1
+    });
+    wait_until("the Event", || events.counts().sent == 1);
+    assert!(server.node("worker-1").unwrap().taints.is_empty());
+}

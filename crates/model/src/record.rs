@@ -100,11 +100,18 @@ pub enum Outcome {
     Warned,
     /// A `terminate` stage's victim, sent SIGTERM, exited within the stage's grace.
     Terminated,
+    /// The node was tainted (`oomwarden.io/memory-pressure:NoSchedule`) and its condition
+    /// `OOMWardenMemoryPressure` set: a `taint` stage's condition became true, or one
+    /// workload was killed again and again (`workload` names it).
+    Tainted,
+    /// What `tainted` asked for ended (the stage's condition false for its hold-down, or the
+    /// workload's kills out of the window): the taint is removed when nothing else holds it.
+    Untainted,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Killed,
         Outcome::KillFailed,
         Outcome::NotVerified,
@@ -113,6 +120,8 @@ impl Outcome {
         Outcome::Gone,
         Outcome::Warned,
         Outcome::Terminated,
+        Outcome::Tainted,
+        Outcome::Untainted,
     ];
 
     /// The name written in records (`killed`, `kill-failed`, …): its serde name.
@@ -188,6 +197,10 @@ pub struct ActionRecord {
     /// a termination, or the kill that ended a termination's grace. Absent for the trigger's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// On the `tainted` record of a workload killed again and again: its kills in the last
+    /// hour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_kills: Option<u64>,
     /// What made the victim pod (its namespace and owner, from its labels: kills of the pods a
     /// Deployment makes again are kills of one workload). Absent when the pod's namespace
     /// and name are not known, or for a victim that is no pod.
@@ -396,6 +409,7 @@ impl ActionRecord {
             identity_age_ms: None,
             kill_scope: None,
             stage: None,
+            workload_kills: None,
             workload: None,
             kill_method: None,
             kill_fallback: false,

@@ -65,6 +65,8 @@ pub enum EventKind {
     Warned,
     /// A `terminate` stage's victim exited after SIGTERM.
     Terminated,
+    /// The node's taint set or removed.
+    Taint,
 }
 
 /// One trigger firing.
@@ -154,6 +156,8 @@ const NO_VICTIM: RGBColor = RGBColor(190, 190, 190);
 const WARNED: RGBColor = RGBColor(188, 189, 34);
 /// A `terminate` stage's victim that exited: pink.
 const TERMINATED: RGBColor = RGBColor(247, 129, 191);
+/// The node's taint set or removed: light orange.
+const TAINT: RGBColor = RGBColor(255, 187, 120);
 /// A threshold of the trigger: purple, dashed.
 const THRESHOLD: RGBColor = RGBColor(118, 42, 131);
 
@@ -314,6 +318,7 @@ fn event_style(kind: EventKind) -> ShapeStyle {
         EventKind::NoVictim => NO_VICTIM.stroke_width(1),
         EventKind::Warned => WARNED.stroke_width(1),
         EventKind::Terminated => TERMINATED.stroke_width(2),
+        EventKind::Taint => TAINT.stroke_width(1),
     }
 }
 
@@ -325,6 +330,7 @@ fn event_name(kind: EventKind) -> &'static str {
         EventKind::NoVictim => "no eligible victim",
         EventKind::Warned => "warn stage",
         EventKind::Terminated => "terminated (SIGTERM)",
+        EventKind::Taint => "node tainted or untainted",
     }
 }
 
@@ -555,7 +561,7 @@ mod tests {
     #[test]
     fn decisions_and_thresholds_use_colours_no_class_uses() {
         for c in [
-            KILL, DRY_RUN, FAILED, NO_VICTIM, WARNED, TERMINATED, THRESHOLD,
+            KILL, DRY_RUN, FAILED, NO_VICTIM, WARNED, TERMINATED, TAINT, THRESHOLD,
         ] {
             assert!(!CLASS_COLORS.contains(&c), "{c:?}");
         }

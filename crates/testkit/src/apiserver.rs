@@ -63,6 +63,30 @@ struct State {
     created: HashSet<(String, String)>,
     /// Pods by namespace and name: their UID and status conditions.
     pods: HashMap<(String, String), (String, Vec<Value>)>,
+    /// Nodes by name.
+    nodes: HashMap<String, FakeNode>,
+}
+
+/// A node the fake holds: its resource version, taints and status conditions.
+#[derive(Debug, Default, Clone)]
+pub struct FakeNode {
+    /// Bumped by every change.
+    pub resource_version: u64,
+    /// `spec.taints`.
+    pub taints: Vec<Value>,
+    /// `status.conditions`.
+    pub conditions: Vec<Value>,
+}
+
+impl FakeNode {
+    fn object(&self, name: &str) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": { "name": name, "uid": name, "resourceVersion": self.resource_version.to_string() },
+            "spec": { "taints": self.taints },
+            "status": { "conditions": self.conditions },
+        })
+    }
 }
 
 /// What a request asks for.
@@ -71,6 +95,12 @@ enum Route {
     CreateEvent(String),
     /// `PATCH /api/v1/namespaces/<ns>/pods/<name>/status`.
     PatchPodStatus(String, String),
+    /// `GET /api/v1/nodes/<name>`.
+    GetNode(String),
+    /// `PATCH /api/v1/nodes/<name>` (a JSON merge patch).
+    PatchNode(String),
+    /// `PATCH /api/v1/nodes/<name>/status`.
+    PatchNodeStatus(String),
     Unknown,
 }
 
@@ -91,6 +121,14 @@ fn route(method: &str, path: &str) -> Route {
         && method == "PATCH"
     {
         return Route::PatchPodStatus(ns.to_owned(), name.to_owned());
+    }
+    if let Some(rest) = path.strip_prefix("/api/v1/nodes/") {
+        return match (method, rest.split_once('/')) {
+            ("GET", None) => Route::GetNode(rest.to_owned()),
+            ("PATCH", None) => Route::PatchNode(rest.to_owned()),
+            ("PATCH", Some((name, "status"))) => Route::PatchNodeStatus(name.to_owned()),
+            _ => Route::Unknown,
+        };
     }
     Route::Unknown
 }
@@ -164,6 +202,28 @@ impl FakeApiServer {
             .get(&(namespace.to_owned(), name.to_owned()))
             .map(|(_, c)| c.clone())
             .unwrap_or_default()
+    }
+
+    /// Holds a node without taints or conditions.
+    pub fn add_node(&self, name: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .nodes
+            .insert(name.to_owned(), FakeNode::default());
+    }
+
+    /// A node as it is now.
+    pub fn node(&self, name: &str) -> Option<FakeNode> {
+        self.state.lock().unwrap().nodes.get(name).cloned()
+    }
+
+    /// Another controller's taint on the node (its resource version moves on).
+    pub fn add_taint(&self, name: &str, taint: Value) {
+        if let Some(n) = self.state.lock().unwrap().nodes.get_mut(name) {
+            n.taints.push(taint);
+            n.resource_version += 1;
+        }
     }
 
     /// Every request so far.
@@ -257,6 +317,19 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>
             (Route::CreateEvent(ns), _) => {
                 create_event(state, ns, &content_type, &body, &mut problems)
             }
+            (Route::GetNode(name), _) => match state.lock().unwrap().nodes.get(&name) {
+                Some(n) => (200, n.object(&name)),
+                None => (
+                    404,
+                    status_body(404, "NotFound", &format!("nodes \"{name}\" not found")),
+                ),
+            },
+            (Route::PatchNode(name), _) => {
+                patch_node(state, &name, &content_type, &body, &mut problems)
+            }
+            (Route::PatchNodeStatus(name), _) => {
+                patch_node_status(state, &name, &content_type, &body, &mut problems)
+            }
         }
     };
     state.lock().unwrap().requests.push(Request {
@@ -330,6 +403,114 @@ fn create_event(
             ),
         )
     }
+}
+
+/// A JSON merge patch of a node: `spec.taints` replaced whole (a list without a merge key),
+/// refused with 409 Conflict when it carries a `resourceVersion` that is not the node's.
+fn patch_node(
+    state: &Mutex<State>,
+    name: &str,
+    content_type: &str,
+    body: &Value,
+    problems: &mut Vec<String>,
+) -> (u16, Value) {
+    let mut state = state.lock().unwrap();
+    let Some(node) = state.nodes.get_mut(name) else {
+        return (
+            404,
+            status_body(404, "NotFound", &format!("nodes \"{name}\" not found")),
+        );
+    };
+    if content_type != "application/merge-patch+json" {
+        problems.push(format!("content type {content_type:?}"));
+    }
+    if let Some(rv) = body["metadata"]["resourceVersion"].as_str()
+        && rv != node.resource_version.to_string()
+    {
+        return (
+            409,
+            status_body(
+                409,
+                "Conflict",
+                &format!(
+                    "Operation cannot be fulfilled on nodes \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+                ),
+            ),
+        );
+    }
+    let qualified = Regex::new(r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$").unwrap();
+    let taints = body["spec"]["taints"].as_array().cloned();
+    for t in taints.iter().flatten() {
+        if !qualified.is_match(t["key"].as_str().unwrap_or("")) {
+            problems.push(format!("spec.taints.key: Invalid value: {}", t["key"]));
+        }
+        if !["NoSchedule", "PreferNoSchedule", "NoExecute"]
+            .contains(&t["effect"].as_str().unwrap_or(""))
+        {
+            problems.push(format!(
+                "spec.taints.effect: Unsupported value: {}",
+                t["effect"]
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return (422, status_body(422, "Invalid", &problems.join("; ")));
+    }
+    if let Some(t) = taints {
+        node.taints = t;
+    }
+    node.resource_version += 1;
+    (200, node.object(name))
+}
+
+/// A strategic-merge patch of a node's status: conditions merged by `type`.
+fn patch_node_status(
+    state: &Mutex<State>,
+    name: &str,
+    content_type: &str,
+    body: &Value,
+    problems: &mut Vec<String>,
+) -> (u16, Value) {
+    let mut state = state.lock().unwrap();
+    let Some(node) = state.nodes.get_mut(name) else {
+        return (
+            404,
+            status_body(404, "NotFound", &format!("nodes \"{name}\" not found")),
+        );
+    };
+    if content_type != "application/strategic-merge-patch+json" {
+        problems.push(format!("content type {content_type:?}"));
+    }
+    let patched = body["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for c in &patched {
+        if c["type"].as_str().unwrap_or("").is_empty() {
+            problems.push("status.conditions.type: Required value".to_owned());
+        }
+        if !["True", "False", "Unknown"].contains(&c["status"].as_str().unwrap_or("")) {
+            problems.push(format!(
+                "status.conditions.status: Unsupported value: {}",
+                c["status"]
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return (422, status_body(422, "Invalid", &problems.join("; ")));
+    }
+    for c in patched {
+        match node
+            .conditions
+            .iter_mut()
+            .find(|old| old["type"] == c["type"])
+        {
+            Some(old) => *old = c,
+            None => node.conditions.push(c),
+        }
+    }
+    node.resource_version += 1;
+    (200, node.object(name))
 }
 
 /// A strategic-merge patch of a pod's status: conditions merged by `type`.

@@ -68,7 +68,9 @@ check "warned again before" "$(records warned) warned" [ "$(records warned)" = 2
 # The kill came when the grace ended: after the log's SIGTERM to the pod's container.
 SIGTERM_AT=$(grep 'Sending SIGTERM to cgroup' "$OUT/oomwarden.log" | grep "pod$STUB" | head -n1 | sed 's/.*"timestamp":"\([^"]*\)".*/\1/')
 KILL_AT=$(sed 's/.*"time":"\([^"]*\)".*/\1/' "$OUT/killed.json")
-GAP=$(awk -v a="$(date -d "$SIGTERM_AT" +%s.%N 2>/dev/null || echo 0)" -v b="$(date -d "$KILL_AT" +%s.%N 2>/dev/null || echo 0)" 'BEGIN { print b - a }')
+# Seconds of the day of an RFC 3339 time (the guest's date cannot parse one).
+secs() { echo "$1" | sed 's/.*T\([0-9:.]*\).*/\1/' | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }'; }
+GAP=$(awk -v a="$(secs "$SIGTERM_AT")" -v b="$(secs "$KILL_AT")" 'BEGIN { print b - a }')
 check "the kill waited out the grace" "SIGTERM $SIGTERM_AT, kill $KILL_AT (${GAP} s)" \
     awk -v g="$GAP" 'BEGIN { exit !(g >= 5.0) }'
 wait_for 30 sh -c "cri-driver ps | grep '\"name\":\"app\"' | grep CONTAINER_EXITED | grep -q '\"exitCode\":137'"

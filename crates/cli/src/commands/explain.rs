@@ -502,6 +502,15 @@ fn headline(r: &ActionRecord) -> String {
             "oomwarden's stage {} warned: its condition became true",
             r.stage.as_deref().unwrap_or("?")
         ),
+        (_, Outcome::Tainted) => match (&r.stage, &r.workload) {
+            (Some(stage), _) => format!("oomwarden's stage {stage} tainted the node"),
+            (None, Some(w)) => format!(
+                "oomwarden tainted the node: workload {w} was killed {} times in the last hour",
+                r.workload_kills.unwrap_or(0)
+            ),
+            (None, None) => "oomwarden tainted the node".to_owned(),
+        },
+        (_, Outcome::Untainted) => "oomwarden removed the node's taint".to_owned(),
         (_, Outcome::Terminated) => format!(
             "oomwarden's stage {} terminated {pod}: it exited within its grace after SIGTERM",
             r.stage.as_deref().unwrap_or("?")

@@ -887,6 +887,7 @@ fn decision_rows(
                         }
                         Outcome::Warned => oomwarden_plot::EventKind::Warned,
                         Outcome::Terminated => oomwarden_plot::EventKind::Terminated,
+                        Outcome::Tainted | Outcome::Untainted => oomwarden_plot::EventKind::Taint,
                     },
                     label: d
                         .record

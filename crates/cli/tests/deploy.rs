@@ -292,6 +292,38 @@ fn the_pod_condition_rbac_is_opt_in_and_only_what_it_needs() {
     );
 }
 
+/// Issue 34: the node's taint needs get and patch on nodes and patch on nodes/status, bound
+/// to the same service account, and nothing more; opt-in (not in the kustomization).
+#[test]
+fn the_node_taint_rbac_is_opt_in_and_only_what_it_needs() {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&file("deploy/kubernetes/node-taint.yaml")).unwrap();
+    let role = kind(&docs, "ClusterRole");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
+            {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}
+        ])
+    );
+    let binding = kind(&docs, "ClusterRoleBinding");
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    let main = documents();
+    let account = kind(&main, "ServiceAccount");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}])
+    );
+    let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();
+    assert!(
+        !k["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "node-taint.yaml")
+    );
+}
+
 #[test]
 fn the_kustomization_sets_the_daemonsets_image() {
     let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();

@@ -34,9 +34,10 @@ pub use document::{OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND, WARDEN_API_VERSION, 
 pub use layout::{DEFAULT_CUSTOM_NAME, LayoutSetting};
 pub use warden::{
     ContainerRuntimeSettings, DEFAULT_IDENTITY_REFRESH, DEFAULT_POST_KILL_TIMEOUT,
-    DEFAULT_PRE_KILL_TIMEOUT, DEFAULT_TERMINATE_GRACE, EventsSettings, FlightRecorderSettings,
-    Hook, Hooks, KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint,
-    Stage, StageAction, WardenSettings,
+    DEFAULT_PRE_KILL_TIMEOUT, DEFAULT_TAINT_AFTER_KILLS, DEFAULT_TAINT_HOLD_DOWN,
+    DEFAULT_TERMINATE_GRACE, EventsSettings, FlightRecorderSettings, Hook, Hooks,
+    KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, Stage,
+    StageAction, WardenSettings,
 };
 
 /// Talos 1.14's `DefaultOOMTriggerExpression`, in the form cel-go's unparser prints it.

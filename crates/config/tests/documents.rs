@@ -688,7 +688,7 @@ fn a_section_that_is_not_a_mapping_lists_its_keys() {
         [
             "expected a mapping with enabled, listen, found number 5",
             "expected a mapping with command, timeout, found string \"x\"",
-            "expected a mapping with enabled, kubeconfig, nodeName, podCondition, found a list",
+            "expected a mapping with enabled, kubeconfig, nodeName, podCondition, taintAfterKills, found a list",
             "expected a mapping with endpoint, podLogs, refreshEvery, found boolean true",
             "expected a mapping with enabled, kmsg, fromBoot, found number 1",
             "expected a mapping with enabled, window, keep, found string \"a\"",
@@ -714,7 +714,7 @@ fn stages_settings() {
     assert_eq!(stages[1].when.source(), "memory_full_avg10 > 2.0");
     assert_eq!(load(&s.to_yaml()).unwrap().warden.stages, s.warden.stages);
     let errors: Vec<(String, String)> = load(&format!(
-        "{w}stages:\n- name: Early\n  when: memory_some_avg10 > \"x\"\n  action: taint\n- {{name: b, action: warn}}\n- name: c\n  when: \"true\"\n  action: warn\n  grace: 3s\n- name: c\n  when: \"true\"\n  action: warn\n- name: d\n  when: \"true\"\n  action: terminate\n  grace: 1h\n- 5\n"
+        "{w}stages:\n- name: Early\n  when: memory_some_avg10 > \"x\"\n  action: shout\n- {{name: b, action: warn}}\n- name: c\n  when: \"true\"\n  action: warn\n  grace: 3s\n- name: c\n  when: \"true\"\n  action: warn\n- name: d\n  when: \"true\"\n  action: terminate\n  grace: 2h\n- 5\n"
     ))
     .unwrap_err()
     .0
@@ -741,7 +741,7 @@ fn stages_settings() {
         "{errors:?}"
     );
     assert!(
-        errors[2].1.contains("expected warn or terminate"),
+        errors[2].1.contains("expected warn, taint or terminate"),
         "{errors:?}"
     );
     assert!(

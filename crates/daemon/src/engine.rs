@@ -106,6 +106,9 @@ pub struct Engine {
     stage_held: Vec<bool>,
     /// A `terminate` stage's victim, sent SIGTERM, waiting for its processes to exit.
     pending: Option<stages::Pending>,
+    /// What holds the node's taint (`taint` stages, workloads killed again and again), each
+    /// with, for a stage, since when its condition has been false.
+    taint_holders: std::collections::BTreeMap<stages::TaintCause, Option<u64>>,
     /// The cgroups whose kill was asked of the kernel's OOM killer (`killMethod: kernel-oom`)
     /// in the last [`ORDERED_FOR_NS`]: (cgroup dir, record id, when).
     ordered: Vec<(String, u64, u64)>,
@@ -272,6 +275,7 @@ impl Engine {
             ordered: Vec::new(),
             stage_held: Vec::new(),
             pending: None,
+            taint_holders: std::collections::BTreeMap::new(),
             last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,

@@ -310,6 +310,8 @@ pub struct Metrics {
     events_retries: Counter,
     pod_conditions_set: Counter,
     pod_conditions_dropped: Family<WatchProblemLabels, Counter>,
+    node_updates: Counter,
+    node_updates_dropped: Family<WatchProblemLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -506,18 +508,10 @@ impl Metrics {
             "Kubernetes Events created for oomwarden's kills and dry runs (events.enabled)",
             events_sent.clone(),
         );
-        let events_dropped = Family::<WatchProblemLabels, Counter>::default();
-        for reason in oomwarden_events::Dropped::ALL {
-            events_dropped
-                .get_or_create(&WatchProblemLabels {
-                    reason: reason.name(),
-                })
-                .inc_by(0);
-        }
-        registry.register(
+        let events_dropped = dropped_family(
+            &mut registry,
             "events_dropped",
             "Kubernetes Events not created, by reason (queue-full, rejected, failed, unconfigured); each reason is logged once",
-            events_dropped.clone(),
         );
         let pod_conditions_set = Counter::default();
         registry.register(
@@ -525,18 +519,21 @@ impl Metrics {
             "Killed pods given the DisruptionTarget condition (events.podCondition)",
             pod_conditions_set.clone(),
         );
-        let pod_conditions_dropped = Family::<WatchProblemLabels, Counter>::default();
-        for reason in oomwarden_events::Dropped::ALL {
-            pod_conditions_dropped
-                .get_or_create(&WatchProblemLabels {
-                    reason: reason.name(),
-                })
-                .inc_by(0);
-        }
-        registry.register(
+        let pod_conditions_dropped = dropped_family(
+            &mut registry,
             "pod_conditions_dropped",
             "Killed pods' DisruptionTarget conditions not set, by reason (queue-full, rejected, failed, unconfigured); each reason is logged once",
-            pod_conditions_dropped.clone(),
+        );
+        let node_updates = Counter::default();
+        registry.register(
+            "node_updates",
+            "Node taint and OOMWardenMemoryPressure condition updates made (taint stages, repeated kills)",
+            node_updates.clone(),
+        );
+        let node_updates_dropped = dropped_family(
+            &mut registry,
+            "node_updates_dropped",
+            "Node taint and condition updates not made, by reason (queue-full, rejected, failed, unconfigured); each reason is logged once",
         );
         let events_retries = Counter::default();
         registry.register(
@@ -636,6 +633,8 @@ impl Metrics {
             events_retries,
             pod_conditions_set,
             pod_conditions_dropped,
+            node_updates,
+            node_updates_dropped,
         }
     }
 
@@ -819,20 +818,22 @@ impl Metrics {
         forward(&self.events_sent, counts.sent);
         forward(&self.events_retries, counts.retries);
         forward(&self.pod_conditions_set, counts.conditions_set);
+        forward(&self.node_updates, counts.node_updates);
         for reason in oomwarden_events::Dropped::ALL {
+            let labels = WatchProblemLabels {
+                reason: reason.name(),
+            };
             forward(
-                &self.events_dropped.get_or_create(&WatchProblemLabels {
-                    reason: reason.name(),
-                }),
+                &self.events_dropped.get_or_create(&labels),
                 counts.dropped(reason),
             );
             forward(
-                &self
-                    .pod_conditions_dropped
-                    .get_or_create(&WatchProblemLabels {
-                        reason: reason.name(),
-                    }),
+                &self.pod_conditions_dropped.get_or_create(&labels),
                 counts.conditions_dropped(reason),
+            );
+            forward(
+                &self.node_updates_dropped.get_or_create(&labels),
+                counts.node_updates_dropped(reason),
             );
         }
     }
@@ -1026,6 +1027,25 @@ fn respond(
             .insert(hyper::header::CONTENT_TYPE, value);
     }
     response
+}
+
+/// A counter family by the reason a write to the API server was dropped, every series there
+/// from the start at 0.
+fn dropped_family(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+) -> Family<WatchProblemLabels, Counter> {
+    let family = Family::<WatchProblemLabels, Counter>::default();
+    for reason in oomwarden_events::Dropped::ALL {
+        family
+            .get_or_create(&WatchProblemLabels {
+                reason: reason.name(),
+            })
+            .inc_by(0);
+    }
+    registry.register(name, help, family.clone());
+    family
 }
 
 /// Whether an outcome has an `oomwarden_kills_total` series (pre-registered at 0 for every

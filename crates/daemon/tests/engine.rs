@@ -2102,3 +2102,107 @@ fn a_terminate_stage_in_a_dry_run_records_what_it_would_do() {
     assert_eq!(r.pids, [100, 101]);
     assert!(fake.lock().calls.is_empty(), "{:?}", fake.lock().calls);
 }
+
+/// Issue 34: a `taint` stage taints the node through the API server when its condition
+/// becomes true, and removes the taint once it has been false for its hold-down.
+#[test]
+fn a_taint_stage_taints_the_node_and_lets_go_after_its_hold_down() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    server.add_node("worker-1");
+    let kube = tempfile::tempdir().unwrap();
+    let kubeconfig = server.kubeconfig(kube.path());
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"false\"\n",
+            &format!(
+                "events:\n  enabled: true\n  kubeconfig: {}\n  nodeName: worker-1\nstages:\n  - name: squeeze\n    when: memory_full_avg10 > 12.0\n    action: taint\n    grace: 2s\n",
+                kubeconfig.display()
+            ),
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let options = oomwarden_daemon::events_options(&e.settings().warden.events);
+    e.set_events(Some(oomwarden_events::Events::start(options).unwrap()));
+    let r = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z"));
+    assert_eq!(r.outcome, Outcome::Tainted);
+    assert_eq!(r.stage.as_deref(), Some("squeeze"));
+    wait_for_node_updates(&e, 1);
+    let node = server.node("worker-1").unwrap();
+    assert_eq!(node.taints[0]["key"], "oomwarden.io/memory-pressure");
+    assert_eq!(node.conditions[0]["status"], "True");
+    // The condition goes false: the taint stays for the hold-down, then goes.
+    fs::write(cg.path().join("memory.pressure"), COLD).unwrap();
+    assert!(quiet(&e.cycle(2_000_000_000, "2026-12-01T00:00:02.000Z")));
+    assert!(quiet(&e.cycle(3_000_000_000, "2026-12-01T00:00:03.000Z")));
+    let r = acted(e.cycle(4_000_000_000, "2026-12-01T00:00:04.000Z"));
+    assert_eq!(r.outcome, Outcome::Untainted);
+    wait_for_node_updates(&e, 2);
+    let node = server.node("worker-1").unwrap();
+    assert!(node.taints.is_empty(), "{:?}", node.taints);
+    assert_eq!(node.conditions[0]["status"], "False");
+    assert!(server.requests().iter().all(|r| r.problems.is_empty()));
+}
+
+/// Issue 34: one workload killed `events.taintAfterKills` times in the hour taints the node
+/// (at the next quiet cycle: the trigger is never delayed), the record naming the workload.
+#[test]
+fn a_workload_killed_again_and_again_taints_the_node() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    server.add_node("worker-1");
+    let (dirs, _kube, mut e) = node_with_events_and(&server, false, "  taintAfterKills: 2\n");
+    let uid = "5a5a5a5a-0000-4000-8000-000000000001";
+    let pod = dirs
+        ._cg
+        .path()
+        .join(format!("kubepods/besteffort/pod{uid}"));
+    let container = pod.join("c".repeat(64));
+    for (i, at) in [5_000_000_000u64, 6_000_000_000].into_iter().enumerate() {
+        // The pod made again, as its controller would.
+        fs::write(pod.join("cgroup.events"), "populated 1\nfrozen 0\n").unwrap();
+        fs::write(container.join("cgroup.procs"), "100\n").unwrap();
+        let r = acted(e.cycle(at, &format!("2026-11-29T12:00:0{i}.000Z")));
+        assert_eq!(r.outcome, Outcome::Killed, "kill {i}");
+    }
+    fs::write(dirs._cg.path().join("memory.pressure"), COLD).unwrap();
+    for f in ["init", "system", "podruntime", "kubepods/besteffort"] {
+        fs::write(dirs._cg.path().join(f).join("memory.pressure"), COLD).unwrap();
+    }
+    let r = acted(e.cycle(7_000_000_000, "2026-11-29T12:00:02.000Z"));
+    assert_eq!(r.outcome, Outcome::Tainted);
+    assert_eq!(r.stage, None);
+    assert_eq!(
+        r.workload.as_ref().map(ToString::to_string).as_deref(),
+        Some("shop/Pod/cart-1")
+    );
+    assert_eq!(r.workload_kills, Some(2));
+    assert!(
+        quiet(&e.cycle(8_000_000_000, "2026-11-29T12:00:03.000Z")),
+        "once"
+    );
+    wait_for_node_updates(&e, 1);
+    assert_eq!(
+        server.node("worker-1").unwrap().conditions[0]["reason"],
+        "RepeatedKills"
+    );
+    // Two Events a kill, then the Node's for the taint.
+    let created = wait_for_created(&server, 5);
+    assert!(
+        created
+            .iter()
+            .any(|e| e["reason"] == "OOMWardenRepeatedKills"),
+        "{created:?}"
+    );
+}
+
+/// Waits up to 20 s for the Events sender to have made `n` node updates.
+fn wait_for_node_updates(e: &Engine, n: u64) {
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while e.events().unwrap().counts().node_updates < n && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

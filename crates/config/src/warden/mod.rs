@@ -22,14 +22,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 pub use container_runtime::{ContainerRuntimeSettings, DEFAULT_IDENTITY_REFRESH, RuntimeEndpoint};
-pub use events::EventsSettings;
+pub use events::{DEFAULT_TAINT_AFTER_KILLS, EventsSettings};
 pub use flight_recorder::FlightRecorderSettings;
 pub use hooks::{DEFAULT_POST_KILL_TIMEOUT, DEFAULT_PRE_KILL_TIMEOUT, Hook, Hooks};
 pub use kernel_oom_watch::KernelOomWatchSettings;
 pub use metrics::MetricsSettings;
 pub(crate) use metrics::listen_from_text;
 pub use psi_triggers::PsiTriggerSettings;
-pub use stages::{DEFAULT_TERMINATE_GRACE, Stage, StageAction};
+pub use stages::{DEFAULT_TAINT_HOLD_DOWN, DEFAULT_TERMINATE_GRACE, Stage, StageAction};
 
 use crate::fields::{
     self, AbsolutePath, Field, Flag, KeyPath, Problem, Section, format_duration, text,
@@ -243,6 +243,16 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
         .stages
         .into_option()
         .map(|list| stages::settings(list, &root.key("stages"), &mut problems));
+    // The node is tainted through the API server, as the Events are sent.
+    let events_on = raw.events.as_ref().is_some_and(|e| e.enabled);
+    for (i, stage) in raw.stages.iter().flatten().enumerate() {
+        if stage.action == StageAction::Taint && !events_on {
+            problems.push(Problem::new(
+                root.key("stages").index(i).key("action"),
+                "a taint stage needs events.enabled: the node is tainted through the API server, as the Events are sent",
+            ));
+        }
+    }
     raw.hooks = doc
         .hooks
         .section()

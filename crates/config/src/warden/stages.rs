@@ -17,6 +17,10 @@ use crate::fields::{
 pub enum StageAction {
     /// A record (`warned`), a Node Event (`OOMWardenWarning`) and a metric; nothing is done.
     Warn,
+    /// The node tainted `oomwarden.io/memory-pressure:NoSchedule` with its condition
+    /// `OOMWardenMemoryPressure` (a record `tainted`); cleared once the condition has been
+    /// false for `grace` (the hold-down; a record `untainted` when no other cause holds it).
+    Taint,
     /// The ranking's victim: SIGTERM to its containers' processes; a record `terminated` when
     /// they exit within `grace`, else the kill (as the trigger's, its record naming the stage).
     Terminate,
@@ -24,12 +28,17 @@ pub enum StageAction {
 
 impl StageAction {
     /// Both.
-    pub const ALL: [StageAction; 2] = [StageAction::Warn, StageAction::Terminate];
+    pub const ALL: [StageAction; 3] = [
+        StageAction::Warn,
+        StageAction::Taint,
+        StageAction::Terminate,
+    ];
 
     /// `warn` or `terminate`, as the configuration says it.
     pub fn name(self) -> &'static str {
         match self {
             StageAction::Warn => "warn",
+            StageAction::Taint => "taint",
             StageAction::Terminate => "terminate",
         }
     }
@@ -45,7 +54,8 @@ pub struct Stage {
     pub when: TriggerExpr,
     /// What it does.
     pub action: StageAction,
-    /// `terminate`: how long the victim has to exit after SIGTERM before it is killed.
+    /// `terminate`: how long the victim has to exit after SIGTERM before it is killed;
+    /// `taint`: how long the condition must have been false before the taint is removed.
     pub grace: Duration,
 }
 
@@ -63,6 +73,10 @@ impl Eq for Stage {}
 /// A `terminate` stage's grace unless it says: the kubelet's default
 /// `terminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATE_GRACE: Duration = Duration::from_secs(30);
+
+/// A `taint` stage's hold-down unless it says: the kubelet's default
+/// `evictionPressureTransitionPeriod`, for the same reason (no flapping).
+pub const DEFAULT_TAINT_HOLD_DOWN: Duration = Duration::from_secs(300);
 
 /// One stage as written.
 #[derive(Debug, Default, Deserialize)]
@@ -120,7 +134,7 @@ impl<'de> Deserialize<'de> for Action {
                 .into_iter()
                 .find(|a| a.name() == s)
                 .map(Action)
-                .ok_or_else(|| format!("expected warn or terminate, found {s:?}"))
+                .ok_or_else(|| format!("expected warn, taint or terminate, found {s:?}"))
         })
     }
 }
@@ -132,8 +146,8 @@ impl<'de> Deserialize<'de> for Grace {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         text(d, "a string", |s| {
             unless_blank(s, |t| {
-                within(t, Duration::from_secs(1)..=Duration::from_secs(600))
-                    .map_err(|_| format!("expected a duration from \"1s\" to \"10m\", found {t:?}"))
+                within(t, Duration::from_secs(1)..=Duration::from_secs(3600))
+                    .map_err(|_| format!("expected a duration from \"1s\" to \"1h\", found {t:?}"))
             })
         })
         .map(Grace)
@@ -183,7 +197,7 @@ pub(super) fn settings(list: StagesIn, at: &KeyPath, problems: &mut Vec<Problem>
         let action = match stage.action {
             Field::Set(Action(a)) => Some(a),
             Field::Absent => {
-                missing("action", "an action (warn or terminate)");
+                missing("action", "an action (warn, taint or terminate)");
                 None
             }
             Field::Reported => None,
@@ -192,7 +206,7 @@ pub(super) fn settings(list: StagesIn, at: &KeyPath, problems: &mut Vec<Problem>
         if action == Some(StageAction::Warn) && grace.is_some() {
             problems.push(Problem::new(
                 at.key("grace"),
-                "only a terminate stage has a grace (a warning waits for nothing)",
+                "a warn stage has no grace (a warning waits for nothing)",
             ));
         }
         if let Some(n) = &name
@@ -211,7 +225,10 @@ pub(super) fn settings(list: StagesIn, at: &KeyPath, problems: &mut Vec<Problem>
                 name,
                 when,
                 action,
-                grace: grace.unwrap_or(DEFAULT_TERMINATE_GRACE),
+                grace: grace.unwrap_or(match action {
+                    StageAction::Taint => DEFAULT_TAINT_HOLD_DOWN,
+                    StageAction::Warn | StageAction::Terminate => DEFAULT_TERMINATE_GRACE,
+                }),
             });
         }
     }
@@ -234,7 +251,7 @@ impl StageOut {
             name: s.name.clone(),
             when: s.when.source().to_owned(),
             action: s.action.name(),
-            grace: (s.action == StageAction::Terminate).then(|| format_duration(s.grace)),
+            grace: (s.action != StageAction::Warn).then(|| format_duration(s.grace)),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use oomwarden_actuate::{ActOutcome, ActReport, Order};
 use oomwarden_config::{Stage, StageAction};
-use oomwarden_model::{ActionRecord, Identities, KillScope, Outcome, TriggerContext};
+use oomwarden_model::{ActionRecord, Identities, KillScope, Outcome, TriggerContext, Workload};
 use oomwarden_policy::{Decision, Plan};
 
 use super::{CycleOutcome, Engine};
@@ -25,6 +25,15 @@ pub(super) struct Pending {
     signalled: ActReport,
     signalled_ns: u64,
     deadline_ns: u64,
+}
+
+/// Why the node is tainted.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum TaintCause {
+    /// A `taint` stage, by name.
+    Stage(String),
+    /// A workload killed `events.taintAfterKills` times in the last hour.
+    Workload(Workload),
 }
 
 /// What a cycle of the stages knows besides the engine.
@@ -77,7 +86,13 @@ impl Engine {
     /// exited, or its grace ended), else the first stage whose condition became true acts.
     /// The outcome when a record was made.
     pub(super) fn run_stages(&mut self, cycle: StageCycle<'_>) -> Option<CycleOutcome> {
-        if self.settings.warden.stages.is_empty() && self.pending.is_none() {
+        let events = &self.settings.warden.events;
+        let repeated_kills = events.enabled && events.taint_after_kills > 0;
+        if self.settings.warden.stages.is_empty()
+            && self.pending.is_none()
+            && self.taint_holders.is_empty()
+            && !repeated_kills
+        {
             return None;
         }
         let context = cycle.plan.context.clone()?;
@@ -99,6 +114,12 @@ impl Engine {
         if let Some((p, exited)) = settled {
             return Some(self.settle(p, exited, &cycle));
         }
+        if let Some(outcome) = self.release_taints(&held, &context, &cycle) {
+            return Some(outcome);
+        }
+        if let Some(outcome) = self.taint_for_repeated_kills(&context, &cycle) {
+            return Some(outcome);
+        }
         let stages: Vec<Stage> = self.settings.warden.stages.clone();
         let mut outcome = None;
         for (i, stage) in stages.iter().enumerate() {
@@ -117,6 +138,17 @@ impl Engine {
                     outcome = Some(self.warn(stage, &context, &cycle));
                     self.set_held(i, true);
                 }
+                StageAction::Taint => {
+                    tracing::warn!(stage = %stage.name, when = %stage.when.source(), "stage condition holds: tainting the node");
+                    self.taint_holders
+                        .insert(TaintCause::Stage(stage.name.clone()), None);
+                    let mut record =
+                        self.stage_record(stage.when.source(), &context, None, None, &cycle);
+                    record.outcome = Outcome::Tainted;
+                    record.stage = Some(stage.name.clone());
+                    outcome = Some(self.report_stage(record, None, &cycle));
+                    self.set_held(i, true);
+                }
                 // One termination at a time: this one acts once the other is settled.
                 StageAction::Terminate if self.pending.is_some() => {}
                 StageAction::Terminate => {
@@ -127,6 +159,102 @@ impl Engine {
             }
         }
         outcome
+    }
+
+    /// Lets go of the taint's causes that ended: a `taint` stage whose condition has been
+    /// false for its hold-down (or that is gone at a reload), a workload whose kills in the
+    /// last hour fell below `events.taintAfterKills`. When none holds it any more, the record
+    /// `untainted` (the taint removed).
+    fn release_taints(
+        &mut self,
+        held: &[bool],
+        context: &TriggerContext,
+        cycle: &StageCycle<'_>,
+    ) -> Option<CycleOutcome> {
+        if self.taint_holders.is_empty() {
+            return None;
+        }
+        let now = cycle.now_ns;
+        let kills = self.history.workload_kills(now);
+        let after = u64::from(self.settings.warden.events.taint_after_kills);
+        let stages = &self.settings.warden.stages;
+        let mut released = None;
+        let holders = std::mem::take(&mut self.taint_holders);
+        for (cause, false_since) in holders {
+            let keep = match &cause {
+                TaintCause::Stage(name) => {
+                    let found = stages
+                        .iter()
+                        .enumerate()
+                        .find(|(_, s)| &s.name == name && s.action == StageAction::Taint);
+                    match found {
+                        Some((i, _)) if held.get(i).copied().unwrap_or(false) => Some(None),
+                        Some((_, stage)) => {
+                            let since = false_since.unwrap_or(now);
+                            let hold = u64::try_from(stage.grace.as_nanos()).unwrap_or(u64::MAX);
+                            (now.saturating_sub(since) < hold).then_some(Some(since))
+                        }
+                        None => None,
+                    }
+                }
+                TaintCause::Workload(w) => (after > 0 && kills.get(w) >= after).then_some(None),
+            };
+            match keep {
+                Some(since) => {
+                    self.taint_holders.insert(cause, since);
+                }
+                None => {
+                    tracing::info!(cause = ?cause, "a cause of the node's taint ended");
+                    released = Some(cause);
+                }
+            }
+        }
+        let cause = released.filter(|_| self.taint_holders.is_empty())?;
+        let when = match &cause {
+            TaintCause::Stage(name) => stages
+                .iter()
+                .find(|s| &s.name == name)
+                .map_or_else(String::new, |s| s.when.source().to_owned()),
+            TaintCause::Workload(_) => String::new(),
+        };
+        let mut record = self.stage_record(&when, context, None, None, cycle);
+        record.outcome = Outcome::Untainted;
+        match cause {
+            TaintCause::Stage(name) => record.stage = Some(name),
+            TaintCause::Workload(w) => record.workload = Some(w),
+        }
+        tracing::warn!("nothing holds the node's taint any more: removing it");
+        Some(self.report_stage(record, None, cycle))
+    }
+
+    /// A workload killed `events.taintAfterKills` times in the last hour (and not yet holding
+    /// the taint) taints the node: the record `tainted` naming it.
+    fn taint_for_repeated_kills(
+        &mut self,
+        context: &TriggerContext,
+        cycle: &StageCycle<'_>,
+    ) -> Option<CycleOutcome> {
+        let after = u64::from(self.settings.warden.events.taint_after_kills);
+        if after == 0 || !self.settings.warden.events.enabled {
+            return None;
+        }
+        let kills = self.history.workload_kills(cycle.now_ns);
+        let (workload, n) = kills.iter().find(|(w, n)| {
+            *n >= after
+                && !self
+                    .taint_holders
+                    .contains_key(&TaintCause::Workload((*w).clone()))
+        })?;
+        let workload = workload.clone();
+        tracing::warn!(%workload, kills = n, "one workload killed again and again: tainting the node");
+        self.taint_holders
+            .insert(TaintCause::Workload(workload.clone()), None);
+        let mut record = self.stage_record("", context, None, None, cycle);
+        record.outcome = Outcome::Tainted;
+        record.workload = Some(workload);
+        record.workload_kills = Some(n);
+        record.trigger_expression = None;
+        Some(self.report_stage(record, None, cycle))
     }
 
     fn set_held(&mut self, i: usize, held: bool) {

@@ -71,8 +71,10 @@ KILL_AT=$(sed 's/.*"time":"\([^"]*\)".*/\1/' "$OUT/killed.json")
 # Seconds of the day of an RFC 3339 time (the guest's date cannot parse one).
 secs() { echo "$1" | sed 's/.*T\([0-9:.]*\).*/\1/' | awk -F: '{ print $1 * 3600 + $2 * 60 + $3 }'; }
 GAP=$(awk -v a="$(secs "$SIGTERM_AT")" -v b="$(secs "$KILL_AT")" 'BEGIN { print b - a }')
+# The grace counts from the start of the cycle that signalled; the log line comes later in
+# that cycle, and the record's time is its own cycle's start: within one sample interval.
 check "the kill waited out the grace" "SIGTERM $SIGTERM_AT, kill $KILL_AT (${GAP} s)" \
-    awk -v g="$GAP" 'BEGIN { exit !(g >= 5.0) }'
+    awk -v g="$GAP" 'BEGIN { exit !(g >= 4.8) }'
 wait_for 30 sh -c "cri-driver ps | grep '\"name\":\"app\"' | grep CONTAINER_EXITED | grep -q '\"exitCode\":137'"
 cri-driver ps > "$OUT/ps-stubborn.jsonl"
 check "the runtime reports the stubborn container exited 137" "ps-stubborn.jsonl" \

@@ -257,18 +257,13 @@ fn the_events_rbac_is_what_they_need_and_nothing_more() {
     );
 }
 
-/// Issue 34: `events.podCondition` needs patch on pods/status, bound to the same service
-/// account, and nothing more; that file is opt-in (not in the kustomization, the ConfigMap
-/// leaves the condition off), since the verb reaches every pod's status.
-#[test]
-fn the_pod_condition_rbac_is_opt_in_and_only_what_it_needs() {
+/// An opt-in RBAC file: one ClusterRole with exactly `rules`, bound to the DaemonSet's service
+/// account, and not among the kustomization's resources.
+fn opt_in_rbac(name: &str, rules: &Value) {
     let docs: Vec<Value> =
-        serde_saphyr::from_multiple(&file("deploy/kubernetes/pod-conditions.yaml")).unwrap();
+        serde_saphyr::from_multiple(&file(&format!("deploy/kubernetes/{name}"))).unwrap();
     let role = kind(&docs, "ClusterRole");
-    assert_eq!(
-        role["rules"],
-        serde_json::json!([{"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}])
-    );
+    assert_eq!(&role["rules"], rules, "{name}");
     let binding = kind(&docs, "ClusterRoleBinding");
     assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
     let main = documents();
@@ -277,50 +272,39 @@ fn the_pod_condition_rbac_is_opt_in_and_only_what_it_needs() {
         binding["subjects"],
         serde_json::json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}])
     );
-    let config = kind(&main, "ConfigMap")["data"]["oomwarden.yaml"]
-        .as_str()
-        .unwrap();
-    let settings = Settings::from_yaml(config, "ConfigMap oomwarden").unwrap();
-    assert!(!settings.warden.events.pod_condition);
     let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();
     assert!(
-        !k["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r == "pod-conditions.yaml")
+        !k["resources"].as_array().unwrap().iter().any(|r| r == name),
+        "{name} is opt-in"
     );
 }
 
-/// Issue 34: the node's taint needs get and patch on nodes and patch on nodes/status, bound
-/// to the same service account, and nothing more; opt-in (not in the kustomization).
+/// Issue 34: `events.podCondition` needs patch on pods/status and nothing more, opt-in (its
+/// verb reaches every pod's status; the ConfigMap leaves the condition off).
+#[test]
+fn the_pod_condition_rbac_is_opt_in_and_only_what_it_needs() {
+    opt_in_rbac(
+        "pod-conditions.yaml",
+        &serde_json::json!([{"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}]),
+    );
+    let config = kind(&documents(), "ConfigMap")["data"]["oomwarden.yaml"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let settings = Settings::from_yaml(&config, "ConfigMap oomwarden").unwrap();
+    assert!(!settings.warden.events.pod_condition);
+}
+
+/// Issue 34: the node's taint needs get and patch on nodes and patch on nodes/status, and
+/// nothing more, opt-in.
 #[test]
 fn the_node_taint_rbac_is_opt_in_and_only_what_it_needs() {
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(&file("deploy/kubernetes/node-taint.yaml")).unwrap();
-    let role = kind(&docs, "ClusterRole");
-    assert_eq!(
-        role["rules"],
-        serde_json::json!([
+    opt_in_rbac(
+        "node-taint.yaml",
+        &serde_json::json!([
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
             {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}
-        ])
-    );
-    let binding = kind(&docs, "ClusterRoleBinding");
-    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
-    let main = documents();
-    let account = kind(&main, "ServiceAccount");
-    assert_eq!(
-        binding["subjects"],
-        serde_json::json!([{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}])
-    );
-    let k: Value = serde_saphyr::from_str(&file("deploy/kubernetes/kustomization.yaml")).unwrap();
-    assert!(
-        !k["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r == "node-taint.yaml")
+        ]),
     );
 }
 

@@ -478,69 +478,29 @@ fn patch_node_status(
             status_body(404, "NotFound", &format!("nodes \"{name}\" not found")),
         );
     };
-    if content_type != "application/strategic-merge-patch+json" {
-        problems.push(format!("content type {content_type:?}"));
-    }
-    let patched = body["status"]["conditions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for c in &patched {
-        if c["type"].as_str().unwrap_or("").is_empty() {
-            problems.push("status.conditions.type: Required value".to_owned());
-        }
-        if !["True", "False", "Unknown"].contains(&c["status"].as_str().unwrap_or("")) {
-            problems.push(format!(
-                "status.conditions.status: Unsupported value: {}",
-                c["status"]
-            ));
-        }
-    }
+    strategic_merge(content_type, problems);
+    let patched = status_conditions(body, problems);
     if !problems.is_empty() {
         return (422, status_body(422, "Invalid", &problems.join("; ")));
     }
-    for c in patched {
-        match node
-            .conditions
-            .iter_mut()
-            .find(|old| old["type"] == c["type"])
-        {
-            Some(old) => *old = c,
-            None => node.conditions.push(c),
-        }
-    }
+    merge_conditions(&mut node.conditions, patched);
     node.resource_version += 1;
     (200, node.object(name))
 }
 
-/// A strategic-merge patch of a pod's status: conditions merged by `type`.
-fn patch_pod_status(
-    state: &Mutex<State>,
-    ns: &str,
-    name: &str,
-    content_type: &str,
-    body: &Value,
-    problems: &mut Vec<String>,
-) -> (u16, Value) {
-    let mut state = state.lock().unwrap();
-    let Some((uid, conditions)) = state.pods.get_mut(&(ns.to_owned(), name.to_owned())) else {
-        return (
-            404,
-            status_body(404, "NotFound", &format!("pods \"{name}\" not found")),
-        );
-    };
+/// A status patch that merges conditions by `type` is a strategic-merge patch.
+fn strategic_merge(content_type: &str, problems: &mut Vec<String>) {
     if content_type != "application/strategic-merge-patch+json" {
         problems.push(format!(
             "content type {content_type:?} (a status patch that merges conditions by type is a strategic-merge patch)"
         ));
     }
-    if let Some(sent) = body["metadata"]["uid"].as_str()
-        && sent != uid
-    {
-        problems.push(format!(
-            "metadata.uid: Invalid value: {sent:?}: field is immutable"
-        ));
-    }
+}
+
+/// The conditions a status patch sets, checked as `ValidatePodConditions` and
+/// `validateNodeConditions` check them: a `type`, a `status` of `True`, `False` or `Unknown`,
+/// a CamelCase `reason`, RFC 3339 times.
+fn status_conditions(body: &Value, problems: &mut Vec<String>) -> Vec<Value> {
     let reason_re = Regex::new(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$").unwrap();
     let time = Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)$").unwrap();
     let patched = body["status"]["conditions"]
@@ -567,22 +527,57 @@ fn patch_pod_status(
                 c["reason"]
             ));
         }
-        if !c["lastTransitionTime"].is_null() && !time.is_match(&text("lastTransitionTime")) {
-            problems.push(format!(
-                "status.conditions.lastTransitionTime: not an RFC 3339 time: {}",
-                c["lastTransitionTime"]
-            ));
+        for key in ["lastTransitionTime", "lastHeartbeatTime"] {
+            if !c[key].is_null() && !time.is_match(&text(key)) {
+                problems.push(format!(
+                    "status.conditions.{key}: not an RFC 3339 time: {}",
+                    c[key]
+                ));
+            }
         }
     }
-    if !problems.is_empty() {
-        return (422, status_body(422, "Invalid", &problems.join("; ")));
-    }
+    patched
+}
+
+/// A strategic merge of conditions: by `type`, the others kept.
+fn merge_conditions(conditions: &mut Vec<Value>, patched: Vec<Value>) {
     for c in patched {
         match conditions.iter_mut().find(|old| old["type"] == c["type"]) {
             Some(old) => *old = c,
             None => conditions.push(c),
         }
     }
+}
+
+/// A strategic-merge patch of a pod's status: conditions merged by `type`.
+fn patch_pod_status(
+    state: &Mutex<State>,
+    ns: &str,
+    name: &str,
+    content_type: &str,
+    body: &Value,
+    problems: &mut Vec<String>,
+) -> (u16, Value) {
+    let mut state = state.lock().unwrap();
+    let Some((uid, conditions)) = state.pods.get_mut(&(ns.to_owned(), name.to_owned())) else {
+        return (
+            404,
+            status_body(404, "NotFound", &format!("pods \"{name}\" not found")),
+        );
+    };
+    strategic_merge(content_type, problems);
+    if let Some(sent) = body["metadata"]["uid"].as_str()
+        && sent != uid
+    {
+        problems.push(format!(
+            "metadata.uid: Invalid value: {sent:?}: field is immutable"
+        ));
+    }
+    let patched = status_conditions(body, problems);
+    if !problems.is_empty() {
+        return (422, status_body(422, "Invalid", &problems.join("; ")));
+    }
+    merge_conditions(conditions, patched);
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": { "name": name, "namespace": ns, "uid": uid.clone(), "resourceVersion": "2" },

@@ -120,10 +120,8 @@ impl Engine {
         if let Some(outcome) = self.taint_for_repeated_kills(&context, &cycle) {
             return Some(outcome);
         }
-        let stages: Vec<Stage> = self.settings.warden.stages.clone();
         let mut outcome = None;
-        for (i, stage) in stages.iter().enumerate() {
-            let now = held.get(i).copied().unwrap_or(false);
+        for (i, &now) in held.iter().enumerate() {
             let rising = now && !self.stage_held.get(i).copied().unwrap_or(false);
             if !rising || outcome.is_some() {
                 // A condition that became true in a cycle another stage acted in acts on a
@@ -133,6 +131,11 @@ impl Engine {
                 }
                 continue;
             }
+            // Cloned only when it acts (a quiet cycle copies nothing).
+            let Some(stage) = self.settings.warden.stages.get(i).cloned() else {
+                continue;
+            };
+            let stage = &stage;
             match stage.action {
                 StageAction::Warn => {
                     outcome = Some(self.warn(stage, &context, &cycle));

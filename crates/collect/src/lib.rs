@@ -16,8 +16,8 @@ use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::variables::Source;
 use oomwarden_model::{
     BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
-    MetricsSample, NodeMemory, PsiKind, PsiReading, PsiSpan, QosClass, StatCounters, SubtreeSample,
-    VmCounters, glob_match,
+    MetricsSample, NodeMemory, NodeSwap, PsiKind, PsiReading, PsiSpan, QosClass, StatCounters,
+    SubtreeSample, VmCounters, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -193,6 +193,8 @@ pub struct Reads {
     /// Each metrics subtree's `memory.stat` (the `d_qos_workingset_refault_file` and
     /// `d_qos_pgscan` class rates).
     pub memory_stat: bool,
+    /// `/proc/meminfo` whole, to its swap and zswap lines (`node_swap_*`, `node_zswap_bytes`).
+    pub swap: bool,
 }
 
 impl Reads {
@@ -200,6 +202,7 @@ impl Reads {
     pub const ALL: Reads = Reads {
         vmstat: true,
         memory_stat: true,
+        swap: true,
     };
 
     /// What the variables read from these sources need beyond Talos's files.
@@ -209,6 +212,7 @@ impl Reads {
             .fold(Reads::default(), |reads, source| Reads {
                 vmstat: reads.vmstat || source == Source::Vmstat,
                 memory_stat: reads.memory_stat || source == Source::ClassMemoryStat,
+                swap: reads.swap || source == Source::MeminfoSwap,
             })
     }
 }
@@ -291,7 +295,11 @@ impl Collector {
                 }
             }
         }
-        let node_memory = self.node_memory(&mut problems);
+        let (node_memory, swap) = if self.reads.swap {
+            self.whole_meminfo(&mut problems)
+        } else {
+            (self.node_memory(&mut problems), None)
+        };
         let vmstat = if self.reads.vmstat {
             self.vmstat(&mut problems)
         } else {
@@ -303,6 +311,7 @@ impl Collector {
                 subtrees,
                 node_memory,
                 vmstat,
+                swap,
             },
             problems,
         )
@@ -331,6 +340,8 @@ impl Collector {
                 "pgsteal_kswapd" | "pgsteal_direct" | "pgsteal_khugepaged" => {
                     c.pgsteal = c.pgsteal.saturating_add(value);
                 }
+                "pswpin" => c.pswpin = value,
+                "pswpout" => c.pswpout = value,
                 _ => {}
             }
         }
@@ -357,6 +368,34 @@ impl Collector {
                 None
             }
         }
+    }
+
+    /// `/proc/meminfo` read whole, once: `MemTotal` and `MemAvailable` (`None`, with a problem,
+    /// when either is missing) and the swap lines (0 for one the kernel does not print).
+    fn whole_meminfo(&self, problems: &mut Vec<Problem>) -> (Option<NodeMemory>, Option<NodeSwap>) {
+        let meminfo = match self.proc.meminfo() {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(Problem::Proc(e));
+                return (None, None);
+            }
+        };
+        let memory = match (meminfo.get("MemTotal"), meminfo.get("MemAvailable")) {
+            (Some(total), Some(available)) => Some(NodeMemory { total, available }),
+            _ => {
+                problems.push(Problem::Proc(oomwarden_procfs::ReadError::Parse {
+                    path: self.proc.root().join("meminfo"),
+                    reason: "no MemTotal or MemAvailable line".to_owned(),
+                }));
+                None
+            }
+        };
+        let swap = NodeSwap {
+            total: meminfo.get("SwapTotal").unwrap_or(0),
+            free: meminfo.get("SwapFree").unwrap_or(0),
+            zswap: meminfo.get("Zswap").unwrap_or(0),
+        };
+        (memory, Some(swap))
     }
 
     /// `MemTotal` and `MemAvailable`; `None` (with a problem) when either is missing.

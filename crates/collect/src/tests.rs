@@ -228,7 +228,8 @@ fn reclaim_counters_are_read_when_asked() {
             workingset_refault_file: 77,
             pgscan: 123,
             pgscan_direct: 20,
-            pgsteal: 101
+            pgsteal: 101,
+            ..VmCounters::default()
         })
     );
     let system = s.subtrees.iter().find(|t| t.dir == "system").unwrap();
@@ -302,7 +303,17 @@ fn the_extra_reads_follow_the_catalogue() {
         let name = v.name();
         assert_eq!(
             reads.vmstat,
-            name.starts_with("d_node_pg") || name == "d_node_workingset_refault_file",
+            name.starts_with("d_node_pg")
+                || name.starts_with("d_node_pswp")
+                || name == "d_node_workingset_refault_file",
+            "{name}"
+        );
+        assert_eq!(
+            reads.swap,
+            matches!(
+                name,
+                "node_swap_total" | "node_swap_free" | "node_zswap_bytes"
+            ),
             "{name}"
         );
         assert_eq!(
@@ -312,7 +323,51 @@ fn the_extra_reads_follow_the_catalogue() {
         );
     }
     assert_eq!(
-        Reads::for_sources([Source::Vmstat, Source::ClassMemoryStat]),
+        Reads::for_sources([Source::Vmstat, Source::ClassMemoryStat, Source::MeminfoSwap]),
         Reads::ALL
     );
+}
+
+/// Issue 35: the swap lines of `/proc/meminfo` are read (the whole file, once) only when
+/// asked; a kernel without swap or zswap lines gives zeros, no problem.
+#[test]
+fn swap_lines_are_read_when_asked() {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    write(
+        proc.path(),
+        "meminfo",
+        "MemTotal:        2000000 kB\nMemFree:          100000 kB\nMemAvailable:     500000 kB\nSwapTotal:       4194304 kB\nSwapFree:        1048576 kB\nZswap:             20480 kB\nZswapped:          81920 kB\n",
+    );
+    let mut c = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let (quiet, _) = c.metrics(0);
+    assert_eq!(quiet.swap, None, "not read unless asked");
+    c.set_reads(Reads {
+        swap: true,
+        ..Reads::default()
+    });
+    let (s, problems) = c.metrics(0);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(
+        s.swap,
+        Some(oomwarden_model::NodeSwap {
+            total: 4 << 30,
+            free: 1 << 30,
+            zswap: 20 << 20
+        })
+    );
+    assert_eq!(s.node_memory.map(|m| m.available), Some(500_000 * 1024));
+    write(
+        proc.path(),
+        "meminfo",
+        "MemTotal:        2000000 kB\nMemAvailable:     500000 kB\n",
+    );
+    let (s, problems) = c.metrics(0);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(s.swap, Some(oomwarden_model::NodeSwap::default()));
 }

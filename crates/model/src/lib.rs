@@ -41,7 +41,7 @@ pub use record::{
     listed_pids,
 };
 pub use sample::{
-    CandidateSample, MemoryReading, MetricsSample, NodeMemory, PsiReading, StatCounters,
+    CandidateSample, MemoryReading, MetricsSample, NodeMemory, NodeSwap, PsiReading, StatCounters,
     SubtreeSample, VmCounters,
 };
 pub use variables::{PerClass, RankingVar, Scalar, TriggerVar};

@@ -82,6 +82,21 @@ pub struct VmCounters {
     pub pgscan_direct: u64,
     /// All `pgsteal_*`.
     pub pgsteal: u64,
+    /// `pswpin`: pages read from swap.
+    pub pswpin: u64,
+    /// `pswpout`: pages written to swap.
+    pub pswpout: u64,
+}
+
+/// The node's swap from `/proc/meminfo`, bytes (0 for a line the kernel does not print).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NodeSwap {
+    /// `SwapTotal`.
+    pub total: u64,
+    /// `SwapFree`.
+    pub free: u64,
+    /// `Zswap` (the compressed pool; kernels since 5.x with zswap).
+    pub zswap: u64,
 }
 
 /// The node's memory from `/proc/meminfo`, bytes.
@@ -105,6 +120,9 @@ pub struct MetricsSample {
     /// `/proc/vmstat`, read only when the trigger uses the node's reclaim rates; `None`
     /// otherwise or when unreadable.
     pub vmstat: Option<VmCounters>,
+    /// The swap lines of `/proc/meminfo`, read only when the trigger uses them; `None`
+    /// otherwise or when unreadable.
+    pub swap: Option<NodeSwap>,
 }
 
 /// One kill candidate, read when the trigger fires.

@@ -151,6 +151,9 @@ pub enum Source {
     Meminfo,
     /// `/proc/vmstat`.
     Vmstat,
+    /// `/proc/meminfo` read whole: its swap and zswap lines (the other node variables read
+    /// only its first lines).
+    MeminfoSwap,
     /// The daemon's own state (when the trigger last held).
     LastTrigger,
     /// The candidate's `memory.max`.
@@ -187,6 +190,7 @@ impl Source {
             Source::ClassMemoryStat => "memory.stat of each class's metrics cgroups, summed",
             Source::Meminfo => "/proc/meminfo",
             Source::Vmstat => "/proc/vmstat",
+            Source::MeminfoSwap => "/proc/meminfo, read to its swap and zswap lines",
             Source::LastTrigger => "the daemon's state: when the trigger last held",
             Source::CandidateMemoryMax => "the candidate's memory.max",
             Source::CandidateMemoryCurrent => "the candidate's memory.current",
@@ -358,6 +362,16 @@ catalogue! {
             "pages scanned by the allocating tasks themselves (they stall meanwhile)";
         DNodePgsteal "d_node_pgsteal", Some(PagesPerSecond), Vmstat, Oomwarden,
             Some("pgsteal_kswapd + pgsteal_direct + pgsteal_khugepaged"), "pages reclaimed";
+        NodeSwapTotal "node_swap_total", Some(Bytes), MeminfoSwap, Oomwarden, None,
+            "SwapTotal: the swap configured (0 without swap, or when unreadable)";
+        NodeSwapFree "node_swap_free", Some(Bytes), MeminfoSwap, Oomwarden, None,
+            "SwapFree: the swap not in use (0 without swap, or when unreadable)";
+        NodeZswapBytes "node_zswap_bytes", Some(Bytes), MeminfoSwap, Oomwarden, None,
+            "Zswap: memory the compressed swap cache takes (0 where the kernel has none)";
+        DNodePswpin "d_node_pswpin", Some(PagesPerSecond), Vmstat, Oomwarden, Some("pswpin"),
+            "pages read back from swap: with d_node_pswpout, the swap thrash signal";
+        DNodePswpout "d_node_pswpout", Some(PagesPerSecond), Vmstat, Oomwarden, Some("pswpout"),
+            "pages written out to swap";
         NodeMemoryAvailableTrend "node_memory_available_trend", Some(BytesPerSecond), Meminfo,
             Oomwarden, Some("MemAvailable"),
             "the median per-second rate of MemAvailable over 20 s, or 5 s when slower: a fall that lasts (0 until 20 s were seen)";
@@ -591,7 +605,7 @@ mod tests {
         let names: Vec<&str> = catalogue().map(|d| d.name).collect();
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
-        assert_eq!(TriggerVar::all().count(), 49);
+        assert_eq!(TriggerVar::all().count(), 54);
         assert_eq!(RankingVar::all().count(), 13);
     }
 

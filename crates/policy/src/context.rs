@@ -48,6 +48,10 @@ enum NodeMeasure {
     PgscanDirect,
     /// `/proc/vmstat`'s `pgsteal_*`, summed.
     Pgsteal,
+    /// `/proc/vmstat`'s `pswpin`.
+    Pswpin,
+    /// `/proc/vmstat`'s `pswpout`.
+    Pswpout,
 }
 
 /// A value and when it was read.
@@ -136,6 +140,14 @@ pub fn build_context(sample: &MetricsSample, state: &mut State) -> Result<Trigge
         {
             ctx.set(Scalar::NodeMemoryAvailable, node.available as f64);
             ctx.set(Scalar::NodeMemoryTotal, node.total as f64);
+        }
+    }
+    if let Some(swap) = sample.swap {
+        #[allow(clippy::cast_precision_loss)] // bytes: exact below 8 PiB
+        {
+            ctx.set(Scalar::NodeSwapTotal, swap.total as f64);
+            ctx.set(Scalar::NodeSwapFree, swap.free as f64);
+            ctx.set(Scalar::NodeZswapBytes, swap.zswap as f64);
         }
     }
     ctx.set_time_since_trigger(
@@ -295,6 +307,16 @@ fn node_rates(sample: &MetricsSample, node: &mut NodeState, now: u64, ctx: &mut 
             NodeMeasure::Pgsteal,
             sample.vmstat.map(|v| v.pgsteal as f64),
             Scalar::DNodePgsteal,
+        ),
+        (
+            NodeMeasure::Pswpin,
+            sample.vmstat.map(|v| v.pswpin as f64),
+            Scalar::DNodePswpin,
+        ),
+        (
+            NodeMeasure::Pswpout,
+            sample.vmstat.map(|v| v.pswpout as f64),
+            Scalar::DNodePswpout,
         ),
     ];
     for (measure, value, variable) in values {

@@ -176,6 +176,7 @@ mod tests {
             ],
             node_memory: None,
             vmstat: None,
+            swap: None,
         }
     }
 

@@ -37,6 +37,7 @@ fn sample(
             available,
         }),
         vmstat: vm,
+        swap: None,
     }
 }
 
@@ -46,6 +47,7 @@ fn vm(refault: u64, pgscan: u64, direct: u64, pgsteal: u64) -> Option<VmCounters
         pgscan,
         pgscan_direct: direct,
         pgsteal,
+        ..VmCounters::default()
     })
 }
 
@@ -125,4 +127,32 @@ fn a_counter_that_goes_back_or_is_not_read_gives_no_rate() {
     assert_eq!(ctx.get(Scalar::DNodePgscan), 0.0, "a first value again");
     // A JSON record carries them.
     assert!(ctx.to_json().contains("\"d_node_pgscan\":0,"));
+}
+
+/// Issue 35: the swap lines and the swap rates: `node_swap_*` and `node_zswap_bytes` as read,
+/// `d_node_pswpin`/`d_node_pswpout` per second of measured time.
+#[test]
+fn swap_values_and_swap_rates() {
+    let mut state = State::new();
+    let swapping = |at_ns, pswpin, pswpout| {
+        let mut s = sample(at_ns, 1 << 29, None, None);
+        s.vmstat = Some(VmCounters {
+            pswpin,
+            pswpout,
+            ..VmCounters::default()
+        });
+        s.swap = Some(oomwarden_model::NodeSwap {
+            total: 4 << 30,
+            free: 1 << 30,
+            zswap: 200 << 20,
+        });
+        s
+    };
+    build_context(&swapping(1_000_000_000, 100, 1_000), &mut state).unwrap();
+    let ctx = build_context(&swapping(3_000_000_000, 700, 5_000), &mut state).unwrap();
+    assert_eq!(ctx.get(Scalar::NodeSwapTotal), 4.0 * 1_073_741_824.0);
+    assert_eq!(ctx.get(Scalar::NodeSwapFree), 1_073_741_824.0);
+    assert_eq!(ctx.get(Scalar::NodeZswapBytes), 200.0 * 1_048_576.0);
+    assert_eq!(ctx.get(Scalar::DNodePswpin), 300.0);
+    assert_eq!(ctx.get(Scalar::DNodePswpout), 2_000.0);
 }

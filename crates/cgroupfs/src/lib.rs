@@ -197,6 +197,16 @@ impl CgroupFs {
         self.read_parsed(cgroup, "memory.current", parse::unsigned)
     }
 
+    /// `memory.swap.current`, bytes (with swap accounting).
+    pub fn memory_swap_current(&self, cgroup: &str) -> Result<u64, ReadError> {
+        self.read_parsed(cgroup, "memory.swap.current", parse::unsigned)
+    }
+
+    /// `memory.swap.max`: a byte limit or `max` (with swap accounting).
+    pub fn memory_swap_max(&self, cgroup: &str) -> Result<Limit, ReadError> {
+        self.memory_limit_file(cgroup, "memory.swap.max")
+    }
+
     /// `memory.peak`, bytes (kernel 5.19+).
     pub fn memory_peak(&self, cgroup: &str) -> Result<u64, ReadError> {
         self.read_parsed(cgroup, "memory.peak", parse::unsigned)

@@ -195,6 +195,8 @@ pub struct Reads {
     pub memory_stat: bool,
     /// `/proc/meminfo` whole, to its swap and zswap lines (`node_swap_*`, `node_zswap_bytes`).
     pub swap: bool,
+    /// Each metrics subtree's `memory.swap.current` (`qos_memory_swap_current`).
+    pub class_swap: bool,
 }
 
 impl Reads {
@@ -203,6 +205,7 @@ impl Reads {
         vmstat: true,
         memory_stat: true,
         swap: true,
+        class_swap: true,
     };
 
     /// What the variables read from these sources need beyond Talos's files.
@@ -213,6 +216,7 @@ impl Reads {
                 vmstat: reads.vmstat || source == Source::Vmstat,
                 memory_stat: reads.memory_stat || source == Source::ClassMemoryStat,
                 swap: reads.swap || source == Source::MeminfoSwap,
+                class_swap: reads.class_swap || source == Source::ClassMemorySwap,
             })
     }
 }
@@ -469,6 +473,10 @@ impl Collector {
             memory,
             cgroup_id: self.cgroups.cgroup_id(dir).ok(),
             stat,
+            // Without swap accounting there is no file: 0, no problem.
+            swap_current: (self.reads.class_swap && class.is_some())
+                .then(|| self.cgroups.memory_swap_current(dir).ok())
+                .flatten(),
         }
     }
 

@@ -323,7 +323,12 @@ fn the_extra_reads_follow_the_catalogue() {
         );
     }
     assert_eq!(
-        Reads::for_sources([Source::Vmstat, Source::ClassMemoryStat, Source::MeminfoSwap]),
+        Reads::for_sources([
+            Source::Vmstat,
+            Source::ClassMemoryStat,
+            Source::MeminfoSwap,
+            Source::ClassMemorySwap
+        ]),
         Reads::ALL
     );
 }
@@ -370,4 +375,23 @@ fn swap_lines_are_read_when_asked() {
     let (s, problems) = c.metrics(0);
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(s.swap, Some(oomwarden_model::NodeSwap::default()));
+    // Each class's metrics cgroups' swap, when asked; none without the file.
+    write(cg.path(), "system/memory.swap.current", "1048576\n");
+    let system = |s: &oomwarden_model::MetricsSample| {
+        s.subtrees
+            .iter()
+            .find(|t| t.dir == "system")
+            .and_then(|t| t.swap_current)
+    };
+    assert_eq!(system(&c.metrics(0).0), None, "not read unless asked");
+    c.set_reads(Reads::ALL);
+    let (s, problems) = c.metrics(0);
+    assert_eq!(system(&s), Some(1 << 20));
+    assert!(
+        s.subtrees
+            .iter()
+            .filter(|t| t.dir != "system")
+            .all(|t| t.swap_current.is_none())
+    );
+    assert!(problems.is_empty(), "{problems:?}");
 }

@@ -57,6 +57,9 @@ pub struct SubtreeSample {
     /// Its `memory.stat` reclaim counters, read only when the trigger uses them; `None`
     /// otherwise or when unreadable.
     pub stat: Option<StatCounters>,
+    /// Its `memory.swap.current`, read only when the trigger uses it; `None` otherwise or
+    /// when unreadable (no swap accounting).
+    pub swap_current: Option<u64>,
 }
 
 /// A cgroup's `memory.stat` counters the class rates are made of (pages since the cgroup was

@@ -151,6 +151,8 @@ pub enum Source {
     Meminfo,
     /// `/proc/vmstat`.
     Vmstat,
+    /// Each class's metrics cgroups' `memory.swap.current`, summed.
+    ClassMemorySwap,
     /// `/proc/meminfo` read whole: its swap and zswap lines (the other node variables read
     /// only its first lines).
     MeminfoSwap,
@@ -191,6 +193,9 @@ impl Source {
             Source::Meminfo => "/proc/meminfo",
             Source::Vmstat => "/proc/vmstat",
             Source::MeminfoSwap => "/proc/meminfo, read to its swap and zswap lines",
+            Source::ClassMemorySwap => {
+                "memory.swap.current of each class's metrics cgroups, summed"
+            }
             Source::LastTrigger => "the daemon's state: when the trigger last held",
             Source::CandidateMemoryMax => "the candidate's memory.max",
             Source::CandidateMemoryCurrent => "the candidate's memory.current",
@@ -428,6 +433,8 @@ catalogue! {
         DQosWorkingsetRefaultFile "d_qos_workingset_refault_file", Some(PagesPerSecond),
             ClassMemoryStat, Oomwarden, Some("workingset_refault_file"),
             "file pages read back soon after reclaim took them, per class";
+        QosMemorySwapCurrent "qos_memory_swap_current", Some(Bytes), ClassMemorySwap, Oomwarden,
+            None, "swap in use, per class (0 without swap accounting)";
         DQosPgscan "d_qos_pgscan", Some(PagesPerSecond), ClassMemoryStat, Oomwarden,
             Some("pgscan"), "pages scanned for reclaim, per class";
     }
@@ -605,7 +612,7 @@ mod tests {
         let names: Vec<&str> = catalogue().map(|d| d.name).collect();
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
-        assert_eq!(TriggerVar::all().count(), 54);
+        assert_eq!(TriggerVar::all().count(), 55);
         assert_eq!(RankingVar::all().count(), 13);
     }
 

@@ -237,6 +237,10 @@ fn add_subtree(subtree: &SubtreeSample, entry: &mut Previous, now: u64, ctx: &mu
         ctx.add(variable, class, value);
         ctx.add(rate_variable, class, d);
     }
+    #[allow(clippy::cast_precision_loss)] // bytes: exact below 8 PiB
+    if let Some(swap) = subtree.swap_current {
+        ctx.add(PerClass::QosMemorySwapCurrent, class, swap as f64);
+    }
     // Read only when the trigger uses them (the rate is over the time since the last
     // read, whenever that was).
     if let Some(stat) = subtree.stat {

@@ -166,6 +166,7 @@ mod tests {
             memory: MemoryReading::default(),
             cgroup_id: None,
             stat: None,
+            swap_current: None,
         };
         MetricsSample {
             at_ns,

@@ -24,6 +24,7 @@ fn sample(
         memory: MemoryReading::default(),
         cgroup_id: Some(7),
         stat,
+        swap_current: None,
     };
     MetricsSample {
         at_ns,
@@ -146,6 +147,10 @@ fn swap_values_and_swap_rates() {
             free: 1 << 30,
             zswap: 200 << 20,
         });
+        // Both System subtrees hold swap: the class's is their sum.
+        for t in s.subtrees.iter_mut().filter(|t| t.class.is_some()) {
+            t.swap_current = Some(3 << 20);
+        }
         s
     };
     build_context(&swapping(1_000_000_000, 100, 1_000), &mut state).unwrap();
@@ -155,4 +160,9 @@ fn swap_values_and_swap_rates() {
     assert_eq!(ctx.get(Scalar::NodeZswapBytes), 200.0 * 1_048_576.0);
     assert_eq!(ctx.get(Scalar::DNodePswpin), 300.0);
     assert_eq!(ctx.get(Scalar::DNodePswpout), 2_000.0);
+    assert_eq!(
+        ctx.class_map(oomwarden_model::PerClass::QosMemorySwapCurrent)
+            .get(QosClass::System),
+        6.0 * 1_048_576.0
+    );
 }

@@ -17,7 +17,7 @@ use oomwarden_model::variables::Source;
 use oomwarden_model::{
     BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
     MetricsSample, NodeMemory, NodeSwap, PsiKind, PsiReading, PsiSpan, QosClass, StatCounters,
-    SubtreeSample, VmCounters, glob_match,
+    SubtreeSample, SwapReading, VmCounters, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -197,6 +197,9 @@ pub struct Reads {
     pub swap: bool,
     /// Each metrics subtree's `memory.swap.current` (`qos_memory_swap_current`).
     pub class_swap: bool,
+    /// Each candidate's `memory.swap.current` and `memory.swap.max` (the ranking's
+    /// `memory_swap_current`, `memory_swap_max`).
+    pub candidate_swap: bool,
 }
 
 impl Reads {
@@ -206,6 +209,7 @@ impl Reads {
         memory_stat: true,
         swap: true,
         class_swap: true,
+        candidate_swap: true,
     };
 
     /// What the variables read from these sources need beyond Talos's files.
@@ -217,6 +221,7 @@ impl Reads {
                 memory_stat: reads.memory_stat || source == Source::ClassMemoryStat,
                 swap: reads.swap || source == Source::MeminfoSwap,
                 class_swap: reads.class_swap || source == Source::ClassMemorySwap,
+                candidate_swap: reads.candidate_swap || source == Source::CandidateMemorySwap,
             })
     }
 }
@@ -669,7 +674,13 @@ impl Collector {
             });
             let cgroup_id = self.cgroups.cgroup_id(&dir).ok();
             let oom_score_adj = self.lowest_oom_score_adj(&dir);
+            // Without swap accounting there are no such files: none, no problem.
+            let swap = self.reads.candidate_swap.then(|| SwapReading {
+                current: self.cgroups.memory_swap_current(&dir).ok(),
+                max: self.cgroups.memory_swap_max(&dir).ok(),
+            });
             out.push(CandidateSample {
+                swap,
                 path: oomwarden_cgroupfs::node_path(&dir),
                 dir,
                 class: source.class,

@@ -327,7 +327,8 @@ fn the_extra_reads_follow_the_catalogue() {
             Source::Vmstat,
             Source::ClassMemoryStat,
             Source::MeminfoSwap,
-            Source::ClassMemorySwap
+            Source::ClassMemorySwap,
+            Source::CandidateMemorySwap
         ]),
         Reads::ALL
     );
@@ -394,4 +395,64 @@ fn swap_lines_are_read_when_asked() {
             .all(|t| t.swap_current.is_none())
     );
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+/// Issue 35: each candidate's `memory.swap.current` and `memory.swap.max`, read only when the
+/// ranking names them; `max` is no limit; a missing file (no swap accounting) is none.
+#[test]
+fn candidates_swap_files_are_read_when_asked() {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    write(
+        cg.path(),
+        "kubepods/besteffort/poda/memory.current",
+        "1000\n",
+    );
+    write(
+        cg.path(),
+        "kubepods/besteffort/poda/memory.swap.current",
+        "5000\n",
+    );
+    write(
+        cg.path(),
+        "kubepods/besteffort/poda/memory.swap.max",
+        "max\n",
+    );
+    write(
+        cg.path(),
+        "kubepods/besteffort/podb/memory.current",
+        "1000\n",
+    );
+    let mut c = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let swap = |c: &Collector| -> Vec<Option<oomwarden_model::SwapReading>> {
+        let (candidates, problems) = c.candidates();
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut v: Vec<_> = candidates
+            .iter()
+            .filter(|c| c.dir.starts_with("kubepods/besteffort/pod"))
+            .map(|c| (c.dir.clone(), c.swap))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.into_iter().map(|(_, s)| s).collect()
+    };
+    assert_eq!(swap(&c), [None, None], "not read unless asked");
+    c.set_reads(Reads {
+        candidate_swap: true,
+        ..Reads::default()
+    });
+    assert_eq!(
+        swap(&c),
+        [
+            Some(oomwarden_model::SwapReading {
+                current: Some(5000),
+                max: Some(oomwarden_model::Limit::Max)
+            }),
+            Some(oomwarden_model::SwapReading::default())
+        ]
+    );
 }

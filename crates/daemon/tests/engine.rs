@@ -2206,3 +2206,33 @@ fn wait_for_node_updates(e: &Engine, n: u64) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Issue 35: a ranking that names `memory_swap_current` has the candidates' swap read (the
+/// engine's reads follow the ranking too): the pod whose memory went to swap is the victim,
+/// though another holds more resident memory.
+#[test]
+fn a_ranking_by_swap_reads_the_candidates_swap() {
+    let (cg, proc) = node();
+    write(
+        cg.path(),
+        "kubepods/besteffort/pod-live/memory.swap.current",
+        "10000000000\n",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\ncgroupRankingExpression: double(memory_current.orValue(0u) + memory_swap_current.orValue(0u))\n",
+            "",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z"));
+    assert_eq!(
+        r.victim.as_deref(),
+        Some("/sys/fs/cgroup/kubepods/besteffort/pod-live")
+    );
+    assert_eq!(r.score, 10_222_593_024.0);
+}

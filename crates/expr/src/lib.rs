@@ -18,6 +18,8 @@
 //!     pod: None,
 //!     oom_score_adj: 0,
 //!     workload_kills: 0,
+//!     memory_swap_current: None,
+//!     memory_swap_max: None,
 //! };
 //! assert_eq!(ranking.eval(&input), Ok(1000.0));
 //!
@@ -364,6 +366,11 @@ pub struct RankingInput<'a> {
     /// The kills of the candidate's workload in the recent window, 0 when none or no pod (an
     /// extension).
     pub workload_kills: u64,
+    /// `memory.swap.current` in bytes, if read (extensions: read only when the ranking names
+    /// `memory_swap_current` or `memory_swap_max`).
+    pub memory_swap_current: Option<u64>,
+    /// `memory.swap.max` in bytes; `None` when unlimited or unreadable.
+    pub memory_swap_max: Option<u64>,
 }
 
 impl TriggerExpr {
@@ -460,6 +467,12 @@ fn trigger_value(v: Variable<'_>) -> Value {
 }
 
 impl RankingExpr {
+    /// Whether it names this variable (so that the candidates' files it does not use are not
+    /// read).
+    pub fn reads(&self, variable: &str) -> bool {
+        self.0.identifiers.iter().any(|i| i == variable)
+    }
+
     /// Parses and checks a ranking expression (output must be `double`).
     pub fn compile(source: &str) -> Result<Self, CompileError> {
         compile_typed(ExprKind::Ranking, Dialect::Oomwarden, source).map(RankingExpr)
@@ -497,6 +510,8 @@ fn ranking_activation<'a>(
             RankingVar::MemoryMax => opt(input.memory_max),
             RankingVar::MemoryCurrent => opt(input.memory_current),
             RankingVar::MemoryPeak => opt(input.memory_peak),
+            RankingVar::MemorySwapCurrent => opt(input.memory_swap_current),
+            RankingVar::MemorySwapMax => opt(input.memory_swap_max),
             RankingVar::Path => Value::String(Arc::from(input.path)),
             RankingVar::Class => Value::Int(input.class.as_i64()),
             RankingVar::PodUid => Value::String(Arc::from(input.pod_uid)),

@@ -57,6 +57,8 @@ fn ranking_fixture() -> RankingInput<'static> {
         pod: None,
         oom_score_adj: 0,
         workload_kills: 0,
+        memory_swap_current: None,
+        memory_swap_max: None,
     }
 }
 

@@ -42,7 +42,7 @@ pub use record::{
 };
 pub use sample::{
     CandidateSample, MemoryReading, MetricsSample, NodeMemory, NodeSwap, PsiReading, StatCounters,
-    SubtreeSample, VmCounters,
+    SubtreeSample, SwapReading, VmCounters,
 };
 pub use variables::{PerClass, RankingVar, Scalar, TriggerVar};
 pub use workload::{WORKLOAD_KILLS_WINDOW, Workload, WorkloadKills, WorkloadKind};

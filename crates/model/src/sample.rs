@@ -111,6 +111,15 @@ pub struct NodeMemory {
     pub available: u64,
 }
 
+/// A candidate's swap files (with swap accounting; `None` each when unreadable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwapReading {
+    /// `memory.swap.current`, bytes.
+    pub current: Option<u64>,
+    /// `memory.swap.max`.
+    pub max: Option<Limit>,
+}
+
 /// Everything the trigger reads in one cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricsSample {
@@ -131,6 +140,8 @@ pub struct MetricsSample {
 /// One kill candidate, read when the trigger fires.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateSample {
+    /// Its swap files, read only when the ranking uses them; `None` otherwise.
+    pub swap: Option<SwapReading>,
     /// The cgroup's path on the node, `/sys/fs/cgroup/...` whatever root it was read under
     /// (the ranking's `path`, as Talos gives it).
     pub path: String,

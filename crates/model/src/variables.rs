@@ -164,6 +164,8 @@ pub enum Source {
     CandidateMemoryCurrent,
     /// The candidate's `memory.peak`.
     CandidateMemoryPeak,
+    /// The candidate's `memory.swap.current` and `memory.swap.max`.
+    CandidateMemorySwap,
     /// The candidate's cgroup path.
     CandidatePath,
     /// The layout: which class the candidate is in.
@@ -201,6 +203,9 @@ impl Source {
             Source::CandidateMemoryCurrent => "the candidate's memory.current",
             Source::CandidateMemoryPeak => "the candidate's memory.peak",
             Source::CandidatePath => "the candidate's cgroup directory",
+            Source::CandidateMemorySwap => {
+                "the candidate's memory.swap.current and memory.swap.max"
+            }
             Source::Layout => "the layout: the class the candidate belongs to",
             Source::PodCgroupName => "the candidate's cgroup name, as the kubelet names pods",
             Source::PodIdentity => {
@@ -449,6 +454,11 @@ catalogue! {
             None, "memory in use; none when unreadable";
         MemoryPeak "memory_peak": OptionalUint, Some(Bytes), CandidateMemoryPeak, Talos, None,
             "the peak of memory use; none when unreadable (kernels before 5.19)";
+        MemorySwapCurrent "memory_swap_current": OptionalUint, Some(Bytes), CandidateMemorySwap,
+            Oomwarden, None,
+            "swap in use (its pages written out: memory_current leaves them out); none when unreadable (no swap accounting)";
+        MemorySwapMax "memory_swap_max": OptionalUint, Some(Bytes), CandidateMemorySwap, Oomwarden,
+            None, "the swap limit; none when unlimited or unreadable";
         Path "path": String, None, CandidatePath, Talos, None,
             "the absolute cgroup directory";
         Class "class": Int, Some(Unit::Class), Layout, Talos, None,
@@ -613,7 +623,7 @@ mod tests {
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
         assert_eq!(TriggerVar::all().count(), 55);
-        assert_eq!(RankingVar::all().count(), 13);
+        assert_eq!(RankingVar::all().count(), 15);
     }
 
     #[test]

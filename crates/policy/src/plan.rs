@@ -183,6 +183,7 @@ mod tests {
 
     fn candidate(dir: &str, class: QosClass, current: u64, populated: bool) -> CandidateSample {
         CandidateSample {
+            swap: None,
             path: format!("/sys/fs/cgroup/{dir}"),
             dir: dir.to_owned(),
             class,

@@ -152,6 +152,8 @@ pub fn rank_with(
             workload_kills: pod.map_or(0, |p| {
                 kills.get(&oomwarden_kube::workload(&p.namespace, &p.name, &p.labels))
             }),
+            memory_swap_current: c.swap.and_then(|s| s.current),
+            memory_swap_max: c.swap.and_then(|s| s.max).and_then(Limit::bytes),
         };
         match expr.eval(&input) {
             Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),
@@ -265,6 +267,7 @@ mod order_tests {
 
     fn candidate(i: usize, class: QosClass, current: u64) -> CandidateSample {
         CandidateSample {
+            swap: None,
             path: format!("/sys/fs/cgroup/c{i}"),
             dir: format!("c{i}"),
             class,

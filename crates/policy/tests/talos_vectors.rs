@@ -257,6 +257,7 @@ fn candidate(
     max: Option<Limit>,
 ) -> CandidateSample {
     CandidateSample {
+        swap: None,
         path: path.to_owned(),
         dir: path.trim_start_matches('/').to_owned(),
         class,
@@ -286,6 +287,8 @@ fn t4_score() {
         pod: None,
         oom_score_adj: 0,
         workload_kills: 0,
+        memory_swap_current: None,
+        memory_swap_max: None,
     };
     assert_eq!(r.eval(&input), Ok(21.0));
 }

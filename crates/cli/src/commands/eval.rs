@@ -68,6 +68,12 @@ pub(crate) struct Args {
     /// Ranking: `memory.peak`, bytes or a quantity; omit for unknown.
     #[arg(long, value_name = "SIZE", value_parser = super::parse_bytes)]
     memory_peak: Option<u64>,
+    /// Ranking: `memory.swap.current`, bytes or a quantity; omit for unknown.
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_bytes)]
+    memory_swap_current: Option<u64>,
+    /// Ranking: `memory.swap.max`, bytes or a quantity; omit or `max` for no limit.
+    #[arg(long, value_name = "SIZE|max", value_parser = parse_limit)]
+    memory_swap_max: Option<Limit>,
     /// Ranking: the cgroup path.
     #[arg(
         long,
@@ -200,6 +206,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
                 pod: pod.as_ref(),
                 oom_score_adj: args.oom_score_adj,
                 workload_kills: args.workload_kills,
+                memory_swap_current: args.memory_swap_current,
+                memory_swap_max: args.memory_swap_max.and_then(|l| l.0),
             };
             evaluate_ranking(&expression, &input, args.any)
         }

@@ -265,6 +265,8 @@ pub fn ours(expr: &str, activation: &Activation) -> Json {
                     pod: None,
                     oom_score_adj: 0,
                     workload_kills: 0,
+                    memory_swap_current: None,
+                    memory_swap_max: None,
                 };
                 match r.eval(&input) {
                     Ok(d) => out.insert("value".into(), oracle_number(d)),

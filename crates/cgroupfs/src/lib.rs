@@ -207,6 +207,11 @@ impl CgroupFs {
         self.memory_limit_file(cgroup, "memory.swap.max")
     }
 
+    /// `memory.min` or `memory.low` (`name`), bytes.
+    pub fn memory_protection(&self, cgroup: &str, name: &str) -> Result<u64, ReadError> {
+        self.read_parsed(cgroup, name, parse::unsigned)
+    }
+
     /// `memory.peak`, bytes (kernel 5.19+).
     pub fn memory_peak(&self, cgroup: &str) -> Result<u64, ReadError> {
         self.read_parsed(cgroup, "memory.peak", parse::unsigned)

@@ -16,8 +16,8 @@ use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::variables::Source;
 use oomwarden_model::{
     BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
-    MetricsSample, NodeMemory, NodeSwap, PsiKind, PsiReading, PsiSpan, QosClass, StatCounters,
-    SubtreeSample, SwapReading, VmCounters, glob_match,
+    MetricsSample, NodeMemory, NodeSwap, ProtectionReading, PsiKind, PsiReading, PsiSpan, QosClass,
+    StatCounters, SubtreeSample, SwapReading, VmCounters, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -200,6 +200,10 @@ pub struct Reads {
     /// Each candidate's `memory.swap.current` and `memory.swap.max` (the ranking's
     /// `memory_swap_current`, `memory_swap_max`).
     pub candidate_swap: bool,
+    /// Each candidate's `memory.min`, `memory.low`, `memory.high`.
+    pub candidate_protection: bool,
+    /// Each candidate's `memory.pressure`.
+    pub candidate_pressure: bool,
 }
 
 impl Reads {
@@ -210,6 +214,8 @@ impl Reads {
         swap: true,
         class_swap: true,
         candidate_swap: true,
+        candidate_protection: true,
+        candidate_pressure: true,
     };
 
     /// What the variables read from these sources need beyond Talos's files.
@@ -222,6 +228,9 @@ impl Reads {
                 swap: reads.swap || source == Source::MeminfoSwap,
                 class_swap: reads.class_swap || source == Source::ClassMemorySwap,
                 candidate_swap: reads.candidate_swap || source == Source::CandidateMemorySwap,
+                candidate_protection: reads.candidate_protection
+                    || source == Source::CandidateProtection,
+                candidate_pressure: reads.candidate_pressure || source == Source::CandidatePressure,
             })
     }
 }
@@ -679,8 +688,22 @@ impl Collector {
                 current: self.cgroups.memory_swap_current(&dir).ok(),
                 max: self.cgroups.memory_swap_max(&dir).ok(),
             });
+            let protection = self.reads.candidate_protection.then(|| ProtectionReading {
+                min: self.cgroups.memory_protection(&dir, "memory.min").ok(),
+                low: self.cgroups.memory_protection(&dir, "memory.low").ok(),
+                high: self.cgroups.memory_limit_file(&dir, "memory.high").ok(),
+            });
+            // Unreadable (a kernel without PSI for it): zeros, as the trigger takes them.
+            let pressure = self.reads.candidate_pressure.then(|| {
+                self.cgroups.memory_pressure(&dir).map_or([0.0, 0.0], |p| {
+                    [PsiKind::Some, PsiKind::Full]
+                        .map(|k| p.value(k, PsiSpan::Avg10).unwrap_or(0.0))
+                })
+            });
             out.push(CandidateSample {
                 swap,
+                protection,
+                pressure,
                 path: oomwarden_cgroupfs::node_path(&dir),
                 dir,
                 class: source.class,

@@ -328,7 +328,9 @@ fn the_extra_reads_follow_the_catalogue() {
             Source::ClassMemoryStat,
             Source::MeminfoSwap,
             Source::ClassMemorySwap,
-            Source::CandidateMemorySwap
+            Source::CandidateMemorySwap,
+            Source::CandidateProtection,
+            Source::CandidatePressure
         ]),
         Reads::ALL
     );
@@ -454,5 +456,48 @@ fn candidates_swap_files_are_read_when_asked() {
             }),
             Some(oomwarden_model::SwapReading::default())
         ]
+    );
+}
+
+/// Issue 35: each candidate's protection (`memory.min`, `.low`, `.high`) and its own
+/// `memory.pressure`, read only when the ranking names them.
+#[test]
+fn candidates_protection_and_pressure_are_read_when_asked() {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    let pod = "kubepods/burstable/poda";
+    write(cg.path(), &format!("{pod}/memory.current"), "1000\n");
+    write(cg.path(), &format!("{pod}/memory.min"), "0\n");
+    write(cg.path(), &format!("{pod}/memory.low"), "268435456\n");
+    write(cg.path(), &format!("{pod}/memory.high"), "max\n");
+    write(
+        cg.path(),
+        &format!("{pod}/memory.pressure"),
+        "some avg10=12.50 avg60=1.00 avg300=0.20 total=100\nfull avg10=7.25 avg60=0.50 avg300=0.10 total=50\n",
+    );
+    let mut c = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let read = |c: &Collector| {
+        let (candidates, problems) = c.candidates();
+        assert!(problems.is_empty(), "{problems:?}");
+        let a = candidates.into_iter().find(|c| c.dir == pod).unwrap();
+        (a.protection, a.pressure)
+    };
+    assert_eq!(read(&c), (None, None), "not read unless asked");
+    c.set_reads(Reads::ALL);
+    assert_eq!(
+        read(&c),
+        (
+            Some(oomwarden_model::ProtectionReading {
+                min: Some(0),
+                low: Some(256 << 20),
+                high: Some(oomwarden_model::Limit::Max),
+            }),
+            Some([12.5, 7.25])
+        )
     );
 }

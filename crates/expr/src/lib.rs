@@ -20,6 +20,11 @@
 //!     workload_kills: 0,
 //!     memory_swap_current: None,
 //!     memory_swap_max: None,
+//!     memory_min: None,
+//!     memory_low: None,
+//!     memory_high: None,
+//!     pressure_some_avg10: 0.0,
+//!     pressure_full_avg10: 0.0,
 //! };
 //! assert_eq!(ranking.eval(&input), Ok(1000.0));
 //!
@@ -371,6 +376,17 @@ pub struct RankingInput<'a> {
     pub memory_swap_current: Option<u64>,
     /// `memory.swap.max` in bytes; `None` when unlimited or unreadable.
     pub memory_swap_max: Option<u64>,
+    /// `memory.min` in bytes; `None` when 0 or unreadable (extensions: read only when the
+    /// ranking names one of `memory_min`, `memory_low`, `memory_high`).
+    pub memory_min: Option<u64>,
+    /// `memory.low` in bytes; `None` when 0 or unreadable.
+    pub memory_low: Option<u64>,
+    /// `memory.high` in bytes; `None` when unlimited or unreadable.
+    pub memory_high: Option<u64>,
+    /// The candidate's own `memory.pressure` `some avg10`, percent (0 unless read).
+    pub pressure_some_avg10: f64,
+    /// Its `full avg10`, percent (0 unless read).
+    pub pressure_full_avg10: f64,
 }
 
 impl TriggerExpr {
@@ -512,6 +528,11 @@ fn ranking_activation<'a>(
             RankingVar::MemoryPeak => opt(input.memory_peak),
             RankingVar::MemorySwapCurrent => opt(input.memory_swap_current),
             RankingVar::MemorySwapMax => opt(input.memory_swap_max),
+            RankingVar::MemoryMin => opt(input.memory_min),
+            RankingVar::MemoryLow => opt(input.memory_low),
+            RankingVar::MemoryHigh => opt(input.memory_high),
+            RankingVar::PressureSomeAvg10 => Value::Double(input.pressure_some_avg10),
+            RankingVar::PressureFullAvg10 => Value::Double(input.pressure_full_avg10),
             RankingVar::Path => Value::String(Arc::from(input.path)),
             RankingVar::Class => Value::Int(input.class.as_i64()),
             RankingVar::PodUid => Value::String(Arc::from(input.pod_uid)),

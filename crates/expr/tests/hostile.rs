@@ -23,6 +23,11 @@ fn input() -> RankingInput<'static> {
         workload_kills: 0,
         memory_swap_current: None,
         memory_swap_max: None,
+        memory_min: None,
+        memory_low: None,
+        memory_high: None,
+        pressure_some_avg10: 0.0,
+        pressure_full_avg10: 0.0,
     }
 }
 

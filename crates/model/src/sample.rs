@@ -120,6 +120,17 @@ pub struct SwapReading {
     pub max: Option<Limit>,
 }
 
+/// A candidate's protection files (each `None` when unreadable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProtectionReading {
+    /// `memory.min`.
+    pub min: Option<u64>,
+    /// `memory.low`.
+    pub low: Option<u64>,
+    /// `memory.high`.
+    pub high: Option<Limit>,
+}
+
 /// Everything the trigger reads in one cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricsSample {
@@ -142,6 +153,12 @@ pub struct MetricsSample {
 pub struct CandidateSample {
     /// Its swap files, read only when the ranking uses them; `None` otherwise.
     pub swap: Option<SwapReading>,
+    /// Its protection files (`memory.min`, `.low`, `.high`), read only when the ranking uses
+    /// them; `None` otherwise.
+    pub protection: Option<ProtectionReading>,
+    /// Its `memory.pressure` avg10 (`some`, `full`), read only when the ranking uses them;
+    /// `None` otherwise (zeros when unreadable).
+    pub pressure: Option<[f64; 2]>,
     /// The cgroup's path on the node, `/sys/fs/cgroup/...` whatever root it was read under
     /// (the ranking's `path`, as Talos gives it).
     pub path: String,

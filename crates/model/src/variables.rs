@@ -166,6 +166,10 @@ pub enum Source {
     CandidateMemoryPeak,
     /// The candidate's `memory.swap.current` and `memory.swap.max`.
     CandidateMemorySwap,
+    /// The candidate's `memory.min`, `memory.low` and `memory.high`.
+    CandidateProtection,
+    /// The candidate's `memory.pressure`.
+    CandidatePressure,
     /// The candidate's cgroup path.
     CandidatePath,
     /// The layout: which class the candidate is in.
@@ -206,6 +210,8 @@ impl Source {
             Source::CandidateMemorySwap => {
                 "the candidate's memory.swap.current and memory.swap.max"
             }
+            Source::CandidateProtection => "the candidate's memory.min, memory.low and memory.high",
+            Source::CandidatePressure => "the candidate's memory.pressure",
             Source::Layout => "the layout: the class the candidate belongs to",
             Source::PodCgroupName => "the candidate's cgroup name, as the kubelet names pods",
             Source::PodIdentity => {
@@ -459,6 +465,17 @@ catalogue! {
             "swap in use (its pages written out: memory_current leaves them out); none when unreadable (no swap accounting)";
         MemorySwapMax "memory_swap_max": OptionalUint, Some(Bytes), CandidateMemorySwap, Oomwarden,
             None, "the swap limit; none when unlimited or unreadable";
+        MemoryMin "memory_min": OptionalUint, Some(Bytes), CandidateProtection, Oomwarden, None,
+            "memory.min: memory the kernel never reclaims from it (Kubernetes MemoryQoS sets it from requests); none when 0 or unreadable";
+        MemoryLow "memory_low": OptionalUint, Some(Bytes), CandidateProtection, Oomwarden, None,
+            "memory.low: memory reclaimed from it only when nothing else is left; none when 0 or unreadable";
+        MemoryHigh "memory_high": OptionalUint, Some(Bytes), CandidateProtection, Oomwarden, None,
+            "memory.high: where the kernel throttles it and reclaims from it first; none when unlimited or unreadable";
+        PressureSomeAvg10 "pressure_some_avg10": Double, Some(Percent), CandidatePressure,
+            Oomwarden, None,
+            "its own memory.pressure, some avg10: stall of its tasks, at its own limit or the node's (0 when unreadable)";
+        PressureFullAvg10 "pressure_full_avg10": Double, Some(Percent), CandidatePressure,
+            Oomwarden, None, "its own memory.pressure, full avg10 (0 when unreadable)";
         Path "path": String, None, CandidatePath, Talos, None,
             "the absolute cgroup directory";
         Class "class": Int, Some(Unit::Class), Layout, Talos, None,
@@ -623,7 +640,7 @@ mod tests {
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
         assert_eq!(TriggerVar::all().count(), 55);
-        assert_eq!(RankingVar::all().count(), 15);
+        assert_eq!(RankingVar::all().count(), 20);
     }
 
     #[test]

@@ -184,6 +184,8 @@ mod tests {
     fn candidate(dir: &str, class: QosClass, current: u64, populated: bool) -> CandidateSample {
         CandidateSample {
             swap: None,
+            protection: None,
+            pressure: None,
             path: format!("/sys/fs/cgroup/{dir}"),
             dir: dir.to_owned(),
             class,

@@ -154,6 +154,12 @@ pub fn rank_with(
             }),
             memory_swap_current: c.swap.and_then(|s| s.current),
             memory_swap_max: c.swap.and_then(|s| s.max).and_then(Limit::bytes),
+            // 0 is no protection: none, as an unlimited maximum is.
+            memory_min: c.protection.and_then(|p| p.min).filter(|v| *v > 0),
+            memory_low: c.protection.and_then(|p| p.low).filter(|v| *v > 0),
+            memory_high: c.protection.and_then(|p| p.high).and_then(Limit::bytes),
+            pressure_some_avg10: c.pressure.map_or(0.0, |p| p[0]),
+            pressure_full_avg10: c.pressure.map_or(0.0, |p| p[1]),
         };
         match expr.eval(&input) {
             Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),
@@ -268,6 +274,8 @@ mod order_tests {
     fn candidate(i: usize, class: QosClass, current: u64) -> CandidateSample {
         CandidateSample {
             swap: None,
+            protection: None,
+            pressure: None,
             path: format!("/sys/fs/cgroup/c{i}"),
             dir: format!("c{i}"),
             class,
@@ -281,6 +289,25 @@ mod order_tests {
             cgroup_id: None,
             oom_score_adj: None,
         }
+    }
+
+    /// Issue 35: the candidate's protection and its own pressure reach the ranking; a
+    /// protection of 0 is none (as an unlimited maximum is).
+    #[test]
+    fn protection_and_pressure_reach_the_ranking() {
+        let mut c = candidate(0, QosClass::Burstable, 1000);
+        c.protection = Some(oomwarden_model::ProtectionReading {
+            min: Some(0),
+            low: Some(100),
+            high: Some(Limit::Bytes(200)),
+        });
+        c.pressure = Some([3.0, 1.0]);
+        let expr = RankingExpr::compile(
+            "double(memory_low.orValue(0u)) + double(memory_high.orValue(0u)) + pressure_some_avg10 + pressure_full_avg10 + (memory_min.hasValue() ? 1000.0 : 0.0)",
+        )
+        .unwrap();
+        let r = rank(&expr, &[c]);
+        assert_eq!(r.eligible.first().map(|s| s.score), Some(304.0));
     }
 
     proptest! {

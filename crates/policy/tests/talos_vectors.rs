@@ -258,6 +258,8 @@ fn candidate(
 ) -> CandidateSample {
     CandidateSample {
         swap: None,
+        protection: None,
+        pressure: None,
         path: path.to_owned(),
         dir: path.trim_start_matches('/').to_owned(),
         class,
@@ -289,6 +291,11 @@ fn t4_score() {
         workload_kills: 0,
         memory_swap_current: None,
         memory_swap_max: None,
+        memory_min: None,
+        memory_low: None,
+        memory_high: None,
+        pressure_some_avg10: 0.0,
+        pressure_full_avg10: 0.0,
     };
     assert_eq!(r.eval(&input), Ok(21.0));
 }

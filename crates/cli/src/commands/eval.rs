@@ -74,6 +74,21 @@ pub(crate) struct Args {
     /// Ranking: `memory.swap.max`, bytes or a quantity; omit or `max` for no limit.
     #[arg(long, value_name = "SIZE|max", value_parser = parse_limit)]
     memory_swap_max: Option<Limit>,
+    /// Ranking: `memory.min`, bytes or a quantity; omit or 0 for none.
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_bytes)]
+    memory_min: Option<u64>,
+    /// Ranking: `memory.low`, bytes or a quantity; omit or 0 for none.
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_bytes)]
+    memory_low: Option<u64>,
+    /// Ranking: `memory.high`, bytes or a quantity; omit or `max` for no limit.
+    #[arg(long, value_name = "SIZE|max", value_parser = parse_limit)]
+    memory_high: Option<Limit>,
+    /// Ranking: the candidate's own `memory.pressure` some avg10 (`pressure_some_avg10`).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pressure_some_avg10: f64,
+    /// Ranking: its full avg10 (`pressure_full_avg10`).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pressure_full_avg10: f64,
     /// Ranking: the cgroup path.
     #[arg(
         long,
@@ -208,6 +223,11 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
                 workload_kills: args.workload_kills,
                 memory_swap_current: args.memory_swap_current,
                 memory_swap_max: args.memory_swap_max.and_then(|l| l.0),
+                memory_min: args.memory_min.filter(|v| *v > 0),
+                memory_low: args.memory_low.filter(|v| *v > 0),
+                memory_high: args.memory_high.and_then(|l| l.0),
+                pressure_some_avg10: args.pressure_some_avg10,
+                pressure_full_avg10: args.pressure_full_avg10,
             };
             evaluate_ranking(&expression, &input, args.any)
         }

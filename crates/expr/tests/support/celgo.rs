@@ -267,6 +267,11 @@ pub fn ours(expr: &str, activation: &Activation) -> Json {
                     workload_kills: 0,
                     memory_swap_current: None,
                     memory_swap_max: None,
+                    memory_min: None,
+                    memory_low: None,
+                    memory_high: None,
+                    pressure_some_avg10: 0.0,
+                    pressure_full_avg10: 0.0,
                 };
                 match r.eval(&input) {
                     Ok(d) => out.insert("value".into(), oracle_number(d)),

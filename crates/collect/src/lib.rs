@@ -15,9 +15,9 @@ use std::fmt;
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::variables::Source;
 use oomwarden_model::{
-    BuiltinLayout, CandidateSample, CandidateSource, Layout, MemoryReading, MetricSource,
-    MetricsSample, NodeMemory, NodeSwap, ProtectionReading, PsiKind, PsiReading, PsiSpan, QosClass,
-    StatCounters, SubtreeSample, SwapReading, VmCounters, glob_match,
+    BuiltinLayout, CandidateSample, CandidateSource, EventCounters, Layout, MemoryReading,
+    MetricSource, MetricsSample, NodeMemory, NodeSwap, ProtectionReading, PsiKind, PsiReading,
+    PsiSpan, QosClass, StatCounters, SubtreeSample, SwapReading, VmCounters, glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -202,6 +202,8 @@ pub struct Reads {
     pub candidate_swap: bool,
     /// Each candidate's `memory.min`, `memory.low`, `memory.high`.
     pub candidate_protection: bool,
+    /// Each metrics subtree's `memory.events` (`d_qos_memory_events_*`).
+    pub class_events: bool,
     /// Each candidate's `memory.pressure`.
     pub candidate_pressure: bool,
 }
@@ -216,6 +218,7 @@ impl Reads {
         candidate_swap: true,
         candidate_protection: true,
         candidate_pressure: true,
+        class_events: true,
     };
 
     /// What the variables read from these sources need beyond Talos's files.
@@ -231,6 +234,7 @@ impl Reads {
                 candidate_protection: reads.candidate_protection
                     || source == Source::CandidateProtection,
                 candidate_pressure: reads.candidate_pressure || source == Source::CandidatePressure,
+                class_events: reads.class_events || source == Source::ClassMemoryEvents,
             })
     }
 }
@@ -366,6 +370,29 @@ impl Collector {
         Some(c)
     }
 
+    /// A subtree's `memory.events` counters; a vanished cgroup is no problem.
+    fn events(&self, dir: &str, problems: &mut Vec<Problem>) -> Option<EventCounters> {
+        match self.cgroups.memory_events(dir) {
+            Ok(pairs) => {
+                let mut c = EventCounters::default();
+                for (key, value) in pairs {
+                    match key.as_str() {
+                        "high" => c.high = value,
+                        "max" => c.max = value,
+                        "oom" => c.oom = value,
+                        _ => {}
+                    }
+                }
+                Some(c)
+            }
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                problems.push(Problem::Read(e));
+                None
+            }
+        }
+    }
+
     /// A subtree's `memory.stat` counters; a vanished cgroup is no problem.
     fn stat(&self, dir: &str, problems: &mut Vec<Problem>) -> Option<StatCounters> {
         match self.cgroups.memory_stat(dir) {
@@ -490,6 +517,9 @@ impl Collector {
             // Without swap accounting there is no file: 0, no problem.
             swap_current: (self.reads.class_swap && class.is_some())
                 .then(|| self.cgroups.memory_swap_current(dir).ok())
+                .flatten(),
+            events: (self.reads.class_events && class.is_some())
+                .then(|| self.events(dir, problems))
                 .flatten(),
         }
     }

@@ -330,7 +330,8 @@ fn the_extra_reads_follow_the_catalogue() {
             Source::ClassMemorySwap,
             Source::CandidateMemorySwap,
             Source::CandidateProtection,
-            Source::CandidatePressure
+            Source::CandidatePressure,
+            Source::ClassMemoryEvents
         ]),
         Reads::ALL
     );
@@ -499,5 +500,50 @@ fn candidates_protection_and_pressure_are_read_when_asked() {
             }),
             Some([12.5, 7.25])
         )
+    );
+}
+
+/// Issue 35: each metrics subtree's `memory.events`, read only when the trigger names a
+/// `d_qos_memory_events_*` rate.
+#[test]
+fn class_memory_events_are_read_when_asked() {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    write(
+        cg.path(),
+        "system/memory.events",
+        "low 0\nhigh 12\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n",
+    );
+    write(
+        proc.path(),
+        "meminfo",
+        "MemTotal:        2000000 kB\nMemAvailable:     500000 kB\n",
+    );
+    let mut c = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let system = |c: &Collector| {
+        let (s, problems) = c.metrics(0);
+        assert!(problems.is_empty(), "{problems:?}");
+        s.subtrees
+            .into_iter()
+            .find(|t| t.dir == "system")
+            .and_then(|t| t.events)
+    };
+    assert_eq!(system(&c), None, "not read unless asked");
+    c.set_reads(Reads {
+        class_events: true,
+        ..Reads::default()
+    });
+    assert_eq!(
+        system(&c),
+        Some(oomwarden_model::EventCounters {
+            high: 12,
+            max: 3,
+            oom: 1
+        })
     );
 }

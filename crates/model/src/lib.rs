@@ -41,8 +41,8 @@ pub use record::{
     listed_pids,
 };
 pub use sample::{
-    CandidateSample, MemoryReading, MetricsSample, NodeMemory, NodeSwap, ProtectionReading,
-    PsiReading, StatCounters, SubtreeSample, SwapReading, VmCounters,
+    CandidateSample, EventCounters, MemoryReading, MetricsSample, NodeMemory, NodeSwap,
+    ProtectionReading, PsiReading, StatCounters, SubtreeSample, SwapReading, VmCounters,
 };
 pub use variables::{PerClass, RankingVar, Scalar, TriggerVar};
 pub use workload::{WORKLOAD_KILLS_WINDOW, Workload, WorkloadKills, WorkloadKind};

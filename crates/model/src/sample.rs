@@ -60,6 +60,20 @@ pub struct SubtreeSample {
     /// Its `memory.swap.current`, read only when the trigger uses it; `None` otherwise or
     /// when unreadable (no swap accounting).
     pub swap_current: Option<u64>,
+    /// Its `memory.events` counters, read only when the trigger uses them; `None` otherwise
+    /// or when unreadable.
+    pub events: Option<EventCounters>,
+}
+
+/// A cgroup's `memory.events` counters (hierarchical: its descendants' included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventCounters {
+    /// `high`: throttled at `memory.high`.
+    pub high: u64,
+    /// `max`: at `memory.max`, about to reclaim or OOM.
+    pub max: u64,
+    /// `oom`: ran out of memory at its limit.
+    pub oom: u64,
 }
 
 /// A cgroup's `memory.stat` counters the class rates are made of (pages since the cgroup was

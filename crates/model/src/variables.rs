@@ -112,6 +112,9 @@ pub enum Unit {
     /// `oom_score_adj` units (−1000 … 1000).
     #[serde(rename = "oom_score_adj")]
     OomScoreAdj,
+    /// Events per second (a `memory.events` counter's rate).
+    #[serde(rename = "events/s")]
+    EventsPerSecond,
 }
 
 impl Unit {
@@ -128,6 +131,7 @@ impl Unit {
             Unit::Nanoseconds => "nanoseconds",
             Unit::Class => "class",
             Unit::OomScoreAdj => "oom_score_adj",
+            Unit::EventsPerSecond => "events/s",
         }
     }
 }
@@ -153,6 +157,8 @@ pub enum Source {
     Vmstat,
     /// Each class's metrics cgroups' `memory.swap.current`, summed.
     ClassMemorySwap,
+    /// Each class's metrics cgroups' `memory.events`, summed.
+    ClassMemoryEvents,
     /// `/proc/meminfo` read whole: its swap and zswap lines (the other node variables read
     /// only its first lines).
     MeminfoSwap,
@@ -202,6 +208,7 @@ impl Source {
             Source::ClassMemorySwap => {
                 "memory.swap.current of each class's metrics cgroups, summed"
             }
+            Source::ClassMemoryEvents => "memory.events of each class's metrics cgroups, summed",
             Source::LastTrigger => "the daemon's state: when the trigger last held",
             Source::CandidateMemoryMax => "the candidate's memory.max",
             Source::CandidateMemoryCurrent => "the candidate's memory.current",
@@ -322,8 +329,8 @@ macro_rules! catalogue {
 }
 
 use Unit::{
-    Bytes, BytesPerSecond, Microseconds, MicrosecondsPerSecond, PagesPerSecond, Percent,
-    PercentPerSecond,
+    Bytes, BytesPerSecond, EventsPerSecond, Microseconds, MicrosecondsPerSecond, PagesPerSecond,
+    Percent, PercentPerSecond,
 };
 
 catalogue! {
@@ -446,6 +453,15 @@ catalogue! {
             "file pages read back soon after reclaim took them, per class";
         QosMemorySwapCurrent "qos_memory_swap_current", Some(Bytes), ClassMemorySwap, Oomwarden,
             None, "swap in use, per class (0 without swap accounting)";
+        DQosMemoryEventsHigh "d_qos_memory_events_high", Some(EventsPerSecond), ClassMemoryEvents,
+            Oomwarden, Some("memory.events high"),
+            "times per second a class's cgroups were throttled at their own memory.high: stall they inflict on themselves";
+        DQosMemoryEventsMax "d_qos_memory_events_max", Some(EventsPerSecond), ClassMemoryEvents,
+            Oomwarden, Some("memory.events max"),
+            "times per second a class's cgroups hit their own memory.max and reclaimed (or failed to): stall against their own limit";
+        DQosMemoryEventsOom "d_qos_memory_events_oom", Some(EventsPerSecond), ClassMemoryEvents,
+            Oomwarden, Some("memory.events oom"),
+            "times per second a class's cgroups ran out of memory against their own limit";
         DQosPgscan "d_qos_pgscan", Some(PagesPerSecond), ClassMemoryStat, Oomwarden,
             Some("pgscan"), "pages scanned for reclaim, per class";
     }
@@ -639,7 +655,7 @@ mod tests {
         let names: Vec<&str> = catalogue().map(|d| d.name).collect();
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
-        assert_eq!(TriggerVar::all().count(), 55);
+        assert_eq!(TriggerVar::all().count(), 58);
         assert_eq!(RankingVar::all().count(), 20);
     }
 
@@ -664,6 +680,7 @@ mod tests {
                         | Unit::MicrosecondsPerSecond
                         | Unit::BytesPerSecond
                         | Unit::PagesPerSecond
+                        | Unit::EventsPerSecond
                 )
             );
             let rate_name = d.name.starts_with("d_") || d.name.ends_with("_trend");

@@ -23,6 +23,12 @@ enum Measure {
     WorkingsetRefaultFile,
     /// `memory.stat`'s `pgscan`.
     Pgscan,
+    /// `memory.events`' `high`.
+    EventsHigh,
+    /// `memory.events`' `max`.
+    EventsMax,
+    /// `memory.events`' `oom`.
+    EventsOom,
 }
 
 impl Measure {
@@ -30,7 +36,12 @@ impl Measure {
     fn counter(self) -> bool {
         matches!(
             self,
-            Measure::Psi(_, PsiSpan::Total) | Measure::WorkingsetRefaultFile | Measure::Pgscan
+            Measure::Psi(_, PsiSpan::Total)
+                | Measure::WorkingsetRefaultFile
+                | Measure::Pgscan
+                | Measure::EventsHigh
+                | Measure::EventsMax
+                | Measure::EventsOom
         )
     }
 }
@@ -236,6 +247,29 @@ fn add_subtree(subtree: &SubtreeSample, entry: &mut Previous, now: u64, ctx: &mu
         let d = rate_of(measure, value);
         ctx.add(variable, class, value);
         ctx.add(rate_variable, class, d);
+    }
+    #[allow(clippy::cast_precision_loss)] // event counts far below 2^53
+    if let Some(events) = subtree.events {
+        let counters = [
+            (
+                Measure::EventsHigh,
+                events.high as f64,
+                PerClass::DQosMemoryEventsHigh,
+            ),
+            (
+                Measure::EventsMax,
+                events.max as f64,
+                PerClass::DQosMemoryEventsMax,
+            ),
+            (
+                Measure::EventsOom,
+                events.oom as f64,
+                PerClass::DQosMemoryEventsOom,
+            ),
+        ];
+        for (measure, value, rate_variable) in counters {
+            ctx.add(rate_variable, class, rate_of(measure, value));
+        }
     }
     #[allow(clippy::cast_precision_loss)] // bytes: exact below 8 PiB
     if let Some(swap) = subtree.swap_current {

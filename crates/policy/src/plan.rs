@@ -167,6 +167,7 @@ mod tests {
             cgroup_id: None,
             stat: None,
             swap_current: None,
+            events: None,
         };
         MetricsSample {
             at_ns,

@@ -25,6 +25,7 @@ fn sample(
         cgroup_id: Some(7),
         stat,
         swap_current: None,
+        events: None,
     };
     MetricsSample {
         at_ns,
@@ -165,4 +166,27 @@ fn swap_values_and_swap_rates() {
             .get(QosClass::System),
         6.0 * 1_048_576.0
     );
+}
+
+/// Issue 35: `d_qos_memory_events_*` are each class's `memory.events` counters per second of
+/// measured time (the class's subtrees summed), so a trigger can tell stall a cgroup inflicts
+/// on itself against its own limit.
+#[test]
+fn memory_events_rates_per_class() {
+    let mut state = State::new();
+    let at = |at_ns, high, max, oom| {
+        let mut s = sample(at_ns, 1 << 29, None, None);
+        for t in s.subtrees.iter_mut().filter(|t| t.class.is_some()) {
+            t.events = Some(oomwarden_model::EventCounters { high, max, oom });
+        }
+        s
+    };
+    build_context(&at(1_000_000_000, 10, 2, 0), &mut state).unwrap();
+    let ctx = build_context(&at(3_000_000_000, 50, 6, 1), &mut state).unwrap();
+    let system = |v| ctx.class_map(v).get(QosClass::System);
+    use oomwarden_model::PerClass;
+    // Two System subtrees, each +40 high in 2 s: 20/s each.
+    assert_eq!(system(PerClass::DQosMemoryEventsHigh), 40.0);
+    assert_eq!(system(PerClass::DQosMemoryEventsMax), 4.0);
+    assert_eq!(system(PerClass::DQosMemoryEventsOom), 1.0);
 }

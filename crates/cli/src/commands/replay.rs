@@ -324,6 +324,9 @@ fn with_unit(unit: Option<Unit>, v: f64) -> String {
         Some(Unit::PagesPerSecond) => {
             format!("{} pages/s", crate::human::number(round_to(v, 0)))
         }
+        Some(Unit::EventsPerSecond) => {
+            format!("{} events/s", crate::human::number(round_to(v, 2)))
+        }
         Some(Unit::Nanoseconds | Unit::Class | Unit::OomScoreAdj) | None => crate::human::number(v),
     }
 }

@@ -816,7 +816,7 @@ impl Engine {
 
     /// The record of oomwarden's that asked the kernel's OOM killer to end `memcg` (a cgroup
     /// as the kernel log names it, or a path relative to the hierarchy), or one above it, in
-    /// the last [`ORDERED_FOR_NS`] before `now_ns`.
+    /// the two minutes before `now_ns`.
     pub fn ordered_by(&self, memcg: &str, now_ns: u64) -> Option<u64> {
         let memcg = memcg.trim_matches('/');
         self.ordered

@@ -1800,3 +1800,66 @@ fn the_documented_variables_are_the_catalogue() {
         std::fs::write(&path, doc).unwrap();
     }
 }
+
+/// Issue 35: `top` shows each cgroup's swap and swap limit (`SWAP`, `SWAPMAX`; JSON
+/// `swapBytes`, `swapMaxBytes`): a pod whose memory went to swap shows it there.
+#[test]
+fn top_shows_swap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cg, proc) = (dir.path().join("cg"), dir.path().join("proc"));
+    let pod = cg.join("kubepods/besteffort/pod6b86b273-ff34-4fce-96e3-6b3e0e2d5a2f");
+    std::fs::create_dir_all(&pod).unwrap();
+    std::fs::create_dir_all(&proc).unwrap();
+    for (file, text) in [
+        ("memory.current", "104857600\n"),
+        ("memory.swap.current", "314572800\n"),
+        ("memory.swap.max", "536870912\n"),
+        ("memory.max", "max\n"),
+        ("cgroup.events", "populated 1\nfrozen 0\n"),
+    ] {
+        std::fs::write(pod.join(file), text).unwrap();
+    }
+    std::fs::write(
+        proc.join("meminfo"),
+        "MemTotal:        2000000 kB\nMemFree:          100000 kB\nMemAvailable:     500000 kB\n",
+    )
+    .unwrap();
+    // What the host checks look for: cgroup v2 with the memory controller, and PSI; a Talos
+    // layout (podruntime/ beside system/).
+    std::fs::write(cg.join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
+    for d in ["podruntime", "system"] {
+        std::fs::create_dir_all(cg.join(d)).unwrap();
+    }
+    std::fs::write(
+        cg.join("memory.pressure"),
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(proc.join("pressure")).unwrap();
+    std::fs::write(
+        proc.join("pressure/memory"),
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(
+        &[
+            "top",
+            "--cgroup-root",
+            cg.to_str().unwrap(),
+            "--proc-root",
+            proc.to_str().unwrap(),
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let row = v["cgroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "candidate")
+        .unwrap();
+    assert_eq!(row["swapBytes"], 314_572_800);
+    assert_eq!(row["swapMaxBytes"], 536_870_912);
+}

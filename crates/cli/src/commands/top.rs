@@ -141,6 +141,10 @@ struct Row {
     active_file_bytes: Option<u64>,
     inactive_file_bytes: Option<u64>,
     memory_max_bytes: Option<u64>,
+    /// `memory.swap.current` (with swap accounting; none at the root).
+    swap_bytes: Option<u64>,
+    /// `memory.swap.max` when it is a limit.
+    swap_max_bytes: Option<u64>,
     memory_high_bytes: Option<u64>,
     memory_low_bytes: Option<u64>,
     memory_min_bytes: Option<u64>,
@@ -209,6 +213,8 @@ fn read_row(cgroups: &CgroupFs, dir: &str, kind: RowKind, class: Option<&'static
         _ => None,
     };
     row.memory_max_bytes = limit("memory.max");
+    row.swap_bytes = cgroups.memory_swap_current(dir).ok();
+    row.swap_max_bytes = limit("memory.swap.max");
     row.memory_high_bytes = limit("memory.high");
     row.memory_low_bytes = limit("memory.low");
     row.memory_min_bytes = limit("memory.min");
@@ -439,7 +445,7 @@ fn print_cgroups(
     writeln!(out, "  {}", super::tree_note(cgroup_root))?;
     writeln!(
         out,
-        "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>4} {:<5} CGROUP",
+        "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>6} {:>6} {:>4} {:<5} CGROUP",
         "KIND",
         "CLASS",
         "USAGE",
@@ -451,6 +457,8 @@ fn print_cgroups(
         "ACTIVEF",
         "INACTF",
         "MAX",
+        "SWAP",
+        "SWAPMAX",
         "SOME10",
         "FULL10",
         "OOMK",
@@ -460,7 +468,7 @@ fn print_cgroups(
     for r in rows {
         writeln!(
             out,
-            "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6} {:>4} {:<5} {}",
+            "  {:<10} {:<11} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>6} {:>6} {:>4} {:<5} {}",
             r.kind.name(),
             r.class.unwrap_or("-"),
             mib(r.usage_bytes),
@@ -472,6 +480,8 @@ fn print_cgroups(
             mib(r.active_file_bytes),
             mib(r.inactive_file_bytes),
             mib(r.memory_max_bytes),
+            mib(r.swap_bytes),
+            mib(r.swap_max_bytes),
             pct(r.psi_some_avg10),
             pct(r.psi_full_avg10),
             r.oom_kills

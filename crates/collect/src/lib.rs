@@ -239,6 +239,29 @@ impl Reads {
     }
 }
 
+/// The counters of a `key value` file (`memory.stat`, `memory.events`) that `set` takes; a
+/// vanished cgroup is no problem, another error is one.
+fn counters<T: Default>(
+    read: Result<Vec<(String, u64)>, ReadError>,
+    problems: &mut Vec<Problem>,
+    set: impl Fn(&mut T, &str, u64),
+) -> Option<T> {
+    match read {
+        Ok(pairs) => {
+            let mut c = T::default();
+            for (key, value) in pairs {
+                set(&mut c, &key, value);
+            }
+            Some(c)
+        }
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            problems.push(Problem::Read(e));
+            None
+        }
+    }
+}
+
 impl Collector {
     /// A collector over `cgroups` and `proc`. `self_cgroup` is oomwarden's own cgroup
     /// (relative), never a candidate nor inside one.
@@ -372,47 +395,29 @@ impl Collector {
 
     /// A subtree's `memory.events` counters; a vanished cgroup is no problem.
     fn events(&self, dir: &str, problems: &mut Vec<Problem>) -> Option<EventCounters> {
-        match self.cgroups.memory_events(dir) {
-            Ok(pairs) => {
-                let mut c = EventCounters::default();
-                for (key, value) in pairs {
-                    match key.as_str() {
-                        "high" => c.high = value,
-                        "max" => c.max = value,
-                        "oom" => c.oom = value,
-                        _ => {}
-                    }
-                }
-                Some(c)
-            }
-            Err(e) if e.is_not_found() => None,
-            Err(e) => {
-                problems.push(Problem::Read(e));
-                None
-            }
-        }
+        counters(
+            self.cgroups.memory_events(dir),
+            problems,
+            |c: &mut EventCounters, key, value| match key {
+                "high" => c.high = value,
+                "max" => c.max = value,
+                "oom" => c.oom = value,
+                _ => {}
+            },
+        )
     }
 
     /// A subtree's `memory.stat` counters; a vanished cgroup is no problem.
     fn stat(&self, dir: &str, problems: &mut Vec<Problem>) -> Option<StatCounters> {
-        match self.cgroups.memory_stat(dir) {
-            Ok(pairs) => {
-                let mut c = StatCounters::default();
-                for (key, value) in pairs {
-                    match key.as_str() {
-                        "workingset_refault_file" => c.workingset_refault_file = value,
-                        "pgscan" => c.pgscan = value,
-                        _ => {}
-                    }
-                }
-                Some(c)
-            }
-            Err(e) if e.is_not_found() => None,
-            Err(e) => {
-                problems.push(Problem::Read(e));
-                None
-            }
-        }
+        counters(
+            self.cgroups.memory_stat(dir),
+            problems,
+            |c: &mut StatCounters, key, value| match key {
+                "workingset_refault_file" => c.workingset_refault_file = value,
+                "pgscan" => c.pgscan = value,
+                _ => {}
+            },
+        )
     }
 
     /// `/proc/meminfo` read whole, once: `MemTotal` and `MemAvailable` (`None`, with a problem,

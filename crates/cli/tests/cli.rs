@@ -1296,6 +1296,12 @@ fn a_recording_names_the_pods() {
 /// kernel's OOM kills of the same pod before and after.
 #[test]
 fn explain_says_why() {
+    // Issue 35: what the victim's memory was (a synthetic record with the breakdown).
+    golden(
+        "explain-breakdown",
+        &["explain", "0", "--state-dir", "testdata/explain/breakdown"],
+        None,
+    );
     golden(
         "explain-window",
         &["explain", "0", "--state-dir", "testdata/explain/vm-s12"],

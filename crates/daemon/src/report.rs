@@ -5,8 +5,8 @@ use oomwarden_actuate::{ActOutcome, ActReport, HookEvent, Part, millis};
 use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_model::{
     ActionRecord, CandidateSample, Identities, IdentitySource, KillMethod, KillScope,
-    MAX_CONTAINERS_LISTED, MAX_RUNNERS_UP, Outcome, QosClass, RecordKind, RunnerUp, TriggerContext,
-    Wakeup, Workload, listed_pids,
+    MAX_CONTAINERS_LISTED, MAX_RUNNERS_UP, MemoryBreakdown, Outcome, QosClass, RecordKind,
+    RunnerUp, TriggerContext, Wakeup, Workload, listed_pids,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -46,6 +46,8 @@ pub(crate) struct Target {
     pub(crate) parts: Vec<Part>,
     pub(crate) score: f64,
     pub(crate) memory_current: Option<u64>,
+    /// Its memory by kind, read now.
+    pub(crate) memory_breakdown: Option<MemoryBreakdown>,
 }
 
 impl Target {
@@ -131,6 +133,7 @@ impl Target {
             parts,
             score,
             memory_current: c.memory.current,
+            memory_breakdown: breakdown(cgroups, &c.dir),
         }
     }
 
@@ -142,6 +145,27 @@ impl Target {
             self.pod_name.as_ref()?
         ))
     }
+}
+
+/// A cgroup's memory by kind (`memory.stat`, `memory.swap.current`); `None` when neither
+/// could be read (gone already).
+fn breakdown(cgroups: &CgroupFs, dir: &str) -> Option<MemoryBreakdown> {
+    let stat = cgroups.memory_stat(dir).ok();
+    let swap = cgroups.memory_swap_current(dir).ok();
+    if stat.is_none() && swap.is_none() {
+        return None;
+    }
+    let get = |key: &str| {
+        stat.as_ref()
+            .and_then(|s| s.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
+    };
+    Some(MemoryBreakdown {
+        anon_bytes: get("anon"),
+        file_bytes: get("file"),
+        shmem_bytes: get("shmem"),
+        kernel_bytes: get("kernel"),
+        swap_bytes: swap,
+    })
 }
 
 /// A cgroup's working set as the kubelet counts it (`memory.current` less `inactive_file`);
@@ -346,6 +370,7 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         processes,
         processes_omitted,
         memory_current_bytes: target.and_then(|t| t.memory_current),
+        memory_breakdown: target.and_then(|t| t.memory_breakdown),
         kill_duration_ms: duration.map(millis),
         error,
         trigger_context: cycle
@@ -446,6 +471,7 @@ mod tests {
             parts: Vec::new(),
             score: 2.5,
             memory_current: Some(1 << 20),
+            memory_breakdown: None,
         }
     }
 

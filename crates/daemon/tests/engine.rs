@@ -2236,3 +2236,39 @@ fn a_ranking_by_swap_reads_the_candidates_swap() {
     );
     assert_eq!(r.score, 10_222_593_024.0);
 }
+
+/// Issue 35: the record says what the victim's memory was: its `memory.stat` parts and its
+/// swap, read when it was chosen (`explain` shows them).
+#[test]
+fn a_kills_record_breaks_the_victims_memory_down() {
+    let (cg, proc) = node();
+    let live = "kubepods/besteffort/pod-live";
+    write(
+        cg.path(),
+        &format!("{live}/memory.stat"),
+        "anon 104857600\nfile 52428800\nkernel 1048576\nshmem 4096\n",
+    );
+    write(cg.path(), &format!("{live}/memory.swap.current"), "8192\n");
+    let state = tempfile::tempdir().unwrap();
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"true\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let r = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z"));
+    assert_eq!(
+        r.victim.as_deref(),
+        Some("/sys/fs/cgroup/kubepods/besteffort/pod-live")
+    );
+    assert_eq!(
+        r.memory_breakdown,
+        Some(oomwarden_model::MemoryBreakdown {
+            anon_bytes: Some(104_857_600),
+            file_bytes: Some(52_428_800),
+            shmem_bytes: Some(4096),
+            kernel_bytes: Some(1_048_576),
+            swap_bytes: Some(8192),
+        })
+    );
+}

@@ -37,8 +37,8 @@ pub use layout::{
 pub use limit::Limit;
 pub use record::{
     ActionRecord, DetectedBy, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
-    MAX_RECORD_CMDLINE_BYTES, MAX_RUNNERS_UP, OomConstraint, Outcome, RecordKind, RunnerUp, Wakeup,
-    listed_pids,
+    MAX_RECORD_CMDLINE_BYTES, MAX_RUNNERS_UP, MemoryBreakdown, OomConstraint, Outcome, RecordKind,
+    RunnerUp, Wakeup, listed_pids,
 };
 pub use sample::{
     CandidateSample, EventCounters, MemoryReading, MetricsSample, NodeMemory, NodeSwap,

@@ -130,6 +130,27 @@ impl Outcome {
     }
 }
 
+/// A cgroup's memory by kind, bytes (each `None` when its line or file was not there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryBreakdown {
+    /// `memory.stat` `anon`: process memory, which only swap can take away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anon_bytes: Option<u64>,
+    /// `file`: page cache, `shmem` included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_bytes: Option<u64>,
+    /// `shmem`: tmpfs and shared memory, reclaimable only to swap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shmem_bytes: Option<u64>,
+    /// `kernel` (Linux 5.18+): slab, stacks, page tables and the like.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_bytes: Option<u64>,
+    /// `memory.swap.current`: what went out to swap (not in `memory.current`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_bytes: Option<u64>,
+}
+
 /// One action record. Field names are a stable contract (`docs/operations.md`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -245,6 +266,10 @@ pub struct ActionRecord {
     /// The victim's `memory.current` before the kill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_current_bytes: Option<u64>,
+    /// What the victim's memory was when it was chosen: its `memory.stat` parts and its swap
+    /// (absent in older records, and for the kernel's kills).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_breakdown: Option<MemoryBreakdown>,
     /// From writing `cgroup.kill` to the cgroup being empty (or the timeout), milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_duration_ms: Option<f64>,
@@ -421,6 +446,7 @@ impl ActionRecord {
             processes: Vec::new(),
             processes_omitted: 0,
             memory_current_bytes: None,
+            memory_breakdown: None,
             kill_duration_ms: None,
             error: None,
             trigger_context: String::new(),

@@ -614,6 +614,21 @@ fn text_record(r: &ActionRecord, out: &mut impl Write) -> anyhow::Result<()> {
                 format!("{} (memory.current before the kill)", human::bytes(m)),
             )?;
         }
+        if let Some(b) = &r.memory_breakdown {
+            let parts: Vec<String> = [
+                ("anon", b.anon_bytes),
+                ("file", b.file_bytes),
+                ("of it shmem", b.shmem_bytes),
+                ("kernel", b.kernel_bytes),
+                ("swap (beside memory.current)", b.swap_bytes),
+            ]
+            .into_iter()
+            .filter_map(|(what, v)| v.map(|v| format!("{what} {}", human::bytes(v))))
+            .collect();
+            if !parts.is_empty() {
+                field("", parts.join(", "))?;
+            }
+        }
         if let Some(ms) = r.kill_duration_ms {
             field(
                 "verified",

@@ -584,7 +584,7 @@ impl Engine {
     /// The pure plan, with the candidates read (and Talos's "triggered" line written) only
     /// when the trigger fires; the context goes to the metrics.
     fn plan(&mut self, sample: &MetricsSample, identities: &Identities, now_ns: u64) -> Plan {
-        let workload_kills = self.history.workload_kills(now_ns);
+        let workload_kills = self.ranking_workload_kills(now_ns);
         let rules = Rules {
             trigger: &self.settings.oom.trigger,
             ranking: &self.settings.oom.ranking,
@@ -812,6 +812,16 @@ impl Engine {
         // hook).
         self.history.consume(&record, None, &mut self.bounds);
         record
+    }
+
+    /// Each workload's recent kills for the ranking: counted only for a ranking that reads
+    /// `workload_kills` (a quiet cycle then builds nothing).
+    fn ranking_workload_kills(&self, now_ns: u64) -> oomwarden_model::WorkloadKills {
+        if self.settings.oom.ranking.reads("workload_kills") {
+            self.history.workload_kills(now_ns)
+        } else {
+            oomwarden_model::WorkloadKills::default()
+        }
     }
 
     /// The record of oomwarden's that asked the kernel's OOM killer to end `memcg` (a cgroup

@@ -2272,3 +2272,24 @@ fn a_kills_record_breaks_the_victims_memory_down() {
         })
     );
 }
+
+/// Issue 34: the engine hands the history's workload kills to a ranking that reads them.
+#[test]
+fn a_ranking_reads_its_workloads_kills() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    let (dirs, _kube, mut e) = node_with_events_and(&server, false, "  taintAfterKills: 0\n");
+    let mut s = e.settings().clone();
+    s.oom.ranking = oomwarden_expr::RankingExpr::compile("double(workload_kills) + 1.0").unwrap();
+    e.set_settings(s);
+    let uid = "5a5a5a5a-0000-4000-8000-000000000001";
+    let pod = dirs
+        ._cg
+        .path()
+        .join(format!("kubepods/besteffort/pod{uid}"));
+    let first = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+    assert_eq!(first.score, 1.0);
+    fs::write(pod.join("cgroup.events"), "populated 1\nfrozen 0\n").unwrap();
+    fs::write(pod.join("c".repeat(64)).join("cgroup.procs"), "100\n").unwrap();
+    let second = acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
+    assert_eq!(second.score, 2.0, "one kill of its workload before");
+}

@@ -291,7 +291,7 @@ impl Engine {
     ) -> Option<CycleOutcome> {
         let (candidates, problems) = self.collector.candidates();
         self.log_problems(problems, cycle.now_ns);
-        let workload_kills = self.history.workload_kills(cycle.now_ns);
+        let workload_kills = self.ranking_workload_kills(cycle.now_ns);
         let ranking = oomwarden_policy::rank_with(
             &self.settings.oom.ranking,
             &candidates,

@@ -206,6 +206,9 @@ pub struct Reads {
     pub class_events: bool,
     /// Each candidate's `memory.pressure`.
     pub candidate_pressure: bool,
+    /// Each candidate's `memory.current` about once a second between triggered cycles (the
+    /// ranking's `d_memory_current`).
+    pub candidate_growth: bool,
 }
 
 impl Reads {
@@ -219,6 +222,7 @@ impl Reads {
         candidate_protection: true,
         candidate_pressure: true,
         class_events: true,
+        candidate_growth: true,
     };
 
     /// What the variables read from these sources need beyond Talos's files.
@@ -235,6 +239,7 @@ impl Reads {
                     || source == Source::CandidateProtection,
                 candidate_pressure: reads.candidate_pressure || source == Source::CandidatePressure,
                 class_events: reads.class_events || source == Source::ClassMemoryEvents,
+                candidate_growth: reads.candidate_growth || source == Source::CandidateGrowth,
             })
     }
 }
@@ -278,6 +283,11 @@ impl Collector {
             self_cgroup,
             reads: Reads::default(),
         }
+    }
+
+    /// What it reads beyond Talos's files.
+    pub fn reads(&self) -> Reads {
+        self.reads
     }
 
     /// Reads these files too from the next cycle on.
@@ -620,6 +630,27 @@ impl Collector {
         out
     }
 
+    /// Every candidate's `memory.current` (nothing else read): what the ranking's growth,
+    /// `d_memory_current`, needs between triggered cycles. One listing per candidate parent
+    /// and one read per candidate; a candidate that vanished is left out (its growth is 0
+    /// until it is read twice), one that cannot be read is left out and its error returned.
+    pub fn candidate_currents(&self) -> (Vec<(String, u64)>, Vec<Problem>) {
+        let mut problems = Vec::new();
+        let currents = self
+            .candidate_dirs()
+            .into_iter()
+            .filter_map(|dir| match self.cgroups.memory_current(&dir) {
+                Ok(current) => Some((dir, current)),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => {
+                    problems.push(Problem::Read(e));
+                    None
+                }
+            })
+            .collect();
+        (currents, problems)
+    }
+
     /// The kill candidate that `dir` (relative to the cgroup root) is or lies in, with its
     /// class: where a process the kernel killed belonged, in the layout's terms. Nothing is
     /// read but the candidate parents' names, so a cgroup already removed is placed too.
@@ -736,6 +767,7 @@ impl Collector {
                 })
             });
             out.push(CandidateSample {
+                growth: None,
                 swap,
                 protection,
                 pressure,

@@ -331,7 +331,8 @@ fn the_extra_reads_follow_the_catalogue() {
             Source::CandidateMemorySwap,
             Source::CandidateProtection,
             Source::CandidatePressure,
-            Source::ClassMemoryEvents
+            Source::ClassMemoryEvents,
+            Source::CandidateGrowth
         ]),
         Reads::ALL
     );
@@ -545,5 +546,48 @@ fn class_memory_events_are_read_when_asked() {
             max: 3,
             oom: 1
         })
+    );
+}
+
+/// Issue 35: the growth scan reads each candidate's `memory.current` and nothing else; a
+/// candidate without the file (vanished) is left out quietly, one whose file cannot be read is
+/// left out and reported.
+#[test]
+fn candidate_currents_read_memory_current_only() {
+    let cg = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    write(
+        cg.path(),
+        "kubepods/besteffort/poda/memory.current",
+        "1000\n",
+    );
+    write(
+        cg.path(),
+        "kubepods/burstable/podb/memory.current",
+        "2000\n",
+    );
+    std::fs::create_dir_all(cg.path().join("kubepods/burstable/podgone")).unwrap();
+    // A directory where the file should be: EISDIR, a read that failed.
+    std::fs::create_dir_all(cg.path().join("kubepods/burstable/podbad/memory.current")).unwrap();
+    let c = Collector::new(
+        CgroupFs::new(cg.path()),
+        ProcFs::new(proc.path()),
+        Layout::talos(),
+        None,
+    );
+    let (mut currents, problems) = c.candidate_currents();
+    currents.sort();
+    assert_eq!(
+        currents,
+        [
+            ("kubepods/besteffort/poda".to_owned(), 1000),
+            ("kubepods/burstable/podb".to_owned(), 2000)
+        ]
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].to_string().contains("podbad/memory.current"),
+        "{}",
+        problems[0]
     );
 }

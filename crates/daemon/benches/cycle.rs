@@ -20,9 +20,13 @@
 //!   reading the kubelet's pod-log directories every second, its inotify watch on the pod
 //!   cgroups): the cache must stay off the hot path.
 //!
+//! - growth: the daemon's quiet cycle with the default ranking against one with a ranking by
+//!   growth (`d_memory_current`), which reads every candidate's `memory.current` once a second
+//!   between triggers; and that scan alone.
+//!
 //! Batches of each are interleaved and the median batch is reported, so that machine noise
 //! affects all alike. Run: `cargo bench -p oomwarden-daemon --bench cycle`
-//! (`CYCLE_BENCH=identity` for the identity table alone).
+//! (`CYCLE_BENCH=identity` or `CYCLE_BENCH=growth` for that table alone).
 
 // A benchmark binary: setup failures may panic.
 #![allow(
@@ -117,9 +121,14 @@ fn uid(i: usize) -> String {
 
 /// A whole daemon engine on `root` (recording fake actuator, the default configuration).
 fn engine(root: &Path, state: &Path) -> oomwarden_daemon::Engine {
+    engine_with(root, state, "")
+}
+
+/// [`engine`] with `oom` added to the `OOMConfig` document.
+fn engine_with(root: &Path, state: &Path, oom: &str) -> oomwarden_daemon::Engine {
     let settings = oomwarden_config::Settings::from_yaml(
         &format!(
-            "apiVersion: v1alpha1\nkind: OOMConfig\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n",
+            "apiVersion: v1alpha1\nkind: OOMConfig\n{oom}---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nstateDir: {}\n",
             state.display()
         ),
         "bench.yaml",
@@ -213,6 +222,57 @@ fn identity_table(base: &Path) {
             m[1].as_secs_f64() / m[0].as_secs_f64(),
             us(m[2]),
             m[2].as_secs_f64() / m[0].as_secs_f64()
+        );
+    }
+}
+
+/// The growth scan (a ranking that names `d_memory_current`): the daemon's quiet cycle every
+/// 500 ms (the default interval) with the default ranking, and with a ranking by growth, which
+/// reads every candidate's `memory.current` once a second (every other cycle).
+fn growth_table(base: &Path) {
+    println!();
+    println!(
+        "| pods | quiet cycle, default ranking | quiet cycle, ranking by growth (a scan every other cycle) | ratio | the scan alone |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
+    for pods in [10usize, 100, 1000] {
+        let root = tree(base, pods);
+        let states: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+        let mut plain = engine(&root, states[0].path());
+        let mut growth = engine_with(
+            &root,
+            states[1].path(),
+            "cgroupRankingExpression: d_memory_current\n",
+        );
+        let scanner = Collector::new(
+            CgroupFs::new(&root),
+            ProcFs::new(oomwarden_testkit::proc_fixture()),
+            Layout::talos(),
+            None,
+        );
+        let iters = (20_000 / (pods + 20)).max(6) & !1; // even: as many scans in each batch
+        let wall = "2026-12-01T00:00:00.000Z";
+        let cycle = |e: &mut oomwarden_daemon::Engine, t: &mut u64| {
+            *t += 500_000_000;
+            assert!(matches!(
+                e.cycle(*t, wall),
+                oomwarden_daemon::CycleOutcome::Quiet
+            ));
+        };
+        let (mut t0, mut t1) = (0u64, 0u64);
+        let mut a = || cycle(&mut plain, &mut t0);
+        let mut b = || cycle(&mut growth, &mut t1);
+        let mut c = || {
+            black_box(scanner.candidate_currents());
+        };
+        let m = measure(15, iters, &mut [&mut a, &mut b, &mut c]);
+        assert!(growth.growth_remembered() > 0, "the scan ran");
+        println!(
+            "| {pods} | {} | {} | {:.2}x | {} |",
+            us(m[0]),
+            us(m[1]),
+            m[1].as_secs_f64() / m[0].as_secs_f64(),
+            us(m[2])
         );
     }
 }
@@ -338,8 +398,8 @@ fn us(d: Duration) -> String {
     reason = "a benchmark: one block per measured case"
 )]
 fn main() {
-    // `CYCLE_BENCH=identity` runs the identity table alone.
-    let only_identity = std::env::var("CYCLE_BENCH").is_ok_and(|v| v == "identity");
+    // `CYCLE_BENCH=identity` (or `growth`) runs that table alone.
+    let only = std::env::var("CYCLE_BENCH").ok();
     let base_dir = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
     } else {
@@ -353,9 +413,10 @@ fn main() {
         "oomwarden cycle benchmark (tmpfs at {}; median of interleaved batches; µs per cycle)",
         base.path().display()
     );
-    if only_identity {
-        identity_table(base.path());
-        return;
+    match only.as_deref() {
+        Some("identity") => return identity_table(base.path()),
+        Some("growth") => return growth_table(base.path()),
+        _ => {}
     }
     println!();
     println!(
@@ -479,4 +540,5 @@ fn main() {
         );
     }
     identity_table(base.path());
+    growth_table(base.path());
 }

@@ -413,6 +413,11 @@ impl Engine {
         self.settings = settings;
     }
 
+    /// How many candidates' growth readings are kept (the ranking's `d_memory_current`).
+    pub fn growth_remembered(&self) -> usize {
+        self.state.growth().remembered()
+    }
+
     /// The cgroup hierarchy read.
     pub fn cgroups(&self) -> &oomwarden_cgroupfs::CgroupFs {
         self.collector.cgroups()
@@ -490,6 +495,9 @@ impl Engine {
             self.look_for_new_pods(&identities, now_ns);
         }
         let plan = self.plan(&sample, &identities, now_ns);
+        if plan.fired() != Some(true) {
+            self.read_growth(now_ns);
+        }
         match &plan.decision {
             Decision::Quiet => {
                 if self.recorder.is_some() {
@@ -609,6 +617,20 @@ impl Engine {
             self.metrics.evaluated(plan.fired());
         }
         plan
+    }
+
+    /// Between triggered cycles, once a second, every candidate's `memory.current` when the
+    /// ranking names `d_memory_current` (a triggered cycle reads them with the candidates).
+    fn read_growth(&mut self, now_ns: u64) {
+        if !self.collector.reads().candidate_growth || !self.state.growth().due(now_ns) {
+            return;
+        }
+        let (currents, problems) = self.collector.candidate_currents();
+        self.log_problems(problems, now_ns);
+        self.state.growth_mut().observe(
+            now_ns,
+            currents.iter().map(|(dir, bytes)| (dir.as_str(), *bytes)),
+        );
     }
 
     /// Asks the identity cache to refresh soon when a candidate's pod is unknown to it (a pod

@@ -48,6 +48,8 @@ pub(crate) struct Target {
     pub(crate) memory_current: Option<u64>,
     /// Its memory by kind, read now.
     pub(crate) memory_breakdown: Option<MemoryBreakdown>,
+    /// Its growth as ranked, bytes per second.
+    pub(crate) growth: Option<f64>,
 }
 
 impl Target {
@@ -134,6 +136,7 @@ impl Target {
             score,
             memory_current: c.memory.current,
             memory_breakdown: breakdown(cgroups, &c.dir),
+            growth: c.growth,
         }
     }
 
@@ -371,6 +374,7 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         processes_omitted,
         memory_current_bytes: target.and_then(|t| t.memory_current),
         memory_breakdown: target.and_then(|t| t.memory_breakdown),
+        growth_bytes_per_second: target.and_then(|t| t.growth),
         kill_duration_ms: duration.map(millis),
         error,
         trigger_context: cycle
@@ -472,6 +476,7 @@ mod tests {
             score: 2.5,
             memory_current: Some(1 << 20),
             memory_breakdown: None,
+            growth: None,
         }
     }
 

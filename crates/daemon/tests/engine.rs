@@ -2293,3 +2293,93 @@ fn a_ranking_reads_its_workloads_kills() {
     let second = acted(e.cycle(6_000_000_000, "2026-11-29T12:00:01.000Z"));
     assert_eq!(second.score, 2.0, "one kill of its workload before");
 }
+
+/// Issue 35: a ranking by growth (`d_memory_current`) has the candidates' `memory.current`
+/// read once a second between triggers; when the trigger fires the grower is the victim, not
+/// the larger pod that stands still, and its record says how fast it grew.
+#[test]
+fn a_ranking_by_growth_kills_the_grower() {
+    let (cg, proc) = node();
+    let live = "kubepods/besteffort/pod-live/memory.current";
+    let state = tempfile::tempdir().unwrap();
+    let ranking = "cgroupRankingExpression: d_memory_current\n";
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings(
+            &format!("triggerExpression: \"false\"\n{ranking}"),
+            "",
+            state.path(),
+        ),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    const S: u64 = 1_000_000_000;
+    // Quiet cycles every 200 ms for two seconds: the BestEffort pod grows 100 MiB/s, the
+    // Burstable pod (larger) stands still.
+    for i in 0..=10u64 {
+        write(
+            cg.path(),
+            live,
+            &format!("{}\n", 222_593_024 + i * (100 << 20) / 5),
+        );
+        assert!(matches!(
+            e.cycle(i * S / 5, "2026-12-04T00:00:00.000Z"),
+            CycleOutcome::Quiet
+        ));
+    }
+    write(
+        cg.path(),
+        live,
+        &format!("{}\n", 222_593_024 + (250u64 << 20)),
+    );
+    let mut s = e.settings().clone();
+    s.oom.trigger = oomwarden_expr::TriggerExpr::compile("true").unwrap();
+    e.set_settings(s);
+    let r = acted(e.cycle(5 * S / 2, "2026-12-04T00:00:02.500Z"));
+    assert_eq!(
+        r.victim.as_deref(),
+        Some("/sys/fs/cgroup/kubepods/besteffort/pod-live")
+    );
+    // Against the reading kept at 2 s (1 s spacing): 50 MiB in 0.5 s is too short a span, so
+    // the 1 s reading: 150 MiB in 1.5 s.
+    assert_eq!(r.growth_bytes_per_second, Some(f64::from(100u32 << 20)));
+    assert_eq!(r.score, f64::from(100u32 << 20));
+}
+
+/// Issue 35: the growth scan is not made when nothing names `d_memory_current` (a quiet
+/// cycle reads no candidate's file), and is made at most once a second when something does.
+#[test]
+fn the_growth_scan_runs_only_when_named_and_once_a_second() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let live = "kubepods/besteffort/pod-live/memory.current";
+    let mut e = engine(
+        cg.path(),
+        proc.path(),
+        settings("triggerExpression: \"false\"\n", "", state.path()),
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    const S: u64 = 1_000_000_000;
+    e.cycle(0, "2026-12-04T00:00:00.000Z");
+    assert_eq!(
+        e.growth_remembered(),
+        0,
+        "the default ranking does not name it"
+    );
+    let mut s = e.settings().clone();
+    s.oom.ranking = oomwarden_expr::RankingExpr::compile("d_memory_current").unwrap();
+    e.set_settings(s);
+    e.cycle(S, "2026-12-04T00:00:01.000Z");
+    assert_eq!(
+        e.growth_remembered(),
+        3,
+        "every candidate, the empty one too"
+    );
+    // Half a second later the pod grew, but no scan is due: the kept reading stands.
+    write(cg.path(), live, "999\n");
+    fs::remove_dir_all(cg.path().join("kubepods/besteffort/pod-deleted")).unwrap();
+    e.cycle(3 * S / 2, "2026-12-04T00:00:01.500Z");
+    assert_eq!(e.growth_remembered(), 3);
+    e.cycle(2 * S, "2026-12-04T00:00:02.000Z");
+    assert_eq!(e.growth_remembered(), 2, "the removed cgroup is forgotten");
+}

@@ -25,6 +25,7 @@
 //!     memory_high: None,
 //!     pressure_some_avg10: 0.0,
 //!     pressure_full_avg10: 0.0,
+//!     d_memory_current: 0.0,
 //! };
 //! assert_eq!(ranking.eval(&input), Ok(1000.0));
 //!
@@ -387,6 +388,8 @@ pub struct RankingInput<'a> {
     pub pressure_some_avg10: f64,
     /// Its `full avg10`, percent (0 unless read).
     pub pressure_full_avg10: f64,
+    /// Its growth, bytes per second (0 without an earlier reading).
+    pub d_memory_current: f64,
 }
 
 impl TriggerExpr {
@@ -533,6 +536,7 @@ fn ranking_activation<'a>(
             RankingVar::MemoryHigh => opt(input.memory_high),
             RankingVar::PressureSomeAvg10 => Value::Double(input.pressure_some_avg10),
             RankingVar::PressureFullAvg10 => Value::Double(input.pressure_full_avg10),
+            RankingVar::DMemoryCurrent => Value::Double(input.d_memory_current),
             RankingVar::Path => Value::String(Arc::from(input.path)),
             RankingVar::Class => Value::Int(input.class.as_i64()),
             RankingVar::PodUid => Value::String(Arc::from(input.pod_uid)),

@@ -64,6 +64,7 @@ fn ranking_fixture() -> RankingInput<'static> {
         memory_high: None,
         pressure_some_avg10: 0.0,
         pressure_full_avg10: 0.0,
+        d_memory_current: 0.0,
     }
 }
 

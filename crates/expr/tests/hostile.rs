@@ -28,6 +28,7 @@ fn input() -> RankingInput<'static> {
         memory_high: None,
         pressure_some_avg10: 0.0,
         pressure_full_avg10: 0.0,
+        d_memory_current: 0.0,
     }
 }
 

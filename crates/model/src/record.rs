@@ -270,6 +270,11 @@ pub struct ActionRecord {
     /// (absent in older records, and for the kernel's kills).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_breakdown: Option<MemoryBreakdown>,
+    /// The victim's growth when it was chosen: its `memory.current`'s change per second over
+    /// the last 1 to 2 s (the ranking's `d_memory_current`); absent without an earlier
+    /// reading of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth_bytes_per_second: Option<f64>,
     /// From writing `cgroup.kill` to the cgroup being empty (or the timeout), milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kill_duration_ms: Option<f64>,
@@ -447,6 +452,7 @@ impl ActionRecord {
             processes_omitted: 0,
             memory_current_bytes: None,
             memory_breakdown: None,
+            growth_bytes_per_second: None,
             kill_duration_ms: None,
             error: None,
             trigger_context: String::new(),

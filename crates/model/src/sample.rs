@@ -195,4 +195,7 @@ pub struct CandidateSample {
     /// the kubelet gives every pod's pause process) left out; `None` when no process was read
     /// (the ranking's `oom_score_adj` is then 0).
     pub oom_score_adj: Option<i64>,
+    /// Its growth, bytes per second of `memory.current` over the last 1 to 2 s: filled by the
+    /// policy from its state (`State::fill_growth`), `None` without an earlier reading.
+    pub growth: Option<f64>,
 }

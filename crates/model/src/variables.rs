@@ -176,6 +176,9 @@ pub enum Source {
     CandidateProtection,
     /// The candidate's `memory.pressure`.
     CandidatePressure,
+    /// The candidate's `memory.current`, also read about once a second between triggered
+    /// cycles (its growth).
+    CandidateGrowth,
     /// The candidate's cgroup path.
     CandidatePath,
     /// The layout: which class the candidate is in.
@@ -219,6 +222,9 @@ impl Source {
             }
             Source::CandidateProtection => "the candidate's memory.min, memory.low and memory.high",
             Source::CandidatePressure => "the candidate's memory.pressure",
+            Source::CandidateGrowth => {
+                "the candidate's memory.current, also read once a second between triggers"
+            }
             Source::Layout => "the layout: the class the candidate belongs to",
             Source::PodCgroupName => "the candidate's cgroup name, as the kubelet names pods",
             Source::PodIdentity => {
@@ -492,6 +498,9 @@ catalogue! {
             "its own memory.pressure, some avg10: stall of its tasks, at its own limit or the node's (0 when unreadable)";
         PressureFullAvg10 "pressure_full_avg10": Double, Some(Percent), CandidatePressure,
             Oomwarden, None, "its own memory.pressure, full avg10 (0 when unreadable)";
+        DMemoryCurrent "d_memory_current": Double, Some(BytesPerSecond), CandidateGrowth,
+            Oomwarden, Some("memory_current"),
+            "its growth: memory_current's change per second over the last 1 to 2 s (negative when it shrinks; 0 without an earlier reading: a cgroup seen for the first time, the daemon's first second)";
         Path "path": String, None, CandidatePath, Talos, None,
             "the absolute cgroup directory";
         Class "class": Int, Some(Unit::Class), Layout, Talos, None,
@@ -656,7 +665,7 @@ mod tests {
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
         assert_eq!(TriggerVar::all().count(), 58);
-        assert_eq!(RankingVar::all().count(), 20);
+        assert_eq!(RankingVar::all().count(), 21);
     }
 
     #[test]

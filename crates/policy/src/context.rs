@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::Growth;
 use enum_map::{Enum, EnumMap};
 use oomwarden_model::{
     Limit, MetricsSample, PerClass, PsiKind, PsiReading, PsiSpan, Scalar, SubtreeSample,
@@ -88,6 +89,8 @@ pub struct State {
     last_trigger_ns: Option<u64>,
     /// The node's previous values and the trend of `MemAvailable`.
     node: NodeState,
+    /// The candidates' `memory.current` about once a second (the ranking's growth).
+    growth: Growth,
 }
 
 /// What the node's rates remember.
@@ -108,6 +111,16 @@ impl State {
     /// Records that the trigger fired at `at_ns` (whether or not anything was killed).
     pub fn triggered(&mut self, at_ns: u64) {
         self.last_trigger_ns = Some(at_ns);
+    }
+
+    /// The candidates' growth state (the ranking's `d_memory_current`).
+    pub fn growth(&self) -> &Growth {
+        &self.growth
+    }
+
+    /// The candidates' growth state, to keep readings in or fill candidates from.
+    pub fn growth_mut(&mut self) -> &mut Growth {
+        &mut self.growth
     }
 
     /// Monotonic time of the last trigger.

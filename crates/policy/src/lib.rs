@@ -14,9 +14,11 @@
 //! monotonic timestamp.
 
 mod context;
+mod growth;
 mod plan;
 mod rank;
 
 pub use context::{State, build_context};
+pub use growth::{Growth, SPACING_NS as GROWTH_SPACING_NS};
 pub use plan::{Decision, Plan, Rules, Skip, plan};
 pub use rank::{Exclusion, Ranking, Scored, Verdict, order, rank, rank_with, select};

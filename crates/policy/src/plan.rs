@@ -128,7 +128,8 @@ pub fn plan(
             );
         }
     }
-    let candidates = candidates();
+    let mut candidates = candidates();
+    state.growth_mut().fill(sample.at_ns, &mut candidates);
     let ranking = rank_with(
         rules.ranking,
         &candidates,
@@ -184,6 +185,7 @@ mod tests {
 
     fn candidate(dir: &str, class: QosClass, current: u64, populated: bool) -> CandidateSample {
         CandidateSample {
+            growth: None,
             swap: None,
             protection: None,
             pressure: None,

@@ -160,6 +160,7 @@ pub fn rank_with(
             memory_high: c.protection.and_then(|p| p.high).and_then(Limit::bytes),
             pressure_some_avg10: c.pressure.map_or(0.0, |p| p[0]),
             pressure_full_avg10: c.pressure.map_or(0.0, |p| p[1]),
+            d_memory_current: c.growth.unwrap_or(0.0),
         };
         match expr.eval(&input) {
             Ok(score) if score > 0.0 => ranking.eligible.push(Scored { index, score }),
@@ -273,6 +274,7 @@ mod order_tests {
 
     fn candidate(i: usize, class: QosClass, current: u64) -> CandidateSample {
         CandidateSample {
+            growth: None,
             swap: None,
             protection: None,
             pressure: None,

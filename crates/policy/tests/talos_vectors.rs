@@ -257,6 +257,7 @@ fn candidate(
     max: Option<Limit>,
 ) -> CandidateSample {
     CandidateSample {
+        growth: None,
         swap: None,
         protection: None,
         pressure: None,
@@ -296,6 +297,7 @@ fn t4_score() {
         memory_high: None,
         pressure_some_avg10: 0.0,
         pressure_full_avg10: 0.0,
+        d_memory_current: 0.0,
     };
     assert_eq!(r.eval(&input), Ok(21.0));
 }

@@ -89,6 +89,14 @@ pub(crate) struct Args {
     /// Ranking: its full avg10 (`pressure_full_avg10`).
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
     pressure_full_avg10: f64,
+    /// Ranking: the candidate's growth in bytes per second (`d_memory_current`).
+    #[arg(
+        long,
+        value_name = "BYTES_PER_SECOND",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    d_memory_current: f64,
     /// Ranking: the cgroup path.
     #[arg(
         long,
@@ -228,6 +236,7 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
                 memory_high: args.memory_high.and_then(|l| l.0),
                 pressure_some_avg10: args.pressure_some_avg10,
                 pressure_full_avg10: args.pressure_full_avg10,
+                d_memory_current: args.d_memory_current,
             };
             evaluate_ranking(&expression, &input, args.any)
         }

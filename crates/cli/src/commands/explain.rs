@@ -541,6 +541,41 @@ fn text(e: &Explanation, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the victim's memory was: `memory.current`, its parts, its growth (as `explain`
+/// shows them: a field name, or "" to go on under the last).
+fn memory_lines(r: &ActionRecord) -> Vec<(&'static str, String)> {
+    let mut lines = Vec::new();
+    if let Some(m) = r.memory_current_bytes {
+        lines.push((
+            "memory",
+            format!("{} (memory.current before the kill)", human::bytes(m)),
+        ));
+    }
+    if let Some(b) = &r.memory_breakdown {
+        let parts: Vec<String> = [
+            ("anon", b.anon_bytes),
+            ("file", b.file_bytes),
+            ("of it shmem", b.shmem_bytes),
+            ("kernel", b.kernel_bytes),
+            ("swap (beside memory.current)", b.swap_bytes),
+        ]
+        .into_iter()
+        .filter_map(|(what, v)| v.map(|v| format!("{what} {}", human::bytes(v))))
+        .collect();
+        if !parts.is_empty() {
+            lines.push(("", parts.join(", ")));
+        }
+    }
+    if let Some(g) = r.growth_bytes_per_second {
+        let verb = if g < 0.0 { "shrinking" } else { "growing" };
+        // Shown to the byte: `as` saturates (NaN is 0).
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let per_second = human::bytes(g.abs() as u64);
+        lines.push(("growth", format!("{verb} {per_second}/s when chosen")));
+    }
+    lines
+}
+
 fn text_record(r: &ActionRecord, out: &mut impl Write) -> anyhow::Result<()> {
     writeln!(out, "Record {} at {}: {}", r.id, r.time, headline(r))?;
     let mut field = |name: &str, value: String| writeln!(out, "  {name:<12} {value}");
@@ -608,26 +643,8 @@ fn text_record(r: &ActionRecord, out: &mut impl Write) -> anyhow::Result<()> {
                 ),
             )?;
         }
-        if let Some(m) = r.memory_current_bytes {
-            field(
-                "memory",
-                format!("{} (memory.current before the kill)", human::bytes(m)),
-            )?;
-        }
-        if let Some(b) = &r.memory_breakdown {
-            let parts: Vec<String> = [
-                ("anon", b.anon_bytes),
-                ("file", b.file_bytes),
-                ("of it shmem", b.shmem_bytes),
-                ("kernel", b.kernel_bytes),
-                ("swap (beside memory.current)", b.swap_bytes),
-            ]
-            .into_iter()
-            .filter_map(|(what, v)| v.map(|v| format!("{what} {}", human::bytes(v))))
-            .collect();
-            if !parts.is_empty() {
-                field("", parts.join(", "))?;
-            }
+        for (name, value) in memory_lines(r) {
+            field(name, value)?;
         }
         if let Some(ms) = r.kill_duration_ms {
             field(

@@ -289,8 +289,9 @@ impl Engine {
         context: &TriggerContext,
         cycle: &StageCycle<'_>,
     ) -> Option<CycleOutcome> {
-        let (candidates, problems) = self.collector.candidates();
+        let (mut candidates, problems) = self.collector.candidates();
         self.log_problems(problems, cycle.now_ns);
+        self.state.growth_mut().fill(cycle.now_ns, &mut candidates);
         let workload_kills = self.ranking_workload_kills(cycle.now_ns);
         let ranking = oomwarden_policy::rank_with(
             &self.settings.oom.ranking,

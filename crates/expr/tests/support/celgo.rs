@@ -272,6 +272,7 @@ pub fn ours(expr: &str, activation: &Activation) -> Json {
                     memory_high: None,
                     pressure_some_avg10: 0.0,
                     pressure_full_avg10: 0.0,
+                    d_memory_current: 0.0,
                 };
                 match r.eval(&input) {
                     Ok(d) => out.insert("value".into(), oracle_number(d)),

@@ -502,6 +502,54 @@ fn oomlog_reads_kernel_logs() {
 }
 
 #[test]
+fn score_limited_swap() {
+    // Issue 35: each container's swap under LimitedSwap (the kubelet's formula), and a
+    // behaviour the kubelet does not have refused.
+    golden(
+        "score-limited-swap",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "--swap-behavior",
+            "LimitedSwap",
+            "--node-swap",
+            "4Gi",
+            "examples/pods/node-pods.json",
+        ],
+        None,
+    );
+    golden(
+        "score-limited-swap-json",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "--swap-behavior",
+            "LimitedSwap",
+            "--node-swap",
+            "4Gi",
+            "-o",
+            "json",
+            "examples/pods/web.yaml",
+        ],
+        None,
+    );
+    golden(
+        "score-bad-swap-behavior",
+        &[
+            "score",
+            "--node-memory",
+            "16Gi",
+            "--swap-behavior",
+            "UnlimitedSwap",
+            "examples/pods/web.yaml",
+        ],
+        None,
+    );
+}
+
+#[test]
 fn score_pods() {
     golden(
         "score-web",
@@ -659,6 +707,40 @@ fn top_on_a_real_kernel_snapshot() {
             "--json",
             "--eviction-hard",
             "memory.available<10%,nodefs.available<5%",
+        ],
+        None,
+    );
+    // Issue 35: each pod's swap beside the kubelet's LimitedSwap limit (the swap added by
+    // hand to the snapshot, testdata/top/swap.md).
+    golden(
+        "top-limited-swap",
+        &[
+            "top",
+            "--cgroup-root",
+            "testdata/top/swap/cgroup",
+            "--proc-root",
+            "testdata/top/swap/proc",
+            "--pods",
+            "testdata/top/pods.json",
+            "--swap-behavior",
+            "LimitedSwap",
+        ],
+        None,
+    );
+    golden(
+        "top-limited-swap-json",
+        &[
+            "top",
+            "--cgroup-root",
+            "testdata/top/swap/cgroup",
+            "--proc-root",
+            "testdata/top/swap/proc",
+            "--pods",
+            "testdata/top/pods.json",
+            "--swap-behavior",
+            "LimitedSwap",
+            "-o",
+            "json",
         ],
         None,
     );

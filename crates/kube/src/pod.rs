@@ -365,14 +365,18 @@ pub struct ContainerScore {
     /// The container cgroup's MemoryQoS values, when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_qos: Option<MemoryQosValues>,
+    /// The swap the kubelet gives it (`memory.swap.max`), when the node's swap is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swap: Option<ContainerSwap>,
 }
 
 /// Computes a pod's numbers on a node with `capacity` bytes of memory (`MemTotal`).
 pub fn score(pod: &Pod, capacity: i64, gates: FeatureGates) -> Result<PodScore, FieldError> {
-    score_with_qos(pod, capacity, gates, None)
+    score_with_qos(pod, capacity, gates, None, None)
 }
 
-/// [`score`], plus the MemoryQoS values the kubelet would write under `qos`.
+/// [`score`], plus the MemoryQoS values the kubelet would write under `qos` and each
+/// container's swap limit on a node with `swap`.
 #[allow(
     clippy::too_many_lines,
     reason = "the kubelet's steps in its order (QoS, aggregation, oom_score_adj, memory.max, requests), each commented against its source"
@@ -382,6 +386,7 @@ pub fn score_with_qos(
     capacity: i64,
     gates: FeatureGates,
     memory_qos: Option<MemoryQos>,
+    swap: Option<NodeSwap>,
 ) -> Result<PodScore, FieldError> {
     let spec = &pod.spec;
     let init: Vec<Amounts> = spec
@@ -505,6 +510,16 @@ pub fn score_with_qos(
         }
         i64::try_from(v).unwrap_or(999)
     };
+    let swap_of = |a: &Amounts| {
+        swap.map(|node| {
+            let limit = if a.has_memory_limit {
+                a.memory_limit
+            } else {
+                0
+            };
+            swap::container_swap(node, capacity, qos, critical, a.memory_request, limit)
+        })
+    };
     let mut containers = Vec::new();
     for (c, a) in spec.init_containers.iter().zip(init.iter()) {
         // Sidecars are only init containers with restartPolicy Always.
@@ -520,6 +535,7 @@ pub fn score_with_qos(
             memory_limit_bytes: a.has_memory_limit.then_some(a.memory_limit),
             oom_score_adj: adj(c, a),
             memory_qos: memory_qos.map(|m| container_qos(&m, qos, a)),
+            swap: swap_of(a),
         });
     }
     for (c, a) in spec.containers.iter().zip(regular.iter()) {
@@ -530,6 +546,7 @@ pub fn score_with_qos(
             memory_limit_bytes: a.has_memory_limit.then_some(a.memory_limit),
             oom_score_adj: adj(c, a),
             memory_qos: memory_qos.map(|m| container_qos(&m, qos, a)),
+            swap: swap_of(a),
         });
     }
 
@@ -751,6 +768,10 @@ pub fn parse_pods(text: &str) -> Result<Vec<Pod>, ManifestError> {
 fn pod_from(v: Value, at: &str) -> Result<Pod, String> {
     serde_json::from_value(v).map_err(|e| format!("{at}not a valid Pod: {e}"))
 }
+
+mod swap;
+
+pub use swap::{ContainerSwap, NodeSwap, SwapBehavior, SwapReason};
 
 #[cfg(test)]
 mod tests;

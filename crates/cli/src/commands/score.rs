@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use oomwarden_kube::Quantity;
 use oomwarden_kube::pod::{
-    FeatureGates, MemoryQos, MemoryQosValues, PodScore, parse_pods, score_with_qos,
+    ContainerSwap, FeatureGates, MemoryQos, MemoryQosValues, NodeSwap, PodScore, SwapBehavior,
+    parse_pods, score_with_qos,
 };
 use oomwarden_procfs::ProcFs;
 use serde_json::json;
@@ -44,6 +45,14 @@ pub(crate) struct Args {
     /// Default: the node memory.
     #[arg(long, value_name = "BYTES|QUANTITY", value_parser = parse_memory, requires = "memory_qos")]
     node_allocatable: Option<i64>,
+    /// Also show each container's swap limit (`memory.swap.max`) under the kubelet's
+    /// `memorySwap.swapBehavior`: `LimitedSwap` (Burstable containers swap in proportion to
+    /// their memory request) or `NoSwap` (none does; the kubelet's default).
+    #[arg(long, value_name = "BEHAVIOR", value_parser = parse_swap_behavior)]
+    swap_behavior: Option<SwapBehavior>,
+    /// The node's swap capacity (SwapTotal), bytes or a quantity. Default: this machine's.
+    #[arg(long, value_name = "BYTES|QUANTITY", value_parser = parse_swap, requires = "swap_behavior")]
+    node_swap: Option<i64>,
     #[command(flatten)]
     output: crate::output::OutputArgs,
 }
@@ -65,6 +74,20 @@ fn parse_memory(text: &str) -> Result<i64, String> {
             "{text:?}: the node memory must be more than 0 bytes"
         )),
     }
+}
+
+fn parse_swap(text: &str) -> Result<i64, String> {
+    let q = Quantity::parse(text).map_err(|e| e.to_string())?;
+    match q.value() {
+        Some(v) if v >= 0 => Ok(v),
+        _ => Err(format!("{text:?}: the node swap must be 0 bytes or more")),
+    }
+}
+
+fn parse_swap_behavior(text: &str) -> Result<SwapBehavior, String> {
+    SwapBehavior::parse(text).ok_or_else(|| {
+        format!("{text:?}: expected LimitedSwap or NoSwap (the kubelet's memorySwap.swapBehavior)")
+    })
 }
 
 fn parse_gates(text: &str) -> Result<FeatureGates, String> {
@@ -92,7 +115,17 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
         tiered_reservation: args.memory_reservation_policy == "TieredReservation",
         node_allocatable: args.node_allocatable.unwrap_or(capacity),
     });
-    let scores = score_files(args, capacity, memory_qos)?;
+    let swap = match args.swap_behavior {
+        None => None,
+        Some(behavior) => Some(NodeSwap {
+            behavior,
+            capacity: match args.node_swap {
+                Some(s) => s,
+                None => this_machines_swap()?,
+            },
+        }),
+    };
+    let scores = score_files(args, capacity, memory_qos, swap)?;
     if !args.output.is_table() {
         let doc = json!({
             "nodeMemoryBytes": capacity,
@@ -101,6 +134,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
                 "memoryThrottlingFactor": m.throttling_factor,
                 "memoryReservationPolicy": args.memory_reservation_policy,
                 "nodeAllocatableBytes": m.node_allocatable,
+            })),
+            "swap": swap.map(|s| json!({
+                "swapBehavior": s.behavior,
+                "nodeSwapBytes": s.capacity,
             })),
             "pods": scores,
         });
@@ -112,10 +149,34 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
         "node memory: {} ({source})",
         size(i128::from(capacity))
     )?;
+    if let Some(s) = swap {
+        let source = if args.node_swap.is_some() {
+            "--node-swap"
+        } else {
+            "this machine's SwapTotal"
+        };
+        writeln!(
+            out,
+            "node swap: {} ({source}), swapBehavior {:?}",
+            size(i128::from(s.capacity)),
+            s.behavior
+        )?;
+    }
     for s in &scores {
         print_pod(s, out)?;
     }
     Ok(Exit::Ok)
+}
+
+/// This machine's swap capacity, as the kubelet reads it (`SwapTotal`; 0 without swap).
+fn this_machines_swap() -> anyhow::Result<i64> {
+    match ProcFs::new("/proc").meminfo() {
+        Ok(m) => Ok(i64::try_from(m.get("SwapTotal").unwrap_or(0)).unwrap_or(i64::MAX)),
+        Err(e) => Err(Fail::failure(format!(
+            "oomwarden: {e}; give the node's swap with --node-swap"
+        ))
+        .into()),
+    }
 }
 
 /// Sizes for people; a negative or too large a size as its number.
@@ -129,6 +190,7 @@ fn score_files(
     args: &Args,
     capacity: i64,
     memory_qos: Option<MemoryQos>,
+    swap: Option<NodeSwap>,
 ) -> anyhow::Result<Vec<PodScore>> {
     let mut scores: Vec<PodScore> = Vec::new();
     let mut problems = Vec::new();
@@ -149,7 +211,7 @@ fn score_files(
             }
         };
         for pod in &pods {
-            match score_with_qos(pod, capacity, args.feature_gates, memory_qos) {
+            match score_with_qos(pod, capacity, args.feature_gates, memory_qos, swap) {
                 Ok(s) => scores.push(s),
                 Err(e) => problems.push(format!("{name}: pod {}: {e}", pod.metadata.name)),
             }
@@ -213,8 +275,20 @@ fn print_pod(s: &PodScore, out: &mut impl Write) -> std::io::Result<()> {
         if let Some(q) = &c.memory_qos {
             writeln!(out, "  {:<24} MemoryQoS: {}", "", qos_text(q))?;
         }
+        if let Some(s) = &c.swap {
+            writeln!(out, "  {:<24} swap: {}", "", swap_text(s))?;
+        }
     }
     Ok(())
+}
+
+fn swap_text(s: &ContainerSwap) -> String {
+    format!(
+        "{:?}, memory.swap.max {} ({})",
+        s.behavior,
+        size(i128::from(s.memory_swap_max_bytes)),
+        s.reason.describe()
+    )
 }
 
 fn qos_text(q: &MemoryQosValues) -> String {

@@ -12,7 +12,7 @@ use oomwarden_collect::Collector;
 use oomwarden_kube::node::{
     EvictionInput, NodeInputs, NodeView, Threshold, eviction_order, working_set,
 };
-use oomwarden_kube::pod::{FeatureGates, parse_pods, score};
+use oomwarden_kube::pod::{FeatureGates, parse_pods, score_with_qos};
 use oomwarden_model::{PsiKind, PsiSpan};
 use oomwarden_policy::rank_with;
 use oomwarden_procfs::ProcFs;
@@ -41,6 +41,11 @@ pub(crate) struct Args {
     /// `memory.available` is used.
     #[arg(long, value_name = "THRESHOLDS", default_value = "memory.available<100Mi", value_parser = parse_eviction_hard)]
     eviction_hard: EvictionHard,
+    /// With `--pods`: also each pod's swap limit under the kubelet's
+    /// `memorySwap.swapBehavior` (`LimitedSwap` or `NoSwap`), from the node's MemTotal and
+    /// SwapTotal, beside the swap it uses.
+    #[arg(long, value_name = "BEHAVIOR", value_parser = parse_swap_behavior, requires = "pods")]
+    swap_behavior: Option<oomwarden_kube::pod::SwapBehavior>,
     #[command(flatten)]
     output: OutputArgs,
     #[command(flatten)]
@@ -86,6 +91,18 @@ struct PodRow {
     critical: bool,
     /// 1 = evicted first; `None` for critical pods, which are never evicted.
     eviction_rank: Option<usize>,
+    /// The swap its cgroup uses (`memory.swap.current`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swap_bytes: Option<u64>,
+    /// The swap the kubelet lets its containers use, summed (`--swap-behavior`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swap_limit_bytes: Option<i64>,
+}
+
+fn parse_swap_behavior(text: &str) -> Result<oomwarden_kube::pod::SwapBehavior, String> {
+    oomwarden_kube::pod::SwapBehavior::parse(text).ok_or_else(|| {
+        format!("{text:?}: expected LimitedSwap or NoSwap (the kubelet's memorySwap.swapBehavior)")
+    })
 }
 
 /// What a row of `top` is.
@@ -294,7 +311,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
 
     // With --pods: join by UID and rank as the eviction manager would.
     let (pods_out, not_here) = match &args.pods {
-        Some(file) => eviction_rows(file, inputs.mem_total, &rows)?,
+        Some(file) => {
+            let swap = args
+                .swap_behavior
+                .map(|behavior| oomwarden_kube::pod::NodeSwap {
+                    behavior,
+                    capacity: i64::try_from(m("SwapTotal")).unwrap_or(i64::MAX),
+                });
+            eviction_rows(file, inputs.mem_total, &rows, swap)?
+        }
         None => (Vec::new(), 0),
     };
 
@@ -375,6 +400,7 @@ fn eviction_rows(
     file: &std::path::Path,
     mem_total: u64,
     rows: &[Row],
+    swap: Option<oomwarden_kube::pod::NodeSwap>,
 ) -> anyhow::Result<(Vec<PodRow>, usize)> {
     let text = read_input(file).map_err(|e| Fail::failure(format!("oomwarden: {e:#}")))?;
     let pods = parse_pods(&text).map_err(|e| Fail::failure(format!("{}: {e}", file.display())))?;
@@ -382,7 +408,7 @@ fn eviction_rows(
     let mut joined = Vec::new();
     let mut not_here = 0;
     for p in &pods {
-        let s = score(p, capacity, FeatureGates::default()).map_err(|e| {
+        let s = score_with_qos(p, capacity, FeatureGates::default(), None, swap).map_err(|e| {
             Fail::failure(format!("{}: pod {}: {e}", file.display(), p.metadata.name))
         })?;
         let row = s.pod_uid.as_ref().and_then(|uid| {
@@ -390,13 +416,13 @@ fn eviction_rows(
                 .find(|r| r.kind == RowKind::Candidate && r.pod_uid.as_ref() == Some(uid))
         });
         match row {
-            Some(r) => joined.push((s, r.working_set_bytes)),
+            Some(r) => joined.push((s, r.working_set_bytes, r.swap_bytes)),
             None => not_here += 1,
         }
     }
     let inputs: Vec<EvictionInput> = joined
         .iter()
-        .map(|(s, ws)| EvictionInput {
+        .map(|(s, ws, _)| EvictionInput {
             usage: *ws,
             // Requests are never negative; one past u64 compares as the largest.
             request: u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX),
@@ -406,7 +432,7 @@ fn eviction_rows(
         .collect();
     let order = eviction_order(&inputs);
     let mut pods_out = Vec::new();
-    for (i, (s, ws)) in joined.iter().enumerate() {
+    for (i, (s, ws, swap_bytes)) in joined.iter().enumerate() {
         let rank = order.iter().position(|j| *j == i).map(|r| r + 1);
         let request = u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX);
         pods_out.push(PodRow {
@@ -419,6 +445,13 @@ fn eviction_rows(
             priority: s.priority,
             critical: s.critical,
             eviction_rank: rank,
+            swap_bytes: *swap_bytes,
+            swap_limit_bytes: swap.map(|_| {
+                s.containers
+                    .iter()
+                    .filter_map(|c| c.swap.map(|w| w.memory_swap_max_bytes))
+                    .fold(0_i64, i64::saturating_add)
+            }),
         });
     }
     pods_out.sort_by_key(|p| p.eviction_rank.unwrap_or(usize::MAX));
@@ -509,13 +542,13 @@ fn print_pods(pods: &[PodRow], not_here: usize, out: &mut impl Write) -> std::io
     )?;
     writeln!(
         out,
-        "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} QOS",
-        "RANK", "POD", "WSET MIB", "REQ MIB", "EXCEEDS", "PRIORITY"
+        "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} QOS",
+        "RANK", "POD", "WSET MIB", "REQ MIB", "EXCEEDS", "PRIORITY", "SWAP MIB", "SWAPLIMIT"
     )?;
     for p in pods {
         writeln!(
             out,
-            "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} {:?}",
+            "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:?}",
             p.eviction_rank
                 .map_or_else(|| "never".to_owned(), |r| r.to_string()),
             p.pod,
@@ -531,6 +564,8 @@ fn print_pods(pods: &[PodRow], not_here: usize, out: &mut impl Write) -> std::io
                 None => "no stats",
             },
             p.priority,
+            mib(p.swap_bytes),
+            mib(p.swap_limit_bytes.and_then(|b| u64::try_from(b).ok())),
             p.qos_class,
         )?;
     }

@@ -358,7 +358,7 @@ proptest::proptest! {
 #[test]
 fn memory_qos_values() {
     let qos = |spec: &str, m: MemoryQos| {
-        score_with_qos(&pod(spec), 16 * GI, FeatureGates::default(), Some(m)).unwrap()
+        score_with_qos(&pod(spec), 16 * GI, FeatureGates::default(), Some(m), None).unwrap()
     };
     let tiered = MemoryQos {
         throttling_factor: Some(0.9),
@@ -605,4 +605,68 @@ fn quantities_past_i64_are_exact_and_negative_ones_refused() {
     let p = pod(&format!("  containers:\n{}", ctr("a", "memory: 1e90", "")));
     let e = score(&p, 16 * GI, FeatureGates::default()).unwrap_err();
     assert!(e.to_string().contains("too large"), "{e}");
+}
+
+/// Issue 35: each container's swap under `LimitedSwap`, through the pod's class and
+/// criticality, as the kubelet decides it (`GetContainerSwapBehavior`): 80 Gi of memory and
+/// 4 Gi of swap, the kubelet's first vector.
+#[test]
+fn limited_swap_per_container() {
+    let node = NodeSwap {
+        behavior: SwapBehavior::LimitedSwap,
+        capacity: 4 * GI,
+    };
+    let swaps = |spec: &str| -> Vec<(SwapBehavior, i64, SwapReason)> {
+        score_with_qos(
+            &pod(spec),
+            80 * GI,
+            FeatureGates::default(),
+            None,
+            Some(node),
+        )
+        .unwrap()
+        .containers
+        .iter()
+        .map(|c| {
+            let s = c.swap.unwrap();
+            (s.behavior, s.memory_swap_max_bytes, s.reason)
+        })
+        .collect()
+    };
+    let burstable = format!(
+        "  containers:\n{}{}{}{}",
+        ctr("requests", "memory: 1Gi", ""),
+        ctr("limited", "memory: 1Gi", "memory: 2Gi"),
+        ctr("nothing", "", ""),
+        // A limit alone: the API server makes it the request too, so they are equal.
+        ctr("limit-only", "", "memory: 1Gi"),
+    );
+    use SwapBehavior::{LimitedSwap, NoSwap};
+    assert_eq!(
+        swaps(&burstable),
+        [
+            (LimitedSwap, 53_687_091, SwapReason::Proportional),
+            (LimitedSwap, 53_687_091, SwapReason::Proportional),
+            (NoSwap, 0, SwapReason::NoMemoryRequest),
+            (NoSwap, 0, SwapReason::RequestEqualsLimit),
+        ]
+    );
+    // The same pod at system-node-critical priority: critical pods never swap.
+    let critical =
+        format!("  priorityClassName: system-node-critical\n  priority: 2000001000\n{burstable}");
+    assert!(
+        swaps(&critical)
+            .iter()
+            .all(|s| *s == (NoSwap, 0, SwapReason::Critical))
+    );
+    let guaranteed = format!(
+        "  containers:\n{}",
+        ctr("g", "memory: 1Gi, cpu: 1", "memory: 1Gi, cpu: 1")
+    );
+    assert_eq!(swaps(&guaranteed), [(NoSwap, 0, SwapReason::NotBurstable)]);
+    let besteffort = format!("  containers:\n{}", ctr("b", "", ""));
+    assert_eq!(swaps(&besteffort), [(NoSwap, 0, SwapReason::NotBurstable)]);
+    // Without the node's swap nothing is said.
+    let s = score(&pod(&burstable), 80 * GI, FeatureGates::default()).unwrap();
+    assert!(s.containers.iter().all(|c| c.swap.is_none()));
 }

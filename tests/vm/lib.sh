@@ -240,8 +240,8 @@ finish() {
     cp "$STATE/actions.jsonl" "$OUT/actions.jsonl" 2>/dev/null
     passed=true; [ "$FAILED" = 0 ] || passed=false
     {
-        printf '{"scenario":%s,"layout":"%s","lru":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelRecords":%s,"kernelOomKills":%s,"checks":[' \
-            "$(json_str "$SCENARIO")" "$LAYOUT" "$LRU" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(kernel_records)" "$(oom_kills)"
+        printf '{"scenario":%s,"layout":"%s","lru":"%s","swap":"%s","passed":%s,"kernel":%s,"uptime":%s,"records":%s,"kernelRecords":%s,"kernelOomKills":%s,"checks":[' \
+            "$(json_str "$SCENARIO")" "$LAYOUT" "$LRU" "$SWAP" "$passed" "$(json_str "$(uname -r)")" "$(up)" "$(records)" "$(kernel_records)" "$(oom_kills)"
         sed '$!s/$/,/' "$OUT/checks.jsonl" | tr -d '\n'
         printf ']}\n'
     } > "$OUT/result.json"
@@ -273,6 +273,21 @@ big_files() {
     mkdir -p /mnt/big
     i=0; while [ $i -lt 12 ]; do dd if=/dev/zero of=/mnt/big/f$i bs=1M count=100 2>/dev/null; i=$((i + 1)); done
     sync; echo 3 > /proc/sys/vm/drop_caches
+}
+
+# swap_on DEVICE -> swap on DEVICE (a scratch disk); with SWAP=zswap, the kernel's compressed
+# cache in front of it too (zswap: what Talos ships). Logs what the kernel took. result.json
+# says which ran (`off` without swap).
+SWAP=${SWAP:-off}
+swap_on() {
+    need mkswap "$1" > /dev/null && need swapon "$1" || return 1
+    [ "$SWAP" != off ] || SWAP=disk
+    case "$SWAP" in
+        disk) put N /sys/module/zswap/parameters/enabled 2>/dev/null || true ;;
+        zswap) need put Y /sys/module/zswap/parameters/enabled ;;
+        *) log "unknown SWAP $SWAP"; exit 2 ;;
+    esac
+    log "swap: $SWAP ($(awk '/^SwapTotal/{print $2}' /proc/meminfo) kB; zswap $(cat /sys/module/zswap/parameters/enabled 2>/dev/null || echo absent))"
 }
 
 # psi CG -> "some10 full10" of a cgroup (relative or absolute; "" for /proc/pressure/memory)

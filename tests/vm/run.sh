@@ -78,7 +78,7 @@ for s in "${scenarios[@]}"; do
         "$here/run-in-vm.sh" --timeout 420 --quiet --log "$out/console.log" --out "$out" $opts \
             --add "$bin/oomwarden:/usr/local/bin/oomwarden" --add "$bin/hog:/usr/local/bin/hog" \
             --add "$bin/service:/usr/local/bin/service" --add "$here/lib.sh:/root/lib.sh" \
-            --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" \
+            --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" --add "$root/examples/config:/root/config" \
             --add "$script:/root/scenario.sh" "${extra[@]}" --env "LAYOUT=$layout" --env "LRU=$lru" -- /bin/sh /root/scenario.sh || rc=$?
         if [[ $rc == 0 && ! -f $out/result.json ]]; then rc=125; fi   # no verdict from the guest
         if ((rc != 0)); then

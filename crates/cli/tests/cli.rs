@@ -86,6 +86,8 @@ fn check_talos_examples() {
         "hooks",
         "pod-identity",
         "stages",
+        "recommended-swap",
+        "culprit",
     ] {
         let file = format!("examples/config/{name}.yaml");
         golden(&format!("check-{name}"), &["check", &file], None);
@@ -274,6 +276,29 @@ fn eval_trigger() {
             )),
         );
     }
+    // Issue 35, the swap node's policy: memory short on a node with 1 GiB of swap, once with
+    // swap holding cold pages (a quarter used, nothing going out), once running out (pages
+    // still going out, 80 % used), once thrashing (pages read back fast).
+    for (name, free, pswpin, pswpout) in [
+        ("cold", "805306368", "0", "0"),
+        ("running-out", "214748364", "0", "3000"),
+        ("thrashing", "805306368", "4000", "4000"),
+    ] {
+        golden(
+            &format!("eval-trigger-recommended-swap-{name}"),
+            &[
+                "eval",
+                "trigger",
+                "--config",
+                "examples/config/recommended-swap.yaml",
+                "--context",
+                "-",
+            ],
+            Some(&format!(
+                "{{\"node_memory_available\": 100000000, \"node_memory_total\": 1000000000, \"node_memory_available_trend\": -5000000, \"node_swap_total\": 1073741824, \"node_swap_free\": {free}, \"d_node_pswpin\": {pswpin}, \"d_node_pswpout\": {pswpout}}}"
+            )),
+        );
+    }
     golden(
         "eval-trigger-type-error",
         &["eval", "trigger", "memory_full_avg10 > 12"],
@@ -284,6 +309,50 @@ fn eval_trigger() {
         &["eval", "trigger", "true", "--context", "-"],
         Some(r#"{"memory_ful_avg10": 1}"#),
     );
+}
+
+/// Issue 35: the culprit policy scores a pod by what it will hold in a minute: an idle 20 MiB
+/// BestEffort pod, a Burstable pod of 300 MiB growing 50 MiB/s, the same within its
+/// protection (memory.low above what it holds: 0 or less, never killed).
+#[test]
+fn eval_ranking_culprit() {
+    for (name, args) in [
+        (
+            "idle",
+            &["--class", "Besteffort", "--memory-current", "20Mi"][..],
+        ),
+        (
+            "grower",
+            &[
+                "--class",
+                "Burstable",
+                "--memory-current",
+                "300Mi",
+                "--d-memory-current",
+                "52428800",
+            ][..],
+        ),
+        (
+            "protected",
+            &[
+                "--class",
+                "Burstable",
+                "--memory-current",
+                "300Mi",
+                "--memory-low",
+                "512Mi",
+            ][..],
+        ),
+    ] {
+        let mut argv = vec![
+            "eval",
+            "ranking",
+            "--config",
+            "examples/config/culprit.yaml",
+        ];
+        argv.extend_from_slice(args);
+        golden(&format!("eval-ranking-culprit-{name}"), &argv, None);
+    }
 }
 
 #[test]

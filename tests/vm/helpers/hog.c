@@ -1,10 +1,11 @@
 /*
  * hog: allocate and touch anonymous memory in steps (oomwarden VM scenarios).
- *   hog [-W] [-t | -T] [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
+ *   hog [-W] [-t | -T] [-c] [-s STEP_MiB] [-i INTERVAL_ms] [-m MAX_MiB] [-H HOLD_s]
  * -W wait for SIGUSR1 before allocating (a container started early, grown when the scenario says),
  * -t trap SIGTERM and exit 0 (a program that shuts down cleanly), -T ignore SIGTERM,
  * -s MiB per step (16), -i sleep between steps (100 ms), -m stop growing at MAX (0: never),
- * -H after MAX, hold this long re-touching every second (-1: forever; default 0: exit).
+ * -H after MAX, hold this long re-touching every second (-1: forever; default 0: exit),
+ * -c after MAX, hold forever without touching the memory again (cold pages: an idle service).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -25,17 +26,18 @@ static void msleep(long ms) {
 
 int main(int argc, char **argv) {
     long step = 16, interval = 100, max = 0, hold = 0;
-    int c, wait_usr1 = 0;
-    while ((c = getopt(argc, argv, "WtTs:i:m:H:")) != -1) {
+    int c, wait_usr1 = 0, cold = 0;
+    while ((c = getopt(argc, argv, "WtTcs:i:m:H:")) != -1) {
         switch (c) {
         case 'W': wait_usr1 = 1; break;
         case 't': signal(SIGTERM, clean_exit); break;
         case 'T': signal(SIGTERM, SIG_IGN); break;
+        case 'c': cold = 1; break;
         case 's': step = atol(optarg); break;
         case 'i': interval = atol(optarg); break;
         case 'm': max = atol(optarg); break;
         case 'H': hold = atol(optarg); break;
-        default: fprintf(stderr, "usage: hog [-W] [-t | -T] [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
+        default: fprintf(stderr, "usage: hog [-W] [-t | -T] [-c] [-s MiB] [-i ms] [-m MiB] [-H s]\n"); return 2;
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -60,6 +62,8 @@ int main(int argc, char **argv) {
         if (interval > 0) msleep(interval);
     }
     printf("hog: pid=%d holding %ld MiB\n", getpid(), n * step);
+    if (cold)
+        for (;;) pause();
     for (long t = 0; hold < 0 || t < hold; t++) {
         for (long i = 0; i < n; i++)
             for (size_t off = 0; off < chunk; off += 4096) chunks[i][off]++;

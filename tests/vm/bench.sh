@@ -72,7 +72,7 @@ for ((r = 1; r <= reps; r++)); do
             --add "$x/usr/sbin/nohang:/usr/sbin/nohang" --add "$x/etc/nohang/nohang.conf:/etc/nohang/nohang.conf" \
             --add "$here/lib.sh:/root/lib.sh" --add "$script:/root/episode.sh" \
             --add "$root/examples/config/memory-level.yaml:/root/memory-level.yaml" \
-            --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" \
+            --add "$root/examples/config/recommended.yaml:/root/recommended.yaml" --add "$root/examples/config:/root/config" \
             --env "LRU=$lru" --env "CONTENDER=$c" --env "SHAPE=$shape" "${shape_env[@]}" -- /bin/sh /root/episode.sh "$c" || echo "bench: $shape, $c ($lru) run $r failed" >&2
         cat "$d/episode.json" 2>/dev/null >&2 || true
     done

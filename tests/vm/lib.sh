@@ -141,7 +141,8 @@ bench_node() {
 # start_contender NAME -> starts one of the OOM handlers the benchmark compares (tests/vm/bench.sh),
 # each from what the runner copied into /root: `oomwarden` (the embedded defaults, as every
 # suite scenario runs it), `oomwarden-memory` (examples/config/memory-level.yaml),
-# `oomwarden-recommended` (examples/config/recommended.yaml), `oomwarden-psi` (the defaults and
+# `oomwarden-recommended` (examples/config/recommended.yaml), `oomwarden-recommended-swap` and
+# `oomwarden-culprit` (examples/config/, in /root/config), `oomwarden-psi` (the defaults and
 # kernel PSI triggers), `earlyoom` (Debian's, its defaults), `earlyoom-oomwarden-idle` (earlyoom
 # beside an oomwarden that never acts: what sampling costs), `observer` (an oomwarden that never
 # acts and records everything it reads every 100 ms), `nohang` (Debian's nohang 0.2.0 with its
@@ -152,6 +153,8 @@ start_contender() {
         oomwarden) start_oomwarden ;;
         oomwarden-memory) start_oomwarden --config /root/memory-level.yaml ;;
         oomwarden-recommended) start_oomwarden --config /root/recommended.yaml ;;
+        oomwarden-recommended-swap) start_oomwarden --config /root/config/recommended-swap.yaml ;;
+        oomwarden-culprit) start_oomwarden --config /root/config/culprit.yaml ;;
         oomwarden-psi)
             printf 'apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\npsiTriggers:\n  enabled: true\n' > /root/psi.yaml
             start_oomwarden --config /root/psi.yaml ;;

@@ -9,6 +9,11 @@
 #   cold-services     the hog, the node's services touching one page of their files a round
 #                     (no hot file working set: what stalls is the canary's 8 MiB alone)
 #   quiet             nothing growing: the contender's CPU over 30 s and its VmHWM (bench/quiet.sh)
+#   swap-hog          1 GiB of swap on a disk: a resident pod (250 MiB, hot) beside a hog whose
+#                     pages go to swap (bench/swap-episode.sh); swap-hog-zswap: zswap in front
+#   swap-cold         swap holding idle pods' and services' cold pages, nothing growing, 120 s
+#                     (a kill is a false kill); swap-cold-zswap: zswap in front
+#   culprit           no swap: an idle BestEffort pod beside a Burstable pod growing fast
 shape() {
     shape_env=() timeout=420
     case $1 in
@@ -20,7 +25,10 @@ shape() {
         fast-leak) script="$here/bench/episode.sh"; shape_env=(--env TAKE_MIB=16 --env LEAK_MIB=40) ;;
         cold-services) script="$here/bench/episode.sh"; shape_env=(--env SERVICE_PAGES=1) ;;
         quiet) script="$here/bench/quiet.sh"; timeout=300 ;;
-        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache, fast-leak, cold-services, quiet)" >&2; return 2 ;;
+        swap-hog|swap-cold) script="$here/bench/swap-episode.sh"; timeout=600; shape_env=(--env SWAP=disk) ;;
+        swap-hog-zswap|swap-cold-zswap) script="$here/bench/swap-episode.sh"; timeout=600; shape_env=(--env SWAP=zswap) ;;
+        culprit) script="$here/bench/swap-episode.sh"; shape_env=(--env SWAP=off) ;;
+        *) echo "unknown shape $1 (hog, slow-leak, full-but-healthy, page-cache, fast-leak, cold-services, quiet, swap-hog[-zswap], swap-cold[-zswap], culprit)" >&2; return 2 ;;
     esac
     vmopts=$(sed -n 's/^# vm: //p' "$script" | head -n1)
     [[ -n $vmopts ]] || vmopts="--mem 1G --scratch-disk 2G --append transparent_hugepage=never"

@@ -12,6 +12,7 @@ for f in sorted(f for o in outs for f in o.glob("*/episode.json")):
     shape = e.get("shape") or ("slow-leak" if e.get("leak") == 1 else "hog")
     runs.setdefault((shape, e["contender"], e.get("lru", "classic")), []).append(e)
 order = ["kernel", "earlyoom", "nohang", "oomd", "oomwarden", "oomwarden-memory", "oomwarden-recommended",
+         "oomwarden-recommended-swap", "oomwarden-culprit",
          "oomwarden-psi", "earlyoom-oomwarden-idle", "observer"]
 rows = {}
 for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2], order.index(k[0][1]) if k[0][1] in order else 99)):

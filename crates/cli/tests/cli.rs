@@ -201,12 +201,12 @@ fn check_survives_hostile_expressions() {
 #[test]
 fn eval_trigger_recommended_swap() {
     // Issue 35, the swap node's policy: memory short on a node with 1 GiB of swap, once with
-    // swap holding cold pages (a quarter used, nothing going out), once running out (pages
-    // still going out, 80 % used), once thrashing (pages read back fast).
-    for (name, free, pswpin, pswpout) in [
+    // swap holding cold pages (a quarter used, not filling), once running out (80 % used and
+    // still filling at 20 MiB/s), once thrashing (pages read back fast).
+    for (name, free, pswpin, swap_free_rate) in [
         ("cold", "805306368", "0", "0"),
-        ("running-out", "214748364", "0", "3000"),
-        ("thrashing", "805306368", "4000", "4000"),
+        ("running-out", "214748364", "0", "-20971520"),
+        ("thrashing", "805306368", "4000", "0"),
     ] {
         golden(
             &format!("eval-trigger-recommended-swap-{name}"),
@@ -219,7 +219,7 @@ fn eval_trigger_recommended_swap() {
                 "-",
             ],
             Some(&format!(
-                "{{\"node_memory_available\": 100000000, \"node_memory_total\": 1000000000, \"node_memory_available_trend\": -5000000, \"node_swap_total\": 1073741824, \"node_swap_free\": {free}, \"d_node_pswpin\": {pswpin}, \"d_node_pswpout\": {pswpout}}}"
+                "{{\"node_memory_available\": 100000000, \"node_memory_total\": 1000000000, \"node_memory_available_trend\": -5000000, \"node_swap_total\": 1073741824, \"node_swap_free\": {free}, \"d_node_pswpin\": {pswpin}, \"d_node_swap_free\": {swap_free_rate}}}"
             )),
         );
     }
@@ -1810,6 +1810,49 @@ fn the_recommended_policy_on_what_the_kernel_alone_went_through() {
     assert!(
         by_memory_level.is_some(),
         "a memory level kills there: {full:?}"
+    );
+}
+
+/// Issue 35: recorded in VM scenario S23's first form (testdata/recordings/README.md): swap
+/// filled with zero pages at 40 MiB/s, which Linux 6.12 stores without a write, so `pswpout`
+/// stayed still until the kernel OOM killer (+44 s). The swap policy sees swap fill through
+/// `SwapFree`'s rate and kills the hog with a quarter of swap left; Talos's default never acts.
+#[test]
+fn a_swap_node_policy_sees_swap_fill_without_writes() {
+    let rec = "testdata/recordings/swap-zero-pages-classic.rec.gz";
+    let kills = first_kills(
+        rec,
+        &[
+            "examples/config/recommended-swap.yaml",
+            "examples/config/talos-default.yaml",
+        ],
+    );
+    let [Some(swap), None] = kills[..] else {
+        panic!("the swap policy acts, the default does not: {kills:?}");
+    };
+    // The kernel killed at +44 s; swap fell below a quarter at +34.5 s.
+    assert!((30.0..42.0).contains(&swap), "{kills:?}");
+    let (code, out, err) = run(
+        &[
+            "replay",
+            rec,
+            "--config",
+            "examples/config/recommended-swap.yaml",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    let kill = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|d| d.pointer("/record/outcome").is_some_and(|o| o == "killed"))
+        .unwrap();
+    assert_eq!(
+        kill.pointer("/record/victim").and_then(|v| v.as_str()),
+        Some("/sys/fs/cgroup/kubepods/burstable/podhog"),
+        "{kill}"
     );
 }
 

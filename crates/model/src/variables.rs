@@ -397,10 +397,13 @@ catalogue! {
             "SwapFree: the swap not in use (0 without swap, or when unreadable)";
         NodeZswapBytes "node_zswap_bytes", Some(Bytes), MeminfoSwap, Oomwarden, None,
             "Zswap: memory the compressed swap cache takes (0 where the kernel has none)";
+        DNodeSwapFree "d_node_swap_free", Some(BytesPerSecond), MeminfoSwap, Oomwarden,
+            Some("SwapFree"),
+            "the rate of SwapFree: negative while swap fills, whether pages go to a disk (pswpout), to zswap or are zero pages the kernel keeps no copy of";
         DNodePswpin "d_node_pswpin", Some(PagesPerSecond), Vmstat, Oomwarden, Some("pswpin"),
             "pages read back from swap: with d_node_pswpout, the swap thrash signal";
         DNodePswpout "d_node_pswpout", Some(PagesPerSecond), Vmstat, Oomwarden, Some("pswpout"),
-            "pages written out to swap";
+            "pages written out to a swap device (not those zswap keeps, nor zero pages since Linux 6.12)";
         NodeMemoryAvailableTrend "node_memory_available_trend", Some(BytesPerSecond), Meminfo,
             Oomwarden, Some("MemAvailable"),
             "the median per-second rate of MemAvailable over 20 s, or 5 s when slower: a fall that lasts (0 until 20 s were seen)";
@@ -664,7 +667,7 @@ mod tests {
         let names: Vec<&str> = catalogue().map(|d| d.name).collect();
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
-        assert_eq!(TriggerVar::all().count(), 58);
+        assert_eq!(TriggerVar::all().count(), 59);
         assert_eq!(RankingVar::all().count(), 21);
     }
 

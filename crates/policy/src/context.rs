@@ -64,6 +64,8 @@ enum NodeMeasure {
     Pswpin,
     /// `/proc/vmstat`'s `pswpout`.
     Pswpout,
+    /// `/proc/meminfo`'s `SwapFree`, bytes.
+    SwapFree,
 }
 
 /// A value and when it was read.
@@ -369,15 +371,18 @@ fn node_rates(sample: &MetricsSample, node: &mut NodeState, now: u64, ctx: &mut 
             sample.vmstat.map(|v| v.pswpout as f64),
             Scalar::DNodePswpout,
         ),
+        (
+            NodeMeasure::SwapFree,
+            sample.swap.map(|s| s.free as f64),
+            Scalar::DNodeSwapFree,
+        ),
     ];
     for (measure, value, variable) in values {
         let cell = &mut node.previous[measure];
+        let counter = !matches!(measure, NodeMeasure::MemAvailable | NodeMeasure::SwapFree);
         match value {
-            // Everything but MemAvailable is a counter.
-            Some(v) => ctx.set(
-                variable,
-                rate(cell, v, now, measure != NodeMeasure::MemAvailable),
-            ),
+            // Everything but MemAvailable and SwapFree is a counter.
+            Some(v) => ctx.set(variable, rate(cell, v, now, counter)),
             None => *cell = None,
         }
     }

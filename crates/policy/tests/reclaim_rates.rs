@@ -190,3 +190,31 @@ fn memory_events_rates_per_class() {
     assert_eq!(system(PerClass::DQosMemoryEventsMax), 4.0);
     assert_eq!(system(PerClass::DQosMemoryEventsOom), 1.0);
 }
+
+/// Issue 35, found in VM scenario S23: on Linux 6.12 a zero page goes to swap without a write
+/// (and zswap's pages never reach the disk), so `pswpout` stays still while swap fills:
+/// `d_node_swap_free` is SwapFree's own rate, negative while swap fills, positive as it frees
+/// (a gauge, not a counter: no reset), 0 without a previous reading.
+#[test]
+fn swap_free_rate_follows_swap_filling_and_freeing() {
+    let mut state = State::new();
+    let at = |at_ns, free: u64| {
+        let mut s = sample(at_ns, 1 << 29, None, None);
+        s.swap = Some(oomwarden_model::NodeSwap {
+            total: 1 << 30,
+            free,
+            zswap: 0,
+        });
+        s
+    };
+    let first = build_context(&at(1_000_000_000, 800 << 20), &mut state).unwrap();
+    assert_eq!(first.get(Scalar::DNodeSwapFree), 0.0);
+    let filling = build_context(&at(1_500_000_000, 780 << 20), &mut state).unwrap();
+    assert_eq!(filling.get(Scalar::DNodeSwapFree), -40.0 * 1_048_576.0);
+    let freed = build_context(&at(2_500_000_000, 1000 << 20), &mut state).unwrap();
+    assert_eq!(freed.get(Scalar::DNodeSwapFree), 220.0 * 1_048_576.0);
+    // Not read (the trigger stopped naming it): the next reading starts again.
+    build_context(&sample(3_000_000_000, 1 << 29, None, None), &mut state).unwrap();
+    let again = build_context(&at(3_500_000_000, 10 << 20), &mut state).unwrap();
+    assert_eq!(again.get(Scalar::DNodeSwapFree), 0.0);
+}

@@ -12,7 +12,8 @@
 #              and keeps it hot. The kernel writes the idle pages to swap and the node settles:
 #              nothing grows, for 120 s. Any kill is a false kill.
 #   culprit    (SWAP=off) an idle BestEffort pod (20 MiB) beside a Burstable pod without a
-#              limit growing 8 MiB every 100 ms. The grower is the culprit.
+#              limit growing 8 MiB every 200 ms, started 20 s after the contender (the
+#              recommended trend's window). The grower is the culprit.
 # Writes /out/episode.json with the reaction benchmark's fields (bench/episode.sh), `swap` and
 # `victims` (the pods and services that died: the contender's kills and the kernel's).
 CONTENDER=$1
@@ -51,9 +52,9 @@ case "$SHAPE" in
     culprit*)
         I=$(pod besteffort idle)
         WATCH="idle-pod=$(start_in "$(ctr "$I")" hog -s 4 -i 10 -m 20 -c)"
-        sleep 3
+        sleep 20
         G=$(pod burstable grower)
-        GROWER=$(start_in "$(ctr "$G")" hog -s 8 -i 100)
+        GROWER=$(start_in "$(ctr "$G")" hog -s 8 -i 200)
         WATCH="$WATCH grower=$GROWER"
         LIMIT=${EPISODE_LIMIT:-2400} ;;
     *) log "unknown SHAPE $SHAPE"; exit 2 ;;

@@ -57,7 +57,9 @@ int main(int argc, char **argv) {
         if (max > 0 && n * step >= max) break;
         char *p = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) { perror("mmap"); msleep(interval); continue; }
-        for (size_t off = 0; off < chunk; off += 4096) p[off] = (char)off;
+        /* Odd bytes: a page of zeros goes to swap without a write since Linux 6.12 (found in
+         * S23); real memory is not zeros. */
+        for (size_t off = 0; off < chunk; off += 4096) p[off] = (char)((off >> 12) | 1);
         chunks[n++] = p;
         if (interval > 0) msleep(interval);
     }
@@ -66,7 +68,7 @@ int main(int argc, char **argv) {
         for (;;) pause();
     for (long t = 0; hold < 0 || t < hold; t++) {
         for (long i = 0; i < n; i++)
-            for (size_t off = 0; off < chunk; off += 4096) chunks[i][off]++;
+            for (size_t off = 0; off < chunk; off += 4096) chunks[i][off] += 2;
         sleep(1);
     }
     return 0;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # vm: --mem 1G --timeout 420 --append transparent_hugepage=never
 # S24 the culprit (issue 35): an idle BestEffort pod (20 MiB, never touched again) beside a
-# Burstable pod without a limit that grows 8 MiB every 100 ms, under
+# Burstable pod without a limit that grows 8 MiB every 200 ms, under
 # examples/config/culprit.yaml: one pool (no strict class order), each pod ranked by what it
 # will hold in a minute at its growth (d_memory_current, read once a second between
 # triggers). The grower is killed, the idle pod is not (Talos's strict order would kill the
@@ -16,8 +16,10 @@ I=$(pod besteffort idle)
 IDLE=$(start_in "$(ctr "$I")" hog -s 4 -i 10 -m 20 -c)
 need wait_for 60 sh -c "[ \$(cat $I/memory.current) -ge $((20 << 20)) ]"
 setup_ok
+# The trigger's trend (examples/config/recommended.yaml's) speaks only once it has seen 20 s.
+sleep 20
 G=$(pod burstable grower)
-GROW=$(start_in "$(ctr "$G")" hog -s 8 -i 100)
+GROW=$(start_in "$(ctr "$G")" hog -s 8 -i 200)
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$GROW" && [ "$(oom_kills)" = "$OOM_BEFORE" ]; do
     [ $((i % 5)) = 0 ] && log "grower=$(( $(cat $G/memory.current) >> 20 ))MiB idle=$(( $(cat $I/memory.current) >> 20 ))MiB avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB"

@@ -44,7 +44,8 @@ for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2],
         })
     rows[f"{shape} {c} ({lru})"] = row
 (out / "results.json").write_text(json.dumps({"medians": rows, "runs": {" ".join(k): v for k, v in runs.items()}}, indent=2))
-for shape in ["hog", "slow-leak", "fast-leak", "cold-services", "full-but-healthy", "page-cache", "quiet"]:
+for shape in ["hog", "slow-leak", "fast-leak", "cold-services", "full-but-healthy", "page-cache", "quiet",
+              "swap-hog", "swap-hog-zswap", "swap-cold", "swap-cold-zswap", "culprit"]:
     rs = [r for r in rows.values() if r["shape"] == shape]
     if not rs:
         continue

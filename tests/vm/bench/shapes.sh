@@ -11,6 +11,7 @@
 #   quiet             nothing growing: the contender's CPU over 30 s and its VmHWM (bench/quiet.sh)
 #   swap-hog          1 GiB of swap on a disk: a resident pod (250 MiB, hot) beside a hog whose
 #                     pages go to swap (bench/swap-episode.sh); swap-hog-zswap: zswap in front
+#                     (Debian's cloud kernel has no zswap: VMTEST_KERNEL_PKG=linux-image-amd64)
 #   swap-cold         swap holding idle pods' and services' cold pages, nothing growing, 120 s
 #                     (a kill is a false kill); swap-cold-zswap: zswap in front
 #   culprit           no swap: an idle BestEffort pod beside a Burstable pod growing fast

@@ -312,7 +312,7 @@ fn the_extra_reads_follow_the_catalogue() {
             reads.swap,
             matches!(
                 name,
-                "node_swap_total" | "node_swap_free" | "node_zswap_bytes"
+                "node_swap_total" | "node_swap_free" | "node_zswap_bytes" | "d_node_swap_free"
             ),
             "{name}"
         );

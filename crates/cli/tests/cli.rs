@@ -1881,6 +1881,31 @@ fn the_culprit_policy_kills_the_grower_not_the_idle_pod() {
     );
 }
 
+/// Issue 35: a node whose swap holds cold pages and where nothing grows, two minutes recorded
+/// (testdata/recordings/README.md): the swap policy, the recommended one and Talos's default
+/// kill nothing; a memory level (earlyoom's kind) kills the idle pod and then the busy one.
+#[test]
+fn cold_swap_is_no_reason_to_kill() {
+    let victims = first_victims(
+        "testdata/recordings/swap-cold-classic.rec.gz",
+        &[
+            "examples/config/recommended-swap.yaml",
+            "examples/config/recommended.yaml",
+            "examples/config/talos-default.yaml",
+            "examples/config/memory-level.yaml",
+        ],
+    );
+    assert_eq!(
+        victims,
+        [
+            None,
+            None,
+            None,
+            Some("/sys/fs/cgroup/kubepods/besteffort/podidle".to_owned())
+        ]
+    );
+}
+
 /// Issue 32: `actions`, `explain`, `replay` and `audit` printed names raw: an ESC or OSC
 /// sequence in a namespace (the runtime's word, or a history line anyone with the state
 /// directory could write) reached the terminal, and a newline split a table row.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vm: --mem 1G --scratch-disk 2G --scratch-disk 1G --module ext4 --append transparent_hugepage=never
+# vm: --mem 1G --scratch-disk 2G --scratch-disk 1G --module crc32c_generic --module ext4 --append transparent_hugepage=never
 # One episode of the swap and culprit shapes (issue 35) under one contender, on the benchmark's
 # node (bench_node: S1's services with hot file working sets on /dev/vda, the canary in
 # system/). SWAP=disk: 1 GiB of swap on /dev/vdb; SWAP=zswap: the same with zswap in front of

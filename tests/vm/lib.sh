@@ -138,6 +138,37 @@ bench_node() {
     CANARY=$(start_in "$CG/system/canary" canary /mnt/canary "$OUT/canary.json")
 }
 
+# system_full_total -> the System class's `full` stall so far (µs): an episode's stall is the
+# difference between its end and its start.
+system_full_total() { awk '/^full/{split($5, t, "="); print t[2]}' "$CG/system/memory.pressure"; }
+
+# episode_end -> the end of a benchmark episode (bench/episode.sh, bench/swap-episode.sh): T1,
+# when the workload ended; 3 s for a kill's aftermath; the canary stopped and its report
+# written (CANARY_ALIVE says whether it outlived the episode); FULL1, the System stall so far.
+episode_end() {
+    T1=$(up)
+    sleep 3
+    CANARY_ALIVE=yes; alive "$CANARY" || CANARY_ALIVE=no
+    kill -TERM "$CANARY"; wait_for 10 test -s "$OUT/canary.json"
+    FULL1=$(system_full_total)
+}
+
+# services_died -> " system/svc1 …": the node's services and the canary that died (after
+# episode_end), each with a leading space.
+services_died() {
+    alive "$SVC1" || printf ' system/svc1'
+    alive "$SVC2" || printf ' system/svc2'
+    alive "$RUNTIME" || printf ' podruntime/runtime'
+    [ "$CANARY_ALIVE" = yes ] || printf ' system/canary'
+}
+
+# episode_quit -> stops oomwarden and keeps its records and the kernel log in $OUT.
+episode_quit() {
+    [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN" && wait "$OOMWARDEN"
+    cp "$STATE/actions.jsonl" "$OUT/" 2>/dev/null
+    dmesg > "$OUT/dmesg.txt"
+}
+
 # start_contender NAME -> starts one of the OOM handlers the benchmark compares (tests/vm/bench.sh),
 # each from what the runner copied into /root: `oomwarden` (the embedded defaults, as every
 # suite scenario runs it), `oomwarden-memory` (examples/config/memory-level.yaml),

@@ -17,8 +17,7 @@ SCENARIO=bench-$CONTENDER
 bench_node
 start_contender "$CONTENDER"
 sleep 2
-full_total() { awk '/^full/{split($5, t, "="); print t[2]}' "$CG/system/memory.pressure"; }
-FULL0=$(full_total)
+FULL0=$(system_full_total)
 OOM0=$(oom_kills)
 P=$(pod besteffort hog)
 T0=$(up)
@@ -27,18 +26,11 @@ LEAK=$(start_in "$P/ctr" hog -s "${LEAK_MIB:-5}" -i 1000)
 wait_for 10 populated "$P"
 i=0
 while [ $i -lt "${EPISODE_LIMIT:-2400}" ] && alive "$FAST" && alive "$LEAK"; do sleep 0.1; i=$((i + 1)); done
-T1=$(up)
-sleep 3
-CANARY_ALIVE=yes; alive "$CANARY" || CANARY_ALIVE=no
-kill -TERM "$CANARY"; wait_for 10 test -s "$OUT/canary.json"
-FULL1=$(full_total)
+episode_end
 died=""
 alive "$FAST" || died="$died hog-fast"
 alive "$LEAK" || died="$died hog-leak"
-alive "$SVC1" || died="$died system/svc1"
-alive "$SVC2" || died="$died system/svc2"
-alive "$RUNTIME" || died="$died podruntime/runtime"
-[ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
+died="$died$(services_died)"
 kills=$(contender_kills "$CONTENDER")
 printf '{"contender":"%s","shape":"'"${SHAPE:-hog}"'","lru":"'"$LRU"'","take":'"${TAKE_MIB:-450}"',"leak":'"${LEAK_MIB:-5}"',"hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","canary":%s}\n' \
     "$CONTENDER" "$(awk -v a="$T0" 'BEGIN{printf "%.0f", a * 1000}')" "$(awk -v b="$T1" 'BEGIN{printf "%.0f", b * 1000}')" \
@@ -46,6 +38,5 @@ printf '{"contender":"%s","shape":"'"${SHAPE:-hog}"'","lru":"'"$LRU"'","take":'"
     "$(awk -v a="$FULL0" -v b="$FULL1" 'BEGIN{printf "%.3f", (b - a) / 1e6}')" \
     "$kills" "$(( $(oom_kills) - OOM0 ))" "$(echo $died)" "$(cat "$OUT/canary.json")" > "$OUT/episode.json"
 cat "$OUT/episode.json"
-finish_quiet() { [ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN" && wait "$OOMWARDEN"; cp "$STATE/actions.jsonl" "$OUT/" 2>/dev/null; dmesg > "$OUT/dmesg.txt"; }
-finish_quiet
+episode_quit
 exit 0

@@ -26,12 +26,11 @@ SCENARIO=bench-$SHAPE-$CONTENDER
 bench_node
 [ "$SWAP" = off ] || swap_on /dev/vdb
 setup_ok
-full_total() { awk '/^full/{split($5, t, "="); print t[2]}' "$CG/system/memory.pressure"; }
 # start -> the contender, then the measurement's start (a shape may settle the node first).
 start() {
     start_contender "$CONTENDER"
     sleep 2
-    FULL0=$(full_total)
+    FULL0=$(system_full_total)
     OOM0=$(oom_kills)
     T0=$(up)
 }
@@ -84,17 +83,10 @@ while [ $i -lt "$LIMIT" ]; do
     [ $((i % 100)) = 0 ] && log "avail=$(awk '/MemAvailable/{print $2}' /proc/meminfo)kB swapfree=$(awk '/^SwapFree/{print $2}' /proc/meminfo)kB kills=$(contender_kills "$CONTENDER") oom=$(( $(oom_kills) - OOM0 ))"
     sleep 0.1; i=$((i + 1))
 done
-T1=$(up)
-sleep 3
-CANARY_ALIVE=yes; alive "$CANARY" || CANARY_ALIVE=no
-kill -TERM "$CANARY"; wait_for 10 test -s "$OUT/canary.json"
-FULL1=$(full_total)
+episode_end
 died=""
 for w in $WATCH; do alive "${w#*=}" || died="$died ${w%%=*}"; done
-alive "$SVC1" || died="$died system/svc1"
-alive "$SVC2" || died="$died system/svc2"
-alive "$RUNTIME" || died="$died podruntime/runtime"
-[ "$CANARY_ALIVE" = yes ] || died="$died system/canary"
+died="$died$(services_died)"
 kills=$(contender_kills "$CONTENDER")
 printf '{"contender":"%s","shape":"%s","lru":"%s","swap":"%s","hogStartMs":%s,"hogEndMs":%s,"hogLifeSeconds":%s,"systemFullStallSeconds":%s,"kills":%s,"kernelOomKills":%s,"died":"%s","swapUsedAtEndKiB":%s,"canary":%s}\n' \
     "$CONTENDER" "$SHAPE" "$LRU" "$SWAP" "$(awk -v a="$T0" 'BEGIN{printf "%.0f", a * 1000}')" "$(awk -v b="$T1" 'BEGIN{printf "%.0f", b * 1000}')" \
@@ -103,7 +95,5 @@ printf '{"contender":"%s","shape":"%s","lru":"%s","swap":"%s","hogStartMs":%s,"h
     "$kills" "$(( $(oom_kills) - OOM0 ))" "$(echo $died)" \
     "$(awk '/^SwapTotal/{t=$2} /^SwapFree/{f=$2} END{print t - f}' /proc/meminfo)" "$(cat "$OUT/canary.json")" > "$OUT/episode.json"
 cat "$OUT/episode.json"
-[ -n "${OOMWARDEN:-}" ] && alive "$OOMWARDEN" && kill -TERM "$OOMWARDEN" && wait "$OOMWARDEN"
-cp "$STATE/actions.jsonl" "$OUT/" 2>/dev/null
-dmesg > "$OUT/dmesg.txt"
+episode_quit
 exit 0

@@ -6,7 +6,9 @@
 use std::fmt;
 
 use oomwarden_expr::{RankingExpr, TriggerExpr};
-use oomwarden_model::{CandidateSample, Identities, MetricsSample, TriggerContext, WorkloadKills};
+use oomwarden_model::{
+    CandidateSample, Identities, MetricsSample, RankingVar, TriggerContext, WorkloadKills,
+};
 
 use crate::{Ranking, State, build_context, rank_with, select};
 
@@ -129,7 +131,11 @@ pub fn plan(
         }
     }
     let mut candidates = candidates();
-    state.growth_mut().fill(sample.at_ns, &mut candidates);
+    // Kept only for a ranking that reads it: a map of every candidate rebuilt each triggered
+    // cycle is no cost to pay for nothing.
+    if rules.ranking.reads(RankingVar::DMemoryCurrent.name()) {
+        state.growth_mut().fill(sample.at_ns, &mut candidates);
+    }
     let ranking = rank_with(
         rules.ranking,
         &candidates,
@@ -428,5 +434,37 @@ mod tests {
         assert!(p.context.is_none());
         assert_eq!(state.last_trigger_ns(), None);
         assert_eq!(state.remembered_keys(), 0);
+    }
+
+    /// Issue 35: a triggered cycle keeps its candidates' readings for the growth, and fills
+    /// their `growth`, only when the ranking names `d_memory_current`.
+    #[test]
+    fn growth_is_kept_only_for_a_ranking_that_reads_it() {
+        let trigger = expr(TriggerExpr::compile("true"));
+        const S: u64 = 1_000_000_000;
+        for (source, kept) in [("1.0", 0), ("d_memory_current + 1.0", 1)] {
+            let ranking = expr(RankingExpr::compile(source));
+            let rules = Rules {
+                trigger: &trigger,
+                ranking: &ranking,
+                strict_class_ordering: true,
+                identities: &Identities::default(),
+                workload_kills: &WorkloadKills::default(),
+            };
+            let mut state = State::new();
+            let pod = |current| {
+                vec![candidate(
+                    "kubepods/besteffort/pod-a",
+                    QosClass::Besteffort,
+                    current,
+                    true,
+                )]
+            };
+            plan(rules, &sample(S, 0.0), &mut state, || pod(100));
+            assert_eq!(state.growth().remembered(), kept, "{source}");
+            let p = plan(rules, &sample(3 * S, 0.0), &mut state, || pod(300));
+            let growth = p.candidates.first().and_then(|c| c.growth);
+            assert_eq!(growth, (kept == 1).then_some(100.0), "{source}");
+        }
     }
 }

@@ -291,7 +291,14 @@ impl Engine {
     ) -> Option<CycleOutcome> {
         let (mut candidates, problems) = self.collector.candidates();
         self.log_problems(problems, cycle.now_ns);
-        self.state.growth_mut().fill(cycle.now_ns, &mut candidates);
+        if self
+            .settings
+            .oom
+            .ranking
+            .reads(oomwarden_model::RankingVar::DMemoryCurrent.name())
+        {
+            self.state.growth_mut().fill(cycle.now_ns, &mut candidates);
+        }
         let workload_kills = self.ranking_workload_kills(cycle.now_ns);
         let ranking = oomwarden_policy::rank_with(
             &self.settings.oom.ranking,

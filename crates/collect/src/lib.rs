@@ -397,6 +397,8 @@ impl Collector {
                 }
                 "pswpin" => c.pswpin = value,
                 "pswpout" => c.pswpout = value,
+                "zswpin" => c.zswpin = value,
+                "zswpout" => c.zswpout = value,
                 _ => {}
             }
         }

@@ -209,7 +209,7 @@ fn reclaim_counters_are_read_when_asked() {
     write(
         proc.path(),
         "vmstat",
-        "nr_free_pages 1000\nworkingset_refault_file 77\npgscan_kswapd 100\npgscan_direct 20\npgscan_khugepaged 3\npgsteal_kswapd 90\npgsteal_direct 10\npgsteal_khugepaged 1\n",
+        "nr_free_pages 1000\nworkingset_refault_file 77\npgscan_kswapd 100\npgscan_direct 20\npgscan_khugepaged 3\npgsteal_kswapd 90\npgsteal_direct 10\npgsteal_khugepaged 1\npswpin 5\npswpout 6\nzswpin 7\nzswpout 8\n",
     );
     let mut c = Collector::new(
         CgroupFs::new(cg.path()),
@@ -229,7 +229,10 @@ fn reclaim_counters_are_read_when_asked() {
             pgscan: 123,
             pgscan_direct: 20,
             pgsteal: 101,
-            ..VmCounters::default()
+            pswpin: 5,
+            pswpout: 6,
+            zswpin: 7,
+            zswpout: 8,
         })
     );
     let system = s.subtrees.iter().find(|t| t.dir == "system").unwrap();
@@ -305,6 +308,7 @@ fn the_extra_reads_follow_the_catalogue() {
             reads.vmstat,
             name.starts_with("d_node_pg")
                 || name.starts_with("d_node_pswp")
+                || name.starts_with("d_node_zswp")
                 || name == "d_node_workingset_refault_file",
             "{name}"
         );

@@ -103,6 +103,10 @@ pub struct VmCounters {
     pub pswpin: u64,
     /// `pswpout`: pages written to swap.
     pub pswpout: u64,
+    /// `zswpin`: pages zswap gave back (decompressed on a fault), 0 without zswap.
+    pub zswpin: u64,
+    /// `zswpout`: pages zswap took in (compressed), 0 without zswap.
+    pub zswpout: u64,
 }
 
 /// The node's swap from `/proc/meminfo`, bytes (0 for a line the kernel does not print).

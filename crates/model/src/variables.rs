@@ -404,6 +404,10 @@ catalogue! {
             "pages read back from swap: with d_node_pswpout, the swap thrash signal";
         DNodePswpout "d_node_pswpout", Some(PagesPerSecond), Vmstat, Oomwarden, Some("pswpout"),
             "pages written out to a swap device (not those zswap keeps, nor zero pages since Linux 6.12)";
+        DNodeZswpin "d_node_zswpin", Some(PagesPerSecond), Vmstat, Oomwarden, Some("zswpin"),
+            "pages zswap decompressed back on a fault: the thrash signal where zswap keeps what pswpin never sees (0 without zswap)";
+        DNodeZswpout "d_node_zswpout", Some(PagesPerSecond), Vmstat, Oomwarden, Some("zswpout"),
+            "pages zswap compressed and kept (0 without zswap)";
         NodeMemoryAvailableTrend "node_memory_available_trend", Some(BytesPerSecond), Meminfo,
             Oomwarden, Some("MemAvailable"),
             "the median per-second rate of MemAvailable over 20 s, or 5 s when slower: a fall that lasts (0 until 20 s were seen)";

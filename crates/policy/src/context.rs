@@ -64,6 +64,10 @@ enum NodeMeasure {
     Pswpin,
     /// `/proc/vmstat`'s `pswpout`.
     Pswpout,
+    /// `/proc/vmstat`'s `zswpin`.
+    Zswpin,
+    /// `/proc/vmstat`'s `zswpout`.
+    Zswpout,
     /// `/proc/meminfo`'s `SwapFree`, bytes.
     SwapFree,
 }
@@ -370,6 +374,16 @@ fn node_rates(sample: &MetricsSample, node: &mut NodeState, now: u64, ctx: &mut 
             NodeMeasure::Pswpout,
             sample.vmstat.map(|v| v.pswpout as f64),
             Scalar::DNodePswpout,
+        ),
+        (
+            NodeMeasure::Zswpin,
+            sample.vmstat.map(|v| v.zswpin as f64),
+            Scalar::DNodeZswpin,
+        ),
+        (
+            NodeMeasure::Zswpout,
+            sample.vmstat.map(|v| v.zswpout as f64),
+            Scalar::DNodeZswpout,
         ),
         (
             NodeMeasure::SwapFree,

@@ -136,11 +136,14 @@ fn a_counter_that_goes_back_or_is_not_read_gives_no_rate() {
 #[test]
 fn swap_values_and_swap_rates() {
     let mut state = State::new();
-    let swapping = |at_ns, pswpin, pswpout| {
+    let swapping = |at_ns, pswpin: u64, pswpout: u64| {
         let mut s = sample(at_ns, 1 << 29, None, None);
         s.vmstat = Some(VmCounters {
             pswpin,
             pswpout,
+            // zswap's counters move on their own (a tenth of the disk's here).
+            zswpin: pswpin / 10,
+            zswpout: pswpout / 10,
             ..VmCounters::default()
         });
         s.swap = Some(oomwarden_model::NodeSwap {
@@ -161,6 +164,8 @@ fn swap_values_and_swap_rates() {
     assert_eq!(ctx.get(Scalar::NodeZswapBytes), 200.0 * 1_048_576.0);
     assert_eq!(ctx.get(Scalar::DNodePswpin), 300.0);
     assert_eq!(ctx.get(Scalar::DNodePswpout), 2_000.0);
+    assert_eq!(ctx.get(Scalar::DNodeZswpin), 30.0);
+    assert_eq!(ctx.get(Scalar::DNodeZswpout), 200.0);
     assert_eq!(
         ctx.class_map(oomwarden_model::PerClass::QosMemorySwapCurrent)
             .get(QosClass::System),

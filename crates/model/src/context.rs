@@ -334,14 +334,14 @@ mod tests {
     fn has_the_39_talos_variables_then_the_extensions() {
         let ctx = TriggerContext::new();
         let names: Vec<&str> = ctx.variables().map(|(n, _)| n).collect();
-        assert_eq!(names.len(), 59);
+        assert_eq!(names.len(), 61);
         assert_eq!(names.get(39), Some(&"node_memory_available"));
-        assert_eq!(names.get(58), Some(&"d_qos_pgscan"));
+        assert_eq!(names.get(60), Some(&"d_qos_pgscan"));
         assert_eq!(ctx.talos_variables().count(), 39);
         let mut dedup = names.clone();
         dedup.sort_unstable();
         dedup.dedup();
-        assert_eq!(dedup.len(), 59);
+        assert_eq!(dedup.len(), 61);
     }
 
     #[test]

@@ -671,7 +671,7 @@ mod tests {
         let names: Vec<&str> = catalogue().map(|d| d.name).collect();
         let unique: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), unique.len(), "{names:?}");
-        assert_eq!(TriggerVar::all().count(), 59);
+        assert_eq!(TriggerVar::all().count(), 61);
         assert_eq!(RankingVar::all().count(), 21);
     }
 

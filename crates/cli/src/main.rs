@@ -133,7 +133,7 @@ fn main() -> ExitCode {
 /// Runs `command`, writing to `out` and `err`; its exit code.
 fn dispatch(command: Command, mut out: impl Write, mut err: impl Write) -> ExitCode {
     let exit = match command {
-        Command::Check(args) => commands::check::run(&args, &mut out),
+        Command::Check(args) => commands::check::run(&args, &mut out, &mut err),
         Command::Eval(args) => commands::eval::run(&args, &mut out),
         Command::Run(args) => commands::run::run(&args, &mut out),
         Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),

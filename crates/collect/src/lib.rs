@@ -15,9 +15,10 @@ use std::fmt;
 use oomwarden_cgroupfs::{CgroupFs, ReadError, join};
 use oomwarden_model::variables::Source;
 use oomwarden_model::{
-    BuiltinLayout, CandidateSample, CandidateSource, EventCounters, Layout, MemoryReading,
-    MetricSource, MetricsSample, NodeMemory, NodeSwap, ProtectionReading, PsiKind, PsiReading,
-    PsiSpan, QosClass, StatCounters, SubtreeSample, SwapReading, VmCounters, glob_match,
+    BuiltinLayout, CandidateSample, CandidateSource, EventCounters, LEFT_OUT, Layout,
+    MemoryReading, MetricSource, MetricsSample, NodeMemory, NodeSwap, ProtectionReading, PsiKind,
+    PsiReading, PsiSpan, QosClass, StatCounters, SubtreeSample, SwapReading, VmCounters,
+    glob_match,
 };
 use oomwarden_procfs::ProcFs;
 
@@ -140,13 +141,86 @@ pub fn missing_dirs(layout: &Layout, cgroups: &CgroupFs) -> (Vec<String>, usize)
     for dir in sources {
         let fixed: Vec<&str> = dir.split('/').take_while(|c| !c.contains('*')).collect();
         let fixed = fixed.join("/");
-        if !fixed.is_empty() && !dirs.contains(&fixed) {
+        if !fixed.is_empty() && !dirs.contains(&fixed) && !layout.is_optional(&fixed) {
             dirs.push(fixed);
         }
     }
     let total = dirs.len();
     let missing = dirs.into_iter().filter(|d| !cgroups.is_dir(d)).collect();
     (missing, total)
+}
+
+/// What of the tree a layout leaves out, as (relative path, why): each directory at the
+/// root that no source of the layout reads (with the reason from [`LEFT_OUT`] when the
+/// directory is a known one), and each known directory that exists but is never a candidate
+/// (`system/sandbox`). Name-sorted; an unreadable root gives none.
+pub fn left_out(layout: &Layout, cgroups: &CgroupFs) -> Vec<(String, String)> {
+    let known = |dir: &str| {
+        LEFT_OUT
+            .iter()
+            .find(|(d, _)| *d == dir)
+            .map(|(_, why)| (*why).to_owned())
+    };
+    let sources: Vec<&str> = layout
+        .metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricSource::Root => None,
+            MetricSource::Dir { dir, .. } | MetricSource::Children { dir, .. } => {
+                Some(dir.as_str())
+            }
+        })
+        .chain(layout.candidates.iter().map(|c| c.dir.as_str()))
+        .collect();
+    let first = |dir: &str| dir.split('/').next().unwrap_or("").to_owned();
+    let mut out = Vec::new();
+    for top in cgroups.children("").unwrap_or_default() {
+        if !sources.iter().any(|s| glob_match(&first(s), &top)) {
+            let why = known(&top).unwrap_or_else(|| "read by no source of this layout".to_owned());
+            out.push((top, why));
+        }
+    }
+    for (dir, why) in LEFT_OUT {
+        let Some((parent_dir, name)) = dir.rsplit_once('/') else {
+            continue;
+        };
+        let candidate = layout
+            .candidates
+            .iter()
+            .any(|c| glob_match(&c.dir, parent_dir) && c.filter.admits(name));
+        if cgroups.is_dir(dir) && !candidate && !out.iter().any(|(d, _)| d == dir) {
+            out.push(((*dir).to_owned(), (*why).to_owned()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Where Talos 1.14's own controller reads this tree otherwise than oomwarden's `talos`
+/// layout (so a user knows what a drop-in changes), one sentence each: the node system
+/// partition read as one Guaranteed pod, `system/sandbox` as a System candidate.
+pub fn talos_misreads(cgroups: &CgroupFs) -> Vec<String> {
+    let mut out = Vec::new();
+    if cgroups.is_dir("kubepods/system") {
+        let pods: usize = ["kubepods/system/besteffort", "kubepods/system/burstable"]
+            .iter()
+            .map(|d| cgroups.children(d).map_or(0, |c| c.len()))
+            .sum::<usize>()
+            + cgroups.children("kubepods/system").map_or(0, |c| {
+                c.iter()
+                    .filter(|n| *n != "besteffort" && *n != "burstable")
+                    .count()
+            });
+        out.push(format!(
+            "kubepods/system (Kubernetes 1.37's node system partition, KEP-5894, {pods} pods): Talos's controller reads the whole partition as one Guaranteed pod, so none of its pods is ever a candidate there and all their memory and stall count as Guaranteed; oomwarden reads each of its pods in its own QoS class"
+        ));
+    }
+    if cgroups.is_dir("system/sandbox") {
+        out.push(
+            "system/sandbox (workload isolation: every pod runs inside it): Talos's controller makes it a System candidate, so a ranking that scores System above 0 kills every pod at once; oomwarden's talos layout never makes it a candidate".to_owned(),
+        );
+    }
+    out
 }
 
 /// The cgroup (relative path) whose `cgroup.procs` lists `pid`, searched depth-first, children
@@ -683,6 +757,11 @@ impl Collector {
     /// not (a missing class directory reads as zeros, as in Talos).
     fn expand(&self, pattern: &str, problems: &mut Vec<Problem>) -> Vec<String> {
         if !pattern.contains('*') {
+            // An optional directory a node does not have (the node system partition) is no
+            // subtree at all, rather than one read as missing every cycle.
+            if self.layout.is_optional(pattern) && !self.cgroups.is_dir(pattern) {
+                return Vec::new();
+            }
             return vec![pattern.to_owned()];
         }
         let mut found = vec![String::new()];

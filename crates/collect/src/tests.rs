@@ -46,6 +46,7 @@ fn a_directory_named_twice_counts_once() {
                 filter: NameFilter::any(),
             },
         ],
+        optional: Vec::new(),
     };
     let c = Collector::new(
         CgroupFs::new(tmp.path()),
@@ -275,6 +276,7 @@ fn the_roots_memory_files_are_not_read() {
             },
         ],
         candidates: Vec::new(),
+        optional: Vec::new(),
     };
     let c = Collector::new(
         CgroupFs::new(tmp.path()),

@@ -14,6 +14,7 @@
 //!     - childrenOf: kubepods/besteffort
 //!       class: Besteffort
 //!       include: ["pod*"]
+//!   optional: [kubepods/system]      # may be absent: no warning for what lies there
 //! ```
 
 use std::fmt;
@@ -152,6 +153,17 @@ pub(crate) struct CustomLayoutIn {
     name: Field<Name>,
     metrics: Field<Entries<MetricEntryIn>>,
     candidates: Field<Entries<CandidateEntryIn>>,
+    optional: Field<Paths>,
+}
+
+/// Directory paths (`optional`).
+#[derive(Debug)]
+struct Paths(Vec<Item<CgroupPath>>);
+
+impl<'de> Deserialize<'de> for Paths {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        list(d, "a list of directory paths").map(Paths)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -304,6 +316,23 @@ fn custom(doc: CustomLayoutIn, at: &KeyPath, problems: &mut Vec<Problem>) -> Opt
             None => failed = true,
         }
     }
+    let optional = match doc.optional {
+        Field::Absent => Vec::new(),
+        Field::Reported => {
+            failed = true;
+            Vec::new()
+        }
+        Field::Set(Paths(list)) => list
+            .into_iter()
+            .filter_map(|Item(p)| match p.into_option() {
+                Some(CgroupPath(p)) => Some(p),
+                None => {
+                    failed = true;
+                    None
+                }
+            })
+            .collect(),
+    };
     overlaps(&metrics, at, problems);
     if failed || problems.len() > before {
         return None;
@@ -314,6 +343,7 @@ fn custom(doc: CustomLayoutIn, at: &KeyPath, problems: &mut Vec<Problem>) -> Opt
         name,
         metrics: all,
         candidates,
+        optional,
     })
 }
 
@@ -514,6 +544,8 @@ pub(crate) struct CustomLayoutOut<'a> {
     name: &'a str,
     metrics: Vec<LayoutEntryOut<'a>>,
     candidates: Vec<LayoutEntryOut<'a>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    optional: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -570,6 +602,7 @@ fn custom_doc(layout: &Layout) -> CustomLayoutOut<'_> {
         name: &layout.name,
         metrics,
         candidates,
+        optional: &layout.optional,
     }
 }
 
@@ -653,6 +686,33 @@ mod tests {
         );
         assert_eq!(layout.candidates[0].dir, "user.slice/user-*.slice");
         assert_eq!(layout.candidates[0].filter, NameFilter::any());
+    }
+
+    /// Issue 36: `optional` names directories a node may lack (no warning for them); each is a
+    /// path as `dir` takes it, and a wrong one is reported at its index.
+    #[test]
+    fn optional_directories() {
+        let ok = "metrics: [{dir: a, class: System}]\ncandidates: [{childrenOf: b, class: Besteffort}]\n";
+        assert_eq!(load(ok).0.unwrap().optional, Vec::<String>::new());
+        let layout = load(&format!("{ok}optional: [kubepods/system, 'x/y']\n"))
+            .0
+            .unwrap();
+        assert_eq!(layout.optional, vec!["kubepods/system", "x/y"]);
+        assert!(layout.is_optional("kubepods/system/besteffort"));
+        assert!(!layout.is_optional("kubepods/systemd"));
+        let (l, e) = load(&format!("{ok}optional: [ok, /abs]\n"));
+        assert!(l.is_none(), "{e:?}");
+        assert_eq!(
+            e,
+            vec![
+                "layout.optional[1]: invalid path \"/abs\": must be relative to the cgroup root (no leading '/')"
+            ]
+        );
+        let (l, e) = load(&format!("{ok}optional: kubepods\n"));
+        assert!(
+            l.is_none() && e.len() == 1 && e[0].starts_with("layout.optional:"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -34,9 +34,15 @@ fn cgroupfs_pod(component: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// `kubepods[-besteffort|-burstable]-pod<uid with _>.slice` (systemd driver) → (uid, qos).
+/// `kubepods[-system][-besteffort|-burstable]-pod<uid with _>.slice` (systemd driver; `-system`
+/// in Kubernetes 1.37's node system partition, KEP-5894) → (uid, qos).
 fn systemd_pod(component: &str) -> Option<(String, QosClass)> {
     let name = component.strip_suffix(".slice")?;
+    // The partition's names are the legacy ones with `kubepods-system` for `kubepods`.
+    let name = match name.strip_prefix("kubepods-system-") {
+        Some(rest) => std::borrow::Cow::Owned(format!("kubepods-{rest}")),
+        None => std::borrow::Cow::Borrowed(name),
+    };
     let (qos, rest) = if let Some(r) = name.strip_prefix("kubepods-besteffort-pod") {
         (QosClass::Besteffort, r)
     } else if let Some(r) = name.strip_prefix("kubepods-burstable-pod") {
@@ -133,6 +139,19 @@ mod tests {
                 format!("kubepods/pod{UID}"),
                 id(Some(UID), Some(Guaranteed), None),
             ),
+            // Kubernetes 1.37's node system partition (KEP-5894): each pod in its class.
+            (
+                format!("kubepods/system/burstable/pod{UID}/{ID}"),
+                id(Some(UID), Some(Burstable), Some(ID)),
+            ),
+            (
+                format!("kubepods/system/besteffort/pod{UID}"),
+                id(Some(UID), Some(Besteffort), None),
+            ),
+            (
+                format!("kubepods/system/pod{UID}"),
+                id(Some(UID), Some(Guaranteed), None),
+            ),
             // A static pod: the UID is a 32-digit hash.
             (
                 "/kubepods/burstable/pod1b2d3c4e5f60718293a4b5c6d7e8f901".to_owned(),
@@ -181,6 +200,23 @@ mod tests {
             // CRI-O's monitor is not a container.
             (
                 format!("/kubepods.slice/kubepods-pod{escaped}.slice/crio-conmon-{ID}.scope"),
+                id(Some(UID), Some(Guaranteed), None),
+            ),
+            // Kubernetes 1.37's node system partition (KEP-5894): each pod in its class.
+            (
+                format!(
+                    "/kubepods.slice/kubepods-system.slice/kubepods-system-burstable.slice/kubepods-system-burstable-pod{escaped}.slice/cri-containerd-{ID}.scope"
+                ),
+                id(Some(UID), Some(Burstable), Some(ID)),
+            ),
+            (
+                format!(
+                    "/kubepods.slice/kubepods-system.slice/kubepods-system-besteffort.slice/kubepods-system-besteffort-pod{escaped}.slice"
+                ),
+                id(Some(UID), Some(Besteffort), None),
+            ),
+            (
+                format!("/kubepods.slice/kubepods-system.slice/kubepods-system-pod{escaped}.slice"),
                 id(Some(UID), Some(Guaranteed), None),
             ),
         ];

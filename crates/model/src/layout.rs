@@ -118,7 +118,35 @@ pub struct Layout {
     pub metrics: Vec<MetricSource>,
     /// Candidate sources, in enumeration order.
     pub candidates: Vec<CandidateSource>,
+    /// Directories (relative paths) a node may lack: the sources at or below one are read
+    /// where it exists and are no warning where it does not (Kubernetes 1.37's
+    /// `kubepods/system` partition is on few nodes).
+    pub optional: Vec<String>,
 }
+
+impl Layout {
+    /// Whether `dir` is, or lies below, one of the layout's optional directories.
+    pub fn is_optional(&self, dir: &str) -> bool {
+        self.optional.iter().any(|o| {
+            dir.strip_prefix(o.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+}
+
+/// Directories a node may hold that the built-in layouts deliberately leave out of every
+/// class, or out of the candidates: (path relative to the root, why). `oomwarden layout`
+/// shows each that exists with its reason; a custom layout can name any of them.
+pub const LEFT_OUT: &[(&str, &str)] = &[
+    (
+        "taloscontainers",
+        "Talos 1.15's ContainerConfig containers (oom_score_adj -600, memory.max from the container's limit): Talos counts them in no OOM class, only in the root's figures, and never kills them; a custom layout can make their children candidates of a class",
+    ),
+    (
+        "system/sandbox",
+        "Talos's workload isolation (sandboxd): the CRI, the kubelet and every pod run inside it, so killing it tears down every pod; read in System's figures, never a candidate unless a custom layout names it",
+    ),
+];
 
 fn dir(dir: &str, class: QosClass) -> MetricSource {
     MetricSource::Dir {
@@ -150,31 +178,54 @@ struct PodDirs {
     guaranteed: (&'static str, NameFilter),
 }
 
-/// Kubernetes on a systemd host: node services in `system.slice` (the runtime and kubelet units
-/// are Podruntime, the others System, plus `init.scope` for metrics), pods where `pods` says.
-fn kubernetes_on_systemd(name: &str, pods: PodDirs) -> Layout {
+/// The sources of one set of pod directories, appended to a layout's: the Besteffort and
+/// Burstable directories summed whole, each Guaranteed pod on its own.
+fn pod_sources(
+    pods: PodDirs,
+    metrics: &mut Vec<MetricSource>,
+    candidates: &mut Vec<CandidateSource>,
+) {
     use QosClass::*;
     let (be, be_pods) = pods.besteffort;
     let (bu, bu_pods) = pods.burstable;
     let (gu, gu_pods) = pods.guaranteed;
+    metrics.extend([
+        dir(be, Besteffort),
+        dir(bu, Burstable),
+        children(gu, Guaranteed, gu_pods.clone()),
+    ]);
+    candidates.extend([
+        parent(be, Besteffort, be_pods),
+        parent(bu, Burstable, bu_pods),
+        parent(gu, Guaranteed, gu_pods),
+    ]);
+}
+
+/// Kubernetes on a systemd host: node services in `system.slice` (the runtime and kubelet units
+/// are Podruntime, the others System, plus `init.scope` for metrics), pods where `pods` says,
+/// and the pods of Kubernetes 1.37's node system partition (KEP-5894) where `partition` says,
+/// each in its QoS class.
+fn kubernetes_on_systemd(name: &str, pods: PodDirs, partition: (&str, PodDirs)) -> Layout {
+    use QosClass::*;
+    let mut metrics = vec![
+        MetricSource::Root,
+        dir("init.scope", System),
+        children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+        children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+    ];
+    let mut candidates = Vec::new();
+    pod_sources(pods, &mut metrics, &mut candidates);
+    let (partition_dir, partition_pods) = partition;
+    pod_sources(partition_pods, &mut metrics, &mut candidates);
+    candidates.extend([
+        parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
+        parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
+    ]);
     Layout {
         name: name.to_owned(),
-        metrics: vec![
-            MetricSource::Root,
-            dir("init.scope", System),
-            children("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
-            children("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
-            dir(be, Besteffort),
-            dir(bu, Burstable),
-            children(gu, Guaranteed, gu_pods.clone()),
-        ],
-        candidates: vec![
-            parent(be, Besteffort, be_pods),
-            parent(bu, Burstable, bu_pods),
-            parent(gu, Guaranteed, gu_pods),
-            parent("system.slice", Podruntime, NameFilter::only(RUNTIME_UNITS)),
-            parent("system.slice", System, NameFilter::except(RUNTIME_UNITS)),
-        ],
+        metrics,
+        candidates,
+        optional: vec![partition_dir.to_owned()],
     }
 }
 
@@ -251,28 +302,53 @@ impl Layout {
     pub const BUILTIN: [&'static str; 4] = ["talos", "systemd", "cgroupfs", "host"];
 
     /// Talos 1.14 (§2.3 of the spec): System = `init` + `system`; Guaranteed pods sit directly
-    /// under `kubepods`; `init` is never a candidate.
+    /// under `kubepods`; `init` is never a candidate, nor `system/sandbox` (workload
+    /// isolation: every pod runs inside it). Kubernetes 1.37's node system partition
+    /// (`kubepods/system/{besteffort,burstable,pod<uid>}`, KEP-5894) has its pods in their
+    /// classes, where Talos itself reads the partition as one Guaranteed pod. Talos 1.15's
+    /// `taloscontainers/` is in no class, as on Talos ([`LEFT_OUT`]).
     pub fn talos() -> Layout {
         use QosClass::*;
-        let pods = ["besteffort", "burstable"];
+        let mut metrics = vec![
+            MetricSource::Root,
+            dir("init", System),
+            dir("system", System),
+            dir("podruntime", Podruntime),
+        ];
+        let mut candidates = Vec::new();
+        pod_sources(
+            PodDirs {
+                besteffort: ("kubepods/besteffort", NameFilter::any()),
+                burstable: ("kubepods/burstable", NameFilter::any()),
+                guaranteed: (
+                    "kubepods",
+                    NameFilter::except(&["besteffort", "burstable", "system"]),
+                ),
+            },
+            &mut metrics,
+            &mut candidates,
+        );
+        pod_sources(
+            PodDirs {
+                besteffort: ("kubepods/system/besteffort", NameFilter::any()),
+                burstable: ("kubepods/system/burstable", NameFilter::any()),
+                guaranteed: (
+                    "kubepods/system",
+                    NameFilter::except(&["besteffort", "burstable"]),
+                ),
+            },
+            &mut metrics,
+            &mut candidates,
+        );
+        candidates.extend([
+            parent("podruntime", Podruntime, NameFilter::any()),
+            parent("system", System, NameFilter::except(&["sandbox"])),
+        ]);
         Layout {
             name: "talos".to_owned(),
-            metrics: vec![
-                MetricSource::Root,
-                dir("init", System),
-                dir("system", System),
-                dir("podruntime", Podruntime),
-                dir("kubepods/besteffort", Besteffort),
-                dir("kubepods/burstable", Burstable),
-                children("kubepods", Guaranteed, NameFilter::except(&pods)),
-            ],
-            candidates: vec![
-                parent("kubepods/besteffort", Besteffort, NameFilter::any()),
-                parent("kubepods/burstable", Burstable, NameFilter::any()),
-                parent("kubepods", Guaranteed, NameFilter::except(&pods)),
-                parent("podruntime", Podruntime, NameFilter::any()),
-                parent("system", System, NameFilter::any()),
-            ],
+            metrics,
+            candidates,
+            optional: vec!["kubepods/system".to_owned()],
         }
     }
 
@@ -294,6 +370,23 @@ impl Layout {
                 ),
                 guaranteed: ("kubepods.slice", NameFilter::only(&["kubepods-pod*.slice"])),
             },
+            (
+                "kubepods.slice/kubepods-system.slice",
+                PodDirs {
+                    besteffort: (
+                        "kubepods.slice/kubepods-system.slice/kubepods-system-besteffort.slice",
+                        NameFilter::only(&["kubepods-system-besteffort-pod*.slice"]),
+                    ),
+                    burstable: (
+                        "kubepods.slice/kubepods-system.slice/kubepods-system-burstable.slice",
+                        NameFilter::only(&["kubepods-system-burstable-pod*.slice"]),
+                    ),
+                    guaranteed: (
+                        "kubepods.slice/kubepods-system.slice",
+                        NameFilter::only(&["kubepods-system-pod*.slice"]),
+                    ),
+                },
+            ),
         )
     }
 
@@ -309,8 +402,16 @@ impl Layout {
             PodDirs {
                 besteffort: ("kubepods/besteffort", NameFilter::only(&["pod*"])),
                 burstable: ("kubepods/burstable", NameFilter::only(&["pod*"])),
-                guaranteed: ("kubepods", guaranteed),
+                guaranteed: ("kubepods", guaranteed.clone()),
             },
+            (
+                "kubepods/system",
+                PodDirs {
+                    besteffort: ("kubepods/system/besteffort", NameFilter::only(&["pod*"])),
+                    burstable: ("kubepods/system/burstable", NameFilter::only(&["pod*"])),
+                    guaranteed: ("kubepods/system", guaranteed),
+                },
+            ),
         )
     }
 
@@ -338,6 +439,7 @@ impl Layout {
                 parent(sessions, Burstable, NameFilter::only(&["session-*.scope"])),
                 parent("system.slice", System, NameFilter::any()),
             ],
+            optional: Vec::new(),
         }
     }
 }
@@ -395,6 +497,66 @@ mod tests {
             assert_eq!(BuiltinLayout::from_name(b.name()), Some(b));
             assert_eq!(b.layout().name, b.name());
         }
+    }
+
+    /// Issue 36: the node system partition's pods are candidates in their classes, the
+    /// partition itself never one Guaranteed pod, on every Kubernetes layout; `system/sandbox`
+    /// is never a Talos candidate; the partition is optional.
+    #[test]
+    fn the_node_system_partition_and_the_sandbox() {
+        let talos = Layout::talos();
+        let candidate = |l: &Layout, parent: &str, name: &str| {
+            l.candidates
+                .iter()
+                .filter(|c| c.dir == parent && c.filter.admits(name))
+                .map(|c| c.class)
+                .collect::<Vec<_>>()
+        };
+        use QosClass::*;
+        assert_eq!(candidate(&talos, "kubepods", "system"), vec![]);
+        assert_eq!(candidate(&talos, "kubepods", "podabc"), vec![Guaranteed]);
+        assert_eq!(
+            candidate(&talos, "kubepods/system", "podabc"),
+            vec![Guaranteed]
+        );
+        assert_eq!(candidate(&talos, "kubepods/system", "burstable"), vec![]);
+        assert_eq!(
+            candidate(&talos, "kubepods/system/burstable", "podabc"),
+            vec![Burstable]
+        );
+        assert_eq!(candidate(&talos, "system", "sandbox"), vec![]);
+        assert_eq!(candidate(&talos, "system", "apid"), vec![System]);
+        assert!(talos.is_optional("kubepods/system/besteffort"));
+        assert!(!talos.is_optional("kubepods"));
+        let systemd = Layout::systemd();
+        let ks = "kubepods.slice/kubepods-system.slice";
+        assert_eq!(
+            candidate(&systemd, "kubepods.slice", "kubepods-system.slice"),
+            vec![]
+        );
+        assert_eq!(
+            candidate(&systemd, ks, "kubepods-system-pod1_2.slice"),
+            vec![Guaranteed]
+        );
+        assert_eq!(
+            candidate(
+                &systemd,
+                &format!("{ks}/kubepods-system-besteffort.slice"),
+                "kubepods-system-besteffort-pod1_2.slice"
+            ),
+            vec![Besteffort]
+        );
+        let cgroupfs = Layout::cgroupfs();
+        assert_eq!(candidate(&cgroupfs, "kubepods", "system"), vec![]);
+        assert_eq!(
+            candidate(&cgroupfs, "kubepods/system", "podx"),
+            vec![Guaranteed]
+        );
+        assert_eq!(
+            candidate(&cgroupfs, "kubepods/system", "besteffort"),
+            vec![]
+        );
+        assert!(Layout::host().optional.is_empty());
     }
 
     proptest::proptest! {

@@ -32,7 +32,8 @@ pub use identity::{
     ContainerIdentity, Identities, IdentitySource, KillMethod, KillScope, PodIdentity,
 };
 pub use layout::{
-    BuiltinLayout, CandidateSource, Layout, MetricSource, NameFilter, RUNTIME_UNITS, glob_match,
+    BuiltinLayout, CandidateSource, LEFT_OUT, Layout, MetricSource, NameFilter, RUNTIME_UNITS,
+    glob_match,
 };
 pub use limit::Limit;
 pub use record::{

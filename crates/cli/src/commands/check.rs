@@ -19,6 +19,12 @@ pub(crate) struct Args {
     /// Prints the effective OOMConfig document alone.
     #[arg(long)]
     talos: bool,
+    /// With --talos: also read the cgroup tree at DIR (a node's /sys/fs/cgroup) and say on
+    /// standard error where Talos's own controller reads it otherwise than oomwarden does
+    /// (Kubernetes 1.37's node system partition, `system/sandbox`), so a user knows what
+    /// running oomwarden in its place changes.
+    #[arg(long, value_name = "DIR", requires = "talos")]
+    cgroup_root: Option<PathBuf>,
     /// Output format of the effective settings: yaml (the documents, as a file would hold
     /// them; `table` and `wide` are the same) or json (an array of the documents).
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
@@ -38,7 +44,7 @@ pub(crate) enum Format {
 }
 
 /// Loads the file (or the defaults), applies overrides, prints the result or every error.
-pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
+pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<Exit> {
     let (text, name) = match &args.file {
         Some(path) => (read_input(path)?, path.display().to_string()),
         None => (String::new(), "<defaults>".to_owned()),
@@ -56,6 +62,19 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
             } else {
                 settings.to_yaml()
             };
+            if let Some(root) = &args.cgroup_root {
+                let cgroups = oomwarden_cgroupfs::CgroupFs::new(root);
+                if !cgroups.is_dir("") {
+                    return Err(Fail::failure(format!(
+                        "oomwarden: --cgroup-root {}: not a directory",
+                        root.display()
+                    ))
+                    .into());
+                }
+                for m in oomwarden_collect::talos_misreads(&cgroups) {
+                    writeln!(err, "warning: Talos reads this tree otherwise: {m}")?;
+                }
+            }
             match args.output {
                 Format::Yaml => out.write_all(rendered.as_bytes())?,
                 Format::Json => {

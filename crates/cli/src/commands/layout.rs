@@ -54,6 +54,12 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         return Ok(Exit::Ok);
     }
     let name = layout.name.clone();
+    let left_out = oomwarden_collect::left_out(&layout, &cgroups);
+    let talos_misreads = if name == "talos" {
+        oomwarden_collect::talos_misreads(&cgroups)
+    } else {
+        Vec::new()
+    };
     let collector = Collector::new(cgroups, ProcFs::new(&args.proc_root), layout, None);
     let (sample, problems) = collector.metrics(0);
     let (candidates, more) = collector.candidates();
@@ -82,6 +88,8 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         candidates: &candidates,
         verdicts: &verdicts,
         identities: &identities,
+        left_out: &left_out,
+        talos_misreads: &talos_misreads,
     };
     if !args.output.is_table() {
         args.output
@@ -101,6 +109,10 @@ struct Report<'a> {
     /// One per candidate, in the same order.
     verdicts: &'a [Verdict],
     identities: &'a Identities,
+    /// What the layout leaves out, with why (`collect::left_out`).
+    left_out: &'a [(String, String)],
+    /// Where Talos's own controller reads the tree otherwise (the `talos` layout only).
+    talos_misreads: &'a [String],
 }
 
 impl Report<'_> {
@@ -141,10 +153,18 @@ impl Report<'_> {
                 })
             })
             .collect();
+        let left_out: Vec<_> = self
+            .left_out
+            .iter()
+            .map(|(dir, why)| {
+                json!({"cgroup": dir, "path": oomwarden_cgroupfs::node_path(dir), "why": why})
+            })
+            .collect();
         json!({
             "layout": self.name, "reason": self.why,
             "cgroupRoot": cgroup_root.display().to_string(),
-            "metrics": metrics, "candidates": cands,
+            "metrics": metrics, "candidates": cands, "leftOut": left_out,
+            "talosMisreads": self.talos_misreads,
         })
     }
 
@@ -187,6 +207,21 @@ impl Report<'_> {
         order.sort_by_key(|(c, _)| (c.class, c.dir.clone()));
         for (c, v) in order {
             self.print_candidate(c, v, wide, out)?;
+        }
+        if !self.left_out.is_empty() {
+            writeln!(out, "\nleft out (in no class, or never a candidate):")?;
+            for (dir, why) in self.left_out {
+                writeln!(out, "  {dir}: {why}")?;
+            }
+        }
+        if !self.talos_misreads.is_empty() {
+            writeln!(
+                out,
+                "\nwhere Talos's own controller reads this tree otherwise (what running oomwarden instead changes):"
+            )?;
+            for m in self.talos_misreads {
+                writeln!(out, "  {m}")?;
+            }
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ pub(crate) enum Exit {
     Failure,
     /// 2: the command line itself is wrong.
     Usage,
-    /// 3: this host cannot run the OOM handler (no cgroup v2 memory controller, no PSI).
+    /// 3: this host cannot run the OOM handler (no cgroup v2 memory controller; `run` also: no PSI while its policy reads PSI).
     Unsupported,
     /// 4: `replay` only: the recording was cut short; its complete cycles were replayed and
     /// reported, the last (possibly incomplete) one left out.

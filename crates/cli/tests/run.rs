@@ -135,6 +135,68 @@ fn refuses_this_host_with_what_is_missing() {
     }
 }
 
+/// Issue 36: a node booted with `psi=0` has no pressure files. A policy that reads PSI
+/// (Talos's default) is refused, exit 3, naming `psi=0` and what reads it; one that reads
+/// none (examples/config/no-psi.yaml) runs and says it runs without PSI.
+#[test]
+fn a_node_without_psi_refuses_only_a_policy_that_reads_it() {
+    let (cg, proc) = node();
+    for entry in walk(cg.path()) {
+        if entry.ends_with("memory.pressure") {
+            std::fs::remove_file(&entry).unwrap();
+        }
+    }
+    std::fs::write(proc.path().join("cmdline"), "root=/dev/vda1 psi=0\n").unwrap();
+    let run = |config: Option<&std::path::Path>| {
+        let state = tempfile::tempdir().unwrap();
+        let mut cmd = oomwarden();
+        cmd.args(["run", "--dry-run", "--cycles", "1"])
+            .arg("--cgroup-root")
+            .arg(cg.path())
+            .arg("--proc-root")
+            .arg(proc.path())
+            .arg("--state-dir")
+            .arg(state.path());
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(None);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("booted with psi=0")
+            && stderr.contains("(qos_memory_full_avg10, d_qos_memory_full_total)"),
+        "{stderr}"
+    );
+    let no_psi =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/config/no-psi.yaml");
+    let (code, stderr) = run(Some(&no_psi));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("running without memory pressure (PSI)"),
+        "{stderr}"
+    );
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 #[test]
 fn bad_flags_are_usage_errors() {
     for args in [

@@ -188,6 +188,38 @@ impl Settings {
         render::to_talos_yaml(self)
     }
 
+    /// What of these settings reads memory pressure (PSI), so that a node without it (booted
+    /// with `psi=0`) can be refused only by a policy that needs it: the PSI variables the
+    /// trigger, the response stages' conditions and the ranking name (in the catalogue's
+    /// order), and `psiTriggers` when enabled. Empty: the policy runs without PSI.
+    pub fn psi_reads(&self) -> Vec<&'static str> {
+        use oomwarden_model::variables::Source;
+        let pressure = |s: Source| {
+            matches!(
+                s,
+                Source::RootPressure | Source::ClassPressure | Source::CandidatePressure
+            )
+        };
+        let triggers: Vec<_> = std::iter::once(&self.oom.trigger)
+            .chain(self.warden.stages.iter().map(|s| &s.when))
+            .collect();
+        let mut reads: Vec<&'static str> = oomwarden_model::TriggerVar::all()
+            .filter(|v| {
+                pressure(v.definition().source) && triggers.iter().any(|t| t.reads(v.name()))
+            })
+            .map(|v| v.name())
+            .chain(
+                oomwarden_model::RankingVar::all()
+                    .filter(|v| pressure(v.definition().source) && self.oom.ranking.reads(v.name()))
+                    .map(|v| v.name()),
+            )
+            .collect();
+        if self.warden.psi_triggers.enabled {
+            reads.push("psiTriggers");
+        }
+        reads
+    }
+
     /// Applies command-line overrides.
     pub fn apply(&mut self, overrides: &Overrides) {
         if let Some(interval) = overrides.sample_interval {

@@ -749,3 +749,31 @@ fn stages_settings() {
         "{errors:?}"
     );
 }
+
+/// Issue 36: what of a policy reads PSI, so that a node booted with `psi=0` refuses only a
+/// policy that needs it: the trigger's, the stages' and the ranking's PSI variables, and
+/// `psiTriggers` when enabled.
+#[test]
+fn psi_reads_names_what_needs_pressure() {
+    let defaults = Settings::defaults().unwrap();
+    assert_eq!(
+        defaults.psi_reads(),
+        vec!["qos_memory_full_avg10", "d_qos_memory_full_total"]
+    );
+    let trend = format!(
+        "{HEADER}triggerExpression: node_memory_available < -45.0 * node_memory_available_trend\n"
+    );
+    assert_eq!(load(&trend).unwrap().psi_reads(), Vec::<&str>::new());
+    let ranking = format!(
+        "{trend}cgroupRankingExpression: pressure_full_avg10\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\npsiTriggers:\n  enabled: true\n"
+    );
+    assert_eq!(
+        load(&ranking).unwrap().psi_reads(),
+        vec!["pressure_full_avg10", "psiTriggers"]
+    );
+    let no_psi = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/config/no-psi.yaml"),
+    )
+    .unwrap();
+    assert_eq!(load(&no_psi).unwrap().psi_reads(), Vec::<&str>::new());
+}

@@ -7,7 +7,8 @@ use oomwarden_procfs::ProcFs;
 use crate::SetupError;
 
 /// Checks that the hierarchy has what the OOM handler needs: cgroup v2 with the memory
-/// controller, and PSI. The message says what is missing and how to point elsewhere.
+/// controller. The message says what is missing and how to point elsewhere. PSI is checked
+/// apart ([`check_psi`]): only a policy that reads it needs it.
 pub fn check_host(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), SetupError> {
     let root = cgroups.root().display().to_string();
     let hint = "oomwarden needs a cgroup v2 hierarchy with the memory controller; point --cgroup-root at its mount point (usually /sys/fs/cgroup, on hybrid hosts /sys/fs/cgroup/unified)";
@@ -45,14 +46,43 @@ pub fn check_host(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), SetupError> {
             controllers.join(" ")
         )));
     }
-    let psi = cgroups.memory_pressure("").is_ok() || proc.pressure_memory().is_ok();
-    if !psi {
-        return Err(SetupError::Host(format!(
-            "memory pressure (PSI) is not available: neither {root}/memory.pressure nor {}/pressure/memory can be read. Use a kernel with CONFIG_PSI and do not boot it with psi=0.",
-            proc.root().display()
-        )));
-    }
     Ok(())
+}
+
+/// Checks that memory pressure (PSI) can be read: the root's `memory.pressure` or
+/// `/proc/pressure/memory`. The message names `psi=0` when the kernel's command line holds it
+/// (OpenShift 4.16.7 to 4.20 booted so), else says what else takes PSI away.
+pub fn check_psi(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), SetupError> {
+    if cgroups.memory_pressure("").is_ok() || proc.pressure_memory().is_ok() {
+        return Ok(());
+    }
+    let root = cgroups.root().display();
+    let cmdline = proc.root().join("cmdline");
+    let why = match psi_off_on_cmdline(&std::fs::read_to_string(&cmdline).unwrap_or_default()) {
+        Some(word) => format!(
+            "the kernel was booted with {word} ({}); remove it from the kernel command line (on OpenShift, the MachineConfig that sets it) and reboot",
+            cmdline.display()
+        ),
+        None => "use a kernel built with CONFIG_PSI, and boot it with psi=1 where CONFIG_PSI_DEFAULT_DISABLED is set".to_owned(),
+    };
+    Err(SetupError::Host(format!(
+        "memory pressure (PSI) is not available: neither {root}/memory.pressure nor {}/pressure/memory can be read: {why}",
+        proc.root().display()
+    )))
+}
+
+/// The `psi=` word of a kernel command line that turns PSI off (`kstrtobool`'s false words:
+/// 0, n, N, off, false, …), the last one given winning as the kernel reads them.
+pub fn psi_off_on_cmdline(cmdline: &str) -> Option<String> {
+    let last = cmdline
+        .split_whitespace()
+        .rfind(|w| w.starts_with("psi="))?;
+    let value = last.strip_prefix("psi=").unwrap_or("").to_ascii_lowercase();
+    let off = value.starts_with('0')
+        || value.starts_with('n')
+        || value.starts_with('f')
+        || value.starts_with("of");
+    off.then(|| last.to_owned())
 }
 
 #[cfg(test)]
@@ -87,10 +117,43 @@ mod tests {
             "{e}"
         );
         std::fs::write(dir.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
-        let e = check_host(&cg, &p).unwrap_err().to_string();
-        assert!(e.contains("PSI") && e.contains("psi=0"), "{e}");
-        std::fs::write(dir.path().join("memory.pressure"), "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n").unwrap();
+        // PSI is not the host check's: a policy without PSI variables runs without it.
         check_host(&cg, &p).unwrap();
+        let e = check_psi(&cg, &p).unwrap_err().to_string();
+        assert!(
+            e.contains("PSI") && e.contains("CONFIG_PSI") && !e.contains("booted with"),
+            "{e}"
+        );
+        std::fs::write(
+            proc.path().join("cmdline"),
+            "BOOT_IMAGE=/vmlinuz root=/dev/vda1 psi=0 quiet\n",
+        )
+        .unwrap();
+        let e = check_psi(&cg, &p).unwrap_err().to_string();
+        assert!(
+            e.contains("booted with psi=0") && e.contains("cmdline"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("memory.pressure"), "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n").unwrap();
+        check_psi(&cg, &p).unwrap();
+    }
+
+    #[test]
+    fn psi_off_words_of_the_kernel_command_line() {
+        for (cmdline, want) in [
+            ("root=/dev/vda1 psi=0", Some("psi=0")),
+            ("psi=off", Some("psi=off")),
+            ("psi=N", Some("psi=N")),
+            ("psi=false ro", Some("psi=false")),
+            ("psi=0 psi=1", None),
+            ("psi=1", None),
+            ("psi=on", None),
+            ("apsi=0 xpsi=0", None),
+            ("", None),
+            ("psi=", None),
+        ] {
+            assert_eq!(psi_off_on_cmdline(cmdline).as_deref(), want, "{cmdline}");
+        }
     }
 
     #[test]
@@ -100,17 +163,10 @@ mod tests {
         // accepted where both are there.
         let has_memory = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
             .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"));
-        let has_psi = std::path::Path::new("/proc/pressure/memory").exists();
         match check_host(&CgroupFs::new("/sys/fs/cgroup"), &ProcFs::new("/proc")) {
-            Ok(()) => assert!(
-                has_memory && has_psi,
-                "accepted without memory controller or PSI"
-            ),
+            Ok(()) => assert!(has_memory, "accepted without memory controller"),
             Err(e) => {
-                assert!(
-                    !(has_memory && has_psi),
-                    "refused a host that has both: {e}"
-                );
+                assert!(!has_memory, "refused a host that has it: {e}");
                 let text = e.to_string();
                 assert!(text.contains("--cgroup-root"), "{text}");
             }

@@ -1,6 +1,6 @@
 //! Node setup, below the daemon: what `oomwarden run` and every command that reads a node
 //! (`top`, `layout`, `score`, `record`) need before they read anything: the host checks
-//! ([`check_host`]), the settings ([`load_settings`]), the layout ([`resolve_layout`]), the
+//! ([`check_host`], [`check_psi`]), the settings ([`load_settings`]), the layout ([`resolve_layout`]), the
 //! identity cache's configuration, the clocks, and the build's version. No runtime, no
 //! server, no client: the forensics commands link this, not `oomwarden-daemon`.
 
@@ -11,7 +11,7 @@ mod layout;
 mod settings;
 
 pub use clock::{monotonic_ns, next_tick, wall_clock};
-pub use host::check_host;
+pub use host::{check_host, check_psi, psi_off_on_cmdline};
 pub use identity::identity_config;
 pub use layout::{resolve_layout, warn_missing_dirs};
 pub use settings::{

@@ -198,7 +198,7 @@ pub(crate) fn tree_note(root: &std::path::Path) -> String {
 /// The settings (configuration file and overrides) and the layout of the node under
 /// `--cgroup-root`, or why not (a [`Fail`](crate::exit::Fail) with its exit code). Every command that reads the node
 /// (`run`, `record`, `top`, `layout`) says first, the same way and with exit 3, when the host
-/// cannot be used at all (no cgroup v2, no memory controller, no PSI); then an invalid
+/// cannot be used at all (no cgroup v2, no memory controller; no PSI is a warning); then an invalid
 /// configuration or a tree that matches no layout (exit 1); and a layout given by hand whose
 /// cgroups do not exist there is an error naming them, not a table of zeros.
 pub(crate) fn node_and_layout(
@@ -209,9 +209,13 @@ pub(crate) fn node_and_layout(
 ) -> anyhow::Result<NodeSetup> {
     use crate::exit::Fail;
     let cgroups = oomwarden_cgroupfs::CgroupFs::new(&node.cgroup_root);
-    if let Err(e) = oomwarden_node::check_host(&cgroups, &oomwarden_procfs::ProcFs::new(proc_root))
-    {
+    let proc = oomwarden_procfs::ProcFs::new(proc_root);
+    if let Err(e) = oomwarden_node::check_host(&cgroups, &proc) {
         return Err(Fail::unsupported(host_diagnosis(&e)).into());
+    }
+    // What these commands show needs no PSI: its figures read as 0, said once.
+    if let Err(e) = oomwarden_node::check_psi(&cgroups, &proc) {
+        writeln!(err, "warning: {e}; the PSI figures read as 0")?;
     }
     let settings = match oomwarden_node::load_settings(node.config.as_deref(), overrides) {
         Ok(s) => s,

@@ -16,7 +16,7 @@ use oomwarden_procfs::ProcFs;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::engine::{Engine, EngineParts};
-use oomwarden_node::{check_host, load_declared, resolve_layout, warn_missing_dirs};
+use oomwarden_node::{check_host, check_psi, load_declared, resolve_layout, warn_missing_dirs};
 
 mod cycles;
 mod options;
@@ -38,6 +38,9 @@ use wake::{spawn_signal_thread, watch_pressure};
 
 /// Runs the OOM handler until a signal or `cycles`, killing with `actuator` and running
 /// hooks with `hooks`.
+///
+/// Without PSI (a kernel booted with `psi=0`) it refuses to start only when the policy reads
+/// PSI ([`Settings::psi_reads`]); otherwise it runs, and says so at start.
 pub fn run(
     options: &RunOptions,
     actuator: Box<dyn Actuator + Send>,
@@ -53,10 +56,7 @@ pub fn run(
     // noticed at the first cycle rather than lost.
     let mut config_watch = ConfigWatch::new(options.config_file.as_deref(), CONFIG_CHECK_EVERY);
     let (settings, declared) = load_declared(options.config_file.as_deref(), &options.overrides)?;
-    check_host(
-        &CgroupFs::new(&options.cgroup_root),
-        &ProcFs::new(&options.proc_root),
-    )?;
+    check_node(&settings, options)?;
     let flight = settings.warden.flight_recorder;
     let protection = protect_self();
     let options = &options.with_absolute_roots();
@@ -171,3 +171,29 @@ fn wind_down(engine: &mut Engine, socket: Option<&Path>) {
 /// How long the stop waits for the running hooks to end once their groups were sent SIGKILL
 /// (within the stop's [`STOP_WITHIN`]).
 const HOOKS_END_WITHIN: Duration = Duration::from_millis(400);
+
+/// The host checks: cgroup v2 with the memory controller; then PSI, which only a policy that
+/// reads it needs: such a policy is refused on a node without PSI, naming what reads it; a
+/// policy that reads none runs, with a warning that says what PSI would add.
+fn check_node(settings: &oomwarden_config::Settings, options: &RunOptions) -> Result<(), RunError> {
+    let (cgroups, proc) = (
+        CgroupFs::new(&options.cgroup_root),
+        ProcFs::new(&options.proc_root),
+    );
+    check_host(&cgroups, &proc)?;
+    let Err(e) = check_psi(&cgroups, &proc) else {
+        return Ok(());
+    };
+    let reads = settings.psi_reads();
+    if reads.is_empty() {
+        tracing::warn!(
+            problem = %e,
+            "running without memory pressure (PSI): the policy reads none, so it runs on its memory figures alone; the PSI variables, PSI wake-ups and the records' stall figures read as 0 (oomwarden doctor explains)"
+        );
+        return Ok(());
+    }
+    Err(RunError::Setup(oomwarden_node::SetupError::Host(format!(
+        "{e}. The policy reads PSI ({}); give it a trigger and ranking without PSI variables (examples/config/no-psi.yaml, recommended.yaml's memory trend alone) to run on this node",
+        reads.join(", ")
+    ))))
+}

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
-use oomwarden_node::{Declared, SetupError, load_for_reload, resolve_layout, unsafe_reload};
+use oomwarden_node::{
+    Declared, SetupError, check_psi, load_for_reload, resolve_layout, unsafe_reload,
+};
 
 use super::options::RunOptions;
 use super::setup::{restart_events, restart_identity};
@@ -101,6 +103,20 @@ pub(super) fn reload(
                 Some(why) => Err(SetupError::Config(why)),
                 None => Ok((settings, declared)),
             }
+        })
+        .and_then(|(settings, declared)| {
+            // A node without PSI keeps a policy that reads none (the start's rule).
+            let reads = settings.psi_reads();
+            if !reads.is_empty() {
+                let proc = oomwarden_procfs::ProcFs::new(&options.proc_root);
+                if let Err(e) = check_psi(engine.cgroups(), &proc) {
+                    return Err(SetupError::Config(format!(
+                        "{e}; the new policy reads PSI ({})",
+                        reads.join(", ")
+                    )));
+                }
+            }
+            Ok((settings, declared))
         })
         .and_then(|(settings, declared)| {
             let layout = resolve_layout(&settings, engine.cgroups())?;

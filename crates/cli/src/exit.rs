@@ -17,6 +17,10 @@ pub(crate) enum Exit {
     /// 4: `replay` only: the recording was cut short; its complete cycles were replayed and
     /// reported, the last (possibly incomplete) one left out.
     Truncated,
+    /// 5: `doctor` only: warnings, no error (something may get in the way; look at it).
+    DoctorWarnings,
+    /// 6: `doctor` only: at least one error (something gets in the way of OOM handling).
+    DoctorErrors,
 }
 
 impl From<Exit> for ExitCode {
@@ -27,6 +31,8 @@ impl From<Exit> for ExitCode {
             Exit::Usage => ExitCode::from(2),
             Exit::Unsupported => ExitCode::from(3),
             Exit::Truncated => ExitCode::from(4),
+            Exit::DoctorWarnings => ExitCode::from(5),
+            Exit::DoctorErrors => ExitCode::from(6),
         }
     }
 }

@@ -35,6 +35,9 @@ enum Command {
     Run(commands::run::Args),
     /// Show the node layout: each cgroup's class and whether it could be killed.
     Layout(commands::layout::Args),
+    /// What on this node stands between it and good OOM handling: other killers, PSI, kernel
+    /// settings, protection, the layout; each finding with an id, a severity and the fix.
+    Doctor(commands::doctor::Args),
     /// List the kernel's OOM kills from a kernel log (default: the live one), one per line.
     Oomlog(commands::oomlog::Args),
     /// Per pod manifest: QoS class, each container's oom_score_adj, the pod's memory.max and
@@ -137,6 +140,7 @@ fn dispatch(command: Command, mut out: impl Write, mut err: impl Write) -> ExitC
         Command::Eval(args) => commands::eval::run(&args, &mut out),
         Command::Run(args) => commands::run::run(&args, &mut out),
         Command::Layout(args) => commands::layout::run(&args, &mut out, &mut err),
+        Command::Doctor(args) => commands::doctor::run(&args, &mut out),
         Command::Oomlog(args) => commands::oomlog::run(&args, &mut out),
         Command::Score(args) => commands::score::run(&args, &mut out),
         Command::Audit(args) => commands::audit::run(&args, &mut out),

@@ -534,6 +534,69 @@ fn layout_reads_tomorrows_node_shapes() {
     );
 }
 
+/// Issue 36: `oomwarden doctor` on fixture nodes: a clean one (notes only, exit 0), and
+/// nodes with each finding (exit 5 with warnings, 6 with an error).
+#[test]
+fn doctor_reports_each_finding() {
+    let node = |name: &str| {
+        [
+            "--cgroup-root".to_owned(),
+            format!("testdata/doctor/{name}/cgroup"),
+            "--proc-root".to_owned(),
+            format!("testdata/doctor/{name}/proc"),
+            "--host-root".to_owned(),
+            format!("testdata/doctor/{name}/host"),
+        ]
+    };
+    for (case, name, extra) in [
+        ("doctor-clean", "clean", &[][..]),
+        ("doctor-kubeadm-troubled", "kubeadm-troubled", &[][..]),
+        ("doctor-talos-troubled", "talos-troubled", &[][..]),
+        (
+            "doctor-talos-troubled-json",
+            "talos-troubled",
+            &["-o", "json"][..],
+        ),
+        (
+            "doctor-layout-given",
+            "clean",
+            &["--config", "testdata/doctor/layout-cgroupfs.yaml"][..],
+        ),
+    ] {
+        let mut args = vec!["doctor".to_owned()];
+        args.extend(node(name));
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        golden(case, &args, None);
+    }
+    golden(
+        "doctor-v1-host",
+        &[
+            "doctor",
+            "--cgroup-root",
+            "testdata/layouts/v1-host/cgroup",
+            "--proc-root",
+            "testdata/layouts/v1-host/proc",
+            "--host-root",
+            "testdata/doctor/clean/host",
+        ],
+        None,
+    );
+    golden(
+        "doctor-unrecognised",
+        &[
+            "doctor",
+            "--cgroup-root",
+            "testdata/layouts/unrecognised",
+            "--proc-root",
+            "testdata/doctor/clean/proc",
+            "--host-root",
+            "testdata/doctor/clean/host",
+        ],
+        None,
+    );
+}
+
 #[test]
 fn layout_shows_classes_and_candidates() {
     golden(

@@ -212,7 +212,8 @@ pub fn talos_misreads(cgroups: &CgroupFs) -> Vec<String> {
                     .count()
             });
         out.push(format!(
-            "kubepods/system (Kubernetes 1.37's node system partition, KEP-5894, {pods} pods): Talos's controller reads the whole partition as one Guaranteed pod, so none of its pods is ever a candidate there and all their memory and stall count as Guaranteed; oomwarden reads each of its pods in its own QoS class"
+            "kubepods/system (Kubernetes 1.37's node system partition, KEP-5894, {pods} {}): Talos's controller reads the whole partition as one Guaranteed pod, so none of its pods is ever a candidate there and all their memory and stall count as Guaranteed; oomwarden reads each of its pods in its own QoS class",
+            if pods == 1 { "pod" } else { "pods" }
         ));
     }
     if cgroups.is_dir("system/sandbox") {

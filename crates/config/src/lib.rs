@@ -188,36 +188,61 @@ impl Settings {
         render::to_talos_yaml(self)
     }
 
+    /// The catalogue's variables the trigger, the response stages' conditions and the ranking
+    /// name, with their sources, in the catalogue's order (trigger variables first).
+    pub fn variables_read(&self) -> Vec<(&'static str, oomwarden_model::variables::Source)> {
+        let triggers: Vec<_> = std::iter::once(&self.oom.trigger)
+            .chain(self.warden.stages.iter().map(|s| &s.when))
+            .collect();
+        oomwarden_model::TriggerVar::all()
+            .filter(|v| triggers.iter().any(|t| t.reads(v.name())))
+            .map(|v| (v.name(), v.definition().source))
+            .chain(
+                oomwarden_model::RankingVar::all()
+                    .filter(|v| self.oom.ranking.reads(v.name()))
+                    .map(|v| (v.name(), v.definition().source)),
+            )
+            .collect()
+    }
+
     /// What of these settings reads memory pressure (PSI), so that a node without it (booted
     /// with `psi=0`) can be refused only by a policy that needs it: the PSI variables the
     /// trigger, the response stages' conditions and the ranking name (in the catalogue's
     /// order), and `psiTriggers` when enabled. Empty: the policy runs without PSI.
     pub fn psi_reads(&self) -> Vec<&'static str> {
         use oomwarden_model::variables::Source;
-        let pressure = |s: Source| {
-            matches!(
-                s,
-                Source::RootPressure | Source::ClassPressure | Source::CandidatePressure
-            )
-        };
-        let triggers: Vec<_> = std::iter::once(&self.oom.trigger)
-            .chain(self.warden.stages.iter().map(|s| &s.when))
-            .collect();
-        let mut reads: Vec<&'static str> = oomwarden_model::TriggerVar::all()
-            .filter(|v| {
-                pressure(v.definition().source) && triggers.iter().any(|t| t.reads(v.name()))
+        let mut reads: Vec<&'static str> = self
+            .variables_read()
+            .into_iter()
+            .filter(|(_, s)| {
+                matches!(
+                    s,
+                    Source::RootPressure | Source::ClassPressure | Source::CandidatePressure
+                )
             })
-            .map(|v| v.name())
-            .chain(
-                oomwarden_model::RankingVar::all()
-                    .filter(|v| pressure(v.definition().source) && self.oom.ranking.reads(v.name()))
-                    .map(|v| v.name()),
-            )
+            .map(|(name, _)| name)
             .collect();
         if self.warden.psi_triggers.enabled {
             reads.push("psiTriggers");
         }
         reads
+    }
+
+    /// The swap variables the policy reads (`node_swap_*`, `node_zswap_bytes`,
+    /// `d_node_swap_free`, the swap-in and swap-out rates, `qos_memory_swap_current`,
+    /// `memory_swap_*`): none means a policy blind to swap.
+    pub fn swap_reads(&self) -> Vec<&'static str> {
+        use oomwarden_model::variables::Source;
+        self.variables_read()
+            .into_iter()
+            .filter(|(name, s)| {
+                matches!(
+                    s,
+                    Source::MeminfoSwap | Source::ClassMemorySwap | Source::CandidateMemorySwap
+                ) || (*s == Source::Vmstat && name.contains("swp"))
+            })
+            .map(|(name, _)| name)
+            .collect()
     }
 
     /// Applies command-line overrides.

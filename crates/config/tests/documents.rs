@@ -771,9 +771,6 @@ fn psi_reads_names_what_needs_pressure() {
         load(&ranking).unwrap().psi_reads(),
         vec!["pressure_full_avg10", "psiTriggers"]
     );
-    let no_psi = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/config/no-psi.yaml"),
-    )
-    .unwrap();
-    assert_eq!(load(&no_psi).unwrap().psi_reads(), Vec::<&str>::new());
+    let no_psi = include_str!("../../../examples/config/no-psi.yaml");
+    assert_eq!(load(no_psi).unwrap().psi_reads(), Vec::<&str>::new());
 }

@@ -260,6 +260,15 @@ pub struct WatchProblemLabels {
     pub reason: &'static str,
 }
 
+/// `id` and `severity` labels of `oomwarden doctor`'s findings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct FindingLabels {
+    /// The finding's id (`psi-missing`, `other-killer`, …).
+    pub id: &'static str,
+    /// `info`, `warning` or `error`.
+    pub severity: &'static str,
+}
+
 /// `version` label of the build info.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct VersionLabel {
@@ -312,6 +321,7 @@ pub struct Metrics {
     pod_conditions_dropped: Family<WatchProblemLabels, Counter>,
     node_updates: Counter,
     node_updates_dropped: Family<WatchProblemLabels, Counter>,
+    doctor_findings: Family<FindingLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -548,6 +558,12 @@ impl Metrics {
             Unit::Seconds,
             sample_interval.clone(),
         );
+        let doctor_findings = Family::<FindingLabels, Gauge>::default();
+        registry.register(
+            "doctor_findings",
+            "oomwarden doctor's findings about this node at the daemon's start, by id and severity: how many of each (docs/operations.md, Doctor)",
+            doctor_findings.clone(),
+        );
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -635,6 +651,16 @@ impl Metrics {
             pod_conditions_dropped,
             node_updates,
             node_updates_dropped,
+            doctor_findings,
+        }
+    }
+
+    /// The doctor's findings at start: one series per (id, severity), its value how many.
+    pub fn doctor_findings(&self, findings: &[(&'static str, &'static str)]) {
+        for (id, severity) in findings {
+            self.doctor_findings
+                .get_or_create(&FindingLabels { id, severity })
+                .inc();
         }
     }
 

@@ -4,6 +4,7 @@ pub(crate) mod actions;
 pub(crate) mod audit;
 pub(crate) mod builtin;
 pub(crate) mod check;
+pub(crate) mod doctor;
 pub(crate) mod eval;
 pub(crate) mod explain;
 pub(crate) mod layout;

@@ -26,6 +26,10 @@ pub(crate) struct Args {
     /// Root of procfs.
     #[arg(long, value_name = "DIR", default_value = oomwarden_procfs::DEFAULT_PROC_ROOT)]
     proc_root: PathBuf,
+    /// Root of the host's own files the doctor's findings at start read (systemd's unit
+    /// directories, `sys/kernel/mm`, Talos's machine configuration): see `oomwarden doctor`.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    host_root: PathBuf,
     /// Exit after this many cycles (for tests and scripts).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     cycles: Option<u64>,
@@ -72,6 +76,7 @@ pub(crate) fn run(args: &Args, _out: &mut impl Write) -> anyhow::Result<Exit> {
         overrides: args.overrides.to_overrides(),
         cgroup_root: args.node.cgroup_root.clone(),
         proc_root: args.proc_root.clone(),
+        host_root: args.host_root.clone(),
         cycles: args.cycles,
         record: args.record.clone(),
     };

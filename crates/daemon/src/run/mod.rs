@@ -40,7 +40,7 @@ use wake::{spawn_signal_thread, watch_pressure};
 /// hooks with `hooks`.
 ///
 /// Without PSI (a kernel booted with `psi=0`) it refuses to start only when the policy reads
-/// PSI ([`Settings::psi_reads`]); otherwise it runs, and says so at start.
+/// PSI ([`oomwarden_config::Settings::psi_reads`]); otherwise it runs, and says so at start.
 pub fn run(
     options: &RunOptions,
     actuator: Box<dyn Actuator + Send>,
@@ -129,6 +129,7 @@ pub fn run(
         last_trigger_ns,
         ..EngineParts::new(settings, collector, proc, history, actuator, hooks)
     });
+    doctor_at_start(&engine, options);
     let socket = serve(&engine, state.as_ref(), &shared, metrics_settings)?;
 
     let handle = signals.handle();
@@ -196,4 +197,54 @@ fn check_node(settings: &oomwarden_config::Settings, options: &RunOptions) -> Re
         "{e}. The policy reads PSI ({}); give it a trigger and ranking without PSI variables (examples/config/no-psi.yaml, recommended.yaml's memory trend alone) to run on this node",
         reads.join(", ")
     ))))
+}
+
+/// `oomwarden doctor` once at start, on a thread of its own (it walks `/proc` and reads files
+/// a cycle never needs; a slow or blocked one must not delay a decision): each warning and
+/// error logged once, every finding counted in `oomwarden_doctor_findings{id,severity}`.
+fn doctor_at_start(engine: &Engine, options: &RunOptions) {
+    let roots = oomwarden_doctor::Roots {
+        cgroup: options.cgroup_root.clone(),
+        proc: options.proc_root.clone(),
+        host: options.host_root.clone(),
+    };
+    let settings = engine.settings().clone();
+    let metrics = engine.metrics();
+    let spawned = std::thread::Builder::new()
+        .name("doctor".into())
+        .spawn(move || {
+            let report = oomwarden_doctor::examine(&roots, &settings);
+            log_findings(&report);
+            let labels: Vec<_> = report
+                .findings
+                .iter()
+                .map(|f| (f.id, f.severity.name()))
+                .collect();
+            metrics.doctor_findings(&labels);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the doctor's examination; going on without it");
+    }
+}
+
+/// Each warning and error of the doctor's report, once.
+fn log_findings(report: &oomwarden_doctor::Report) {
+    use oomwarden_doctor::Severity;
+    for f in &report.findings {
+        let seen = f
+            .seen
+            .iter()
+            .map(|s| format!("{}: {}", s.path, s.value))
+            .collect::<Vec<_>>()
+            .join("; ");
+        match f.severity {
+            Severity::Error => {
+                tracing::error!(finding = f.id, seen = %seen, fix = %f.fix, "doctor: {}", f.summary);
+            }
+            Severity::Warning => {
+                tracing::warn!(finding = f.id, seen = %seen, fix = %f.fix, "doctor: {}", f.summary);
+            }
+            Severity::Info => {}
+        }
+    }
 }

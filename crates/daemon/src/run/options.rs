@@ -18,6 +18,8 @@ pub struct RunOptions {
     pub cgroup_root: PathBuf,
     /// Root of procfs.
     pub proc_root: PathBuf,
+    /// Root of the host's own files, for the doctor's findings at start (`/`).
+    pub host_root: PathBuf,
     /// Stop after this many cycles.
     pub cycles: Option<u64>,
     /// Record every cycle's reads to this file (`oomwarden replay` reads it).

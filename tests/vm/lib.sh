@@ -111,9 +111,12 @@ start_in() {
 }
 
 # start_oomwarden ARGS... -> runs oomwarden in system/oomwarden, logging to $OUT/oomwarden.log.
+# OOMW_WRAP, when set, is a command the daemon runs under (S26: `unshare -p -f -m --mount-proc`,
+# a PID namespace of its own); $OOMWARDEN is then the wrapper's PID.
 start_oomwarden() {
     setup_ok
-    sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
+    # shellcheck disable=SC2086
+    ${OOMW_WRAP:-} sh -c 'echo $$ > '"$CG/$OOMW_CG"'/cgroup.procs; exec oomwarden run --log-format json --state-dir '"$STATE"' "$@"' oomwarden "$@" \
         > /dev/null 2>> "$OUT/oomwarden.log" &
     OOMWARDEN=$!
     # A daemon that does not start fails the scenario at once: nothing after it could pass

@@ -158,6 +158,16 @@ fn procs_events_and_keyed_files() {
     );
 }
 
+/// Issue 36: read from a PID namespace that is not the host's (a DaemonSet under Talos's
+/// workload isolation), `cgroup.procs` lists each process it cannot see as `0`: no PID to
+/// reach, so none is listed; the others are kept in order.
+#[test]
+fn processes_outside_the_readers_pid_namespace_are_left_out() {
+    assert_eq!(parse::pids("0\n0\n17\n0\n4\n").unwrap(), vec![17, 4]);
+    assert_eq!(parse::pids("0\n0\n").unwrap(), Vec::<u32>::new());
+    assert!(parse::pids("0\nx\n").is_err());
+}
+
 #[test]
 fn children_are_sorted_directories_only() {
     let t = tree(&[

@@ -213,6 +213,10 @@ pub struct ActReport {
     /// With [`KillMethod::KernelOom`]: the kernel's OOM killer did not empty a cgroup within
     /// the timeout, and `cgroup.kill` was written to finish it.
     pub fallback: bool,
+    /// The walk for the victim's PIDs stopped at its bound ([`MAX_WALKED_CGROUPS`] cgroups,
+    /// [`MAX_WALK_DEPTH`] levels): `pids` holds those of the cgroups walked; `cgroup.kill` ended
+    /// every process all the same.
+    pub walk_truncated: bool,
 }
 
 impl ActReport {
@@ -280,7 +284,7 @@ pub fn act(
     }
     let node_path = oomwarden_cgroupfs::node_path(order.dir);
     if order.dry_run {
-        let pids = subtree_pids(cgroups, order.dir);
+        let (pids, walk_truncated) = walk_victim(cgroups, order.dir);
         let (processes, processes_omitted) = command_lines(proc, &pids);
         return ActReport {
             pids,
@@ -290,6 +294,7 @@ pub fn act(
             duration: None,
             timeout: order.timeout,
             fallback: false,
+            walk_truncated,
         };
     }
     let report = match order.method {
@@ -393,6 +398,7 @@ fn combine(reports: Vec<ActReport>, timeout: Duration) -> ActReport {
         duration: None,
         timeout,
         fallback: false,
+        walk_truncated: false,
     };
     let (mut failed, mut not_verified, mut gone_reason, mut any_acted) = (None, None, None, false);
     for r in reports {
@@ -406,6 +412,7 @@ fn combine(reports: Vec<ActReport>, timeout: Duration) -> ActReport {
         }
         all.processes_omitted += r.processes_omitted;
         all.fallback |= r.fallback;
+        all.walk_truncated |= r.walk_truncated;
         if let Some(d) = r.duration {
             all.duration = Some(all.duration.unwrap_or_default() + d);
         }
@@ -454,10 +461,12 @@ pub fn terminate(
     } else {
         order.parts.iter().map(|p| p.dir.as_str()).collect()
     };
-    let mut pids = Vec::new();
+    let (mut pids, mut walk_truncated) = (Vec::new(), false);
     for dir in &dirs {
         tracing::warn!(cgroup = %oomwarden_cgroupfs::node_path(dir), dry_run = order.dry_run, "Sending SIGTERM to cgroup");
-        pids.extend(subtree_pids(cgroups, dir));
+        let (found, truncated) = walk_victim(cgroups, dir);
+        pids.extend(found);
+        walk_truncated |= truncated;
     }
     let (processes, processes_omitted) = command_lines(proc, &pids);
     if !order.dry_run {
@@ -483,6 +492,7 @@ pub fn terminate(
         duration: None,
         timeout: order.timeout,
         fallback: false,
+        walk_truncated,
     }
 }
 
@@ -507,13 +517,33 @@ pub fn millis(d: Duration) -> f64 {
 /// How often the verification polls `cgroup.events`.
 const VERIFY_POLL: Duration = Duration::from_millis(5);
 
+/// At most this many cgroups are walked for a victim's PIDs: a pod may create tens of
+/// thousands of cgroups of its own (Kubernetes 1.37's writable cgroups, KEP-5474), and the walk
+/// runs before `cgroup.kill`, which ends every process below whatever was walked.
+pub const MAX_WALKED_CGROUPS: usize = 4096;
+
+/// At most this many levels below the victim are walked for its PIDs.
+pub const MAX_WALK_DEPTH: usize = 64;
+
 /// PIDs of a cgroup and its descendants: depth-first, pre-order, children sorted by name,
-/// each directory's `cgroup.procs` in file order (Talos's walk). Directories that vanish
-/// during the walk are skipped.
+/// each directory's `cgroup.procs` in file order (Talos's walk), within the walk's bounds
+/// ([`subtree_pids_bounded`]). Directories that vanish during the walk are skipped.
 pub fn subtree_pids(cgroups: &CgroupFs, dir: &str) -> Vec<u32> {
+    subtree_pids_bounded(cgroups, dir).0
+}
+
+/// [`subtree_pids`], and whether the walk stopped at a bound: [`MAX_WALKED_CGROUPS`] cgroups
+/// read, or a cgroup [`MAX_WALK_DEPTH`] levels down whose children were not walked.
+pub fn subtree_pids_bounded(cgroups: &CgroupFs, dir: &str) -> (Vec<u32>, bool) {
     let mut pids = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(current) = stack.pop() {
+    let mut stack = vec![(dir.to_owned(), 0_usize)];
+    let (mut walked, mut truncated) = (0_usize, false);
+    while let Some((current, depth)) = stack.pop() {
+        if walked == MAX_WALKED_CGROUPS {
+            truncated = true;
+            break;
+        }
+        walked += 1;
         match cgroups.cgroup_procs(&current) {
             Ok(p) => pids.extend(p),
             // The children are still walked: only a vanished directory ends this branch.
@@ -523,11 +553,20 @@ pub fn subtree_pids(cgroups: &CgroupFs, dir: &str) -> Vec<u32> {
             }
         }
         if let Ok(children) = cgroups.children(&current) {
+            if depth == MAX_WALK_DEPTH {
+                truncated |= !children.is_empty();
+                continue;
+            }
             // Reverse so that the smallest name is popped first.
-            stack.extend(children.iter().rev().map(|c| join(&current, c)));
+            stack.extend(
+                children
+                    .iter()
+                    .rev()
+                    .map(|c| (join(&current, c), depth + 1)),
+            );
         }
     }
-    pids
+    (pids, truncated)
 }
 
 /// The command lines of the first [`MAX_PROCESSES_LISTED`] PIDs (a process already gone is
@@ -573,6 +612,7 @@ fn gone(reason: GoneReason, timeout: Duration) -> ActReport {
         duration: None,
         timeout,
         fallback: false,
+        walk_truncated: false,
     }
 }
 
@@ -650,7 +690,12 @@ pub fn kill_cgroup(
         return gone(reason, timeout);
     }
     tracing::warn!(cgroup = %node_path, "Sending SIGKILL to cgroup");
-    let (pids, processes, processes_omitted) = victim_processes(cgroups, proc, dir);
+    let Victim {
+        pids,
+        processes,
+        processes_omitted,
+        walk_truncated,
+    } = victim_processes(cgroups, proc, dir);
     open_pidfds(actuator, &pids);
     if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
         actuator.close_all();
@@ -677,6 +722,7 @@ pub fn kill_cgroup(
             duration: Some(clock.now().saturating_duration_since(started)),
             timeout,
             fallback: false,
+            walk_truncated,
         };
     }
     for &pid in &pids {
@@ -702,13 +748,14 @@ pub fn kill_cgroup(
         duration: Some(clock.now().saturating_duration_since(started)),
         timeout,
         fallback: false,
+        walk_truncated,
     }
 }
 
 /// The processes of `dir`, said in the log as Talos says them: their PIDs, the command lines
 /// of the first ones, and how many were not read.
-fn victim_processes(cgroups: &CgroupFs, proc: &ProcFs, dir: &str) -> (Vec<u32>, Vec<String>, u64) {
-    let pids = subtree_pids(cgroups, dir);
+fn victim_processes(cgroups: &CgroupFs, proc: &ProcFs, dir: &str) -> Victim {
+    let (pids, walk_truncated) = walk_victim(cgroups, dir);
     // The log line lists what the record lists (a cgroup may hold millions of PIDs).
     let listed = pids
         .get(..MAX_PIDS_LISTED.min(pids.len()))
@@ -719,7 +766,35 @@ fn victim_processes(cgroups: &CgroupFs, proc: &ProcFs, dir: &str) -> (Vec<u32>, 
         tracing::info!(processes = ?listed, total = pids.len(), "victim processes:");
     }
     let (processes, processes_omitted) = command_lines(proc, &pids);
-    (pids, processes, processes_omitted)
+    Victim {
+        pids,
+        processes,
+        processes_omitted,
+        walk_truncated,
+    }
+}
+
+/// A victim's processes as found before the kill.
+struct Victim {
+    pids: Vec<u32>,
+    processes: Vec<String>,
+    processes_omitted: u64,
+    walk_truncated: bool,
+}
+
+/// The victim's PIDs within the walk's bounds; a walk that stopped at one is said in the log
+/// (the kill still ends every process: `cgroup.kill` takes the whole subtree).
+fn walk_victim(cgroups: &CgroupFs, dir: &str) -> (Vec<u32>, bool) {
+    let (pids, truncated) = subtree_pids_bounded(cgroups, dir);
+    if truncated {
+        tracing::warn!(
+            cgroup = %oomwarden_cgroupfs::node_path(dir),
+            walked = MAX_WALKED_CGROUPS,
+            depth = MAX_WALK_DEPTH,
+            "the victim holds more cgroups than are walked for its PIDs; those walked are listed and given pidfds, cgroup.kill ends every process below it all the same"
+        );
+    }
+    (pids, truncated)
 }
 
 /// Has the kernel's memcg OOM killer end the processes of `dir` (relative to `cgroups`)
@@ -742,7 +817,12 @@ pub fn kernel_oom_kill(
         return gone(reason, timeout);
     }
     tracing::warn!(cgroup = %node_path, "Asking the kernel's OOM killer to end cgroup (memory.max 0)");
-    let (pids, processes, processes_omitted) = victim_processes(cgroups, proc, dir);
+    let Victim {
+        pids,
+        processes,
+        processes_omitted,
+        walk_truncated,
+    } = victim_processes(cgroups, proc, dir);
     if let Err(reason) = same_cgroup(cgroups, dir, cgroup_id) {
         return gone(reason, timeout);
     }
@@ -764,6 +844,7 @@ pub fn kernel_oom_kill(
             finish.pids = pids;
             finish.processes = processes;
             finish.processes_omitted = processes_omitted;
+            finish.walk_truncated |= walk_truncated;
             finish.duration = Some(clock.now().saturating_duration_since(started));
             finish.fallback = true;
             finish
@@ -776,6 +857,7 @@ pub fn kernel_oom_kill(
             duration: Some(clock.now().saturating_duration_since(started)),
             timeout,
             fallback: false,
+            walk_truncated,
         },
     }
 }
@@ -857,6 +939,7 @@ mod parts {
             duration: ms.map(Duration::from_millis),
             timeout: Duration::from_secs(2),
             fallback: false,
+            walk_truncated: false,
         }
     }
 

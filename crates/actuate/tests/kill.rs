@@ -918,3 +918,79 @@ fn act_asks_the_kernel_for_each_part_or_the_whole() {
     );
     assert_eq!(fake.calls, [Call::StartMemcgOom(cg.path().join(dir))]);
 }
+
+/// Issue 36: a pod that made thousands of cgroups of its own (Kubernetes 1.37's writable
+/// cgroups, KEP-5474) or a chain deeper than the walk goes: the walk for PIDs stops at its
+/// bounds (4,096 cgroups, 64 levels), the kill is still `cgroup.kill` on the whole pod, and the
+/// report and the log say the walk was cut.
+#[test]
+fn a_pod_of_thousands_of_cgroups_is_killed_whole_after_a_bounded_walk() {
+    use oomwarden_actuate::{MAX_WALK_DEPTH, MAX_WALKED_CGROUPS, subtree_pids_bounded};
+    let cg = tempfile::tempdir().unwrap();
+    let dir = "kubepods/burstable/podmany";
+    write(
+        cg.path(),
+        &format!("{dir}/cgroup.events"),
+        "populated 1\nfrozen 0\n",
+    );
+    write(cg.path(), &format!("{dir}/cgroup.procs"), "");
+    for i in 0..5000 {
+        write(
+            cg.path(),
+            &format!("{dir}/c{i:05}/cgroup.procs"),
+            &format!("{}\n", 100 + i),
+        );
+    }
+    let cgroups = CgroupFs::new(cg.path());
+    let (pids, truncated) = subtree_pids_bounded(&cgroups, dir);
+    assert!(truncated);
+    // The pod itself, then its first 4,095 children in name order.
+    assert_eq!(pids.len(), MAX_WALKED_CGROUPS - 1);
+    assert_eq!(pids.first(), Some(&100));
+    let proc = tempfile::tempdir().unwrap();
+    let mut fake = RecordingActuator::new(KillEffect::Empty);
+    let mut report = None;
+    let logs = oomwarden_testkit::capture_logs(|| {
+        report = Some(kill_cgroup(
+            &mut fake,
+            &VirtualClock::new(),
+            &cgroups,
+            &ProcFs::new(proc.path()),
+            dir,
+            None,
+            Duration::from_secs(1),
+        ));
+    });
+    let report = report.unwrap();
+    assert_eq!(report.outcome, ActOutcome::Killed);
+    assert!(report.walk_truncated);
+    assert!(
+        fake.calls
+            .iter()
+            .any(|c| matches!(c, Call::WriteCgroupKill(p) if p.ends_with(dir))),
+        "{:?}",
+        fake.calls.iter().rev().take(3).collect::<Vec<_>>()
+    );
+    assert!(
+        logs.contains("cgroup.kill ends every process below it all the same"),
+        "{logs}"
+    );
+
+    // A chain deeper than the walk goes: the levels below it are not walked.
+    let deep = tempfile::tempdir().unwrap();
+    let mut path = dir.to_owned();
+    for level in 0..(MAX_WALK_DEPTH + 3) {
+        path.push_str(&format!("/d{level}"));
+        write(
+            deep.path(),
+            &format!("{path}/cgroup.procs"),
+            &format!("{}\n", 1 + level),
+        );
+    }
+    let (pids, truncated) = subtree_pids_bounded(&CgroupFs::new(deep.path()), dir);
+    assert!(truncated);
+    assert_eq!(pids.len(), MAX_WALK_DEPTH);
+    // Within the bounds nothing is cut.
+    let (cg, _) = pod();
+    assert!(!subtree_pids_bounded(&CgroupFs::new(cg.path()), "kubepods/besteffort/pod1").1);
+}

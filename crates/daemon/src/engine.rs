@@ -31,7 +31,7 @@ mod stages;
 
 use crate::consumers::{BoundLog, Consumer, PostKill};
 use crate::history::History;
-use crate::metrics::Metrics;
+use crate::metrics::{Bound, Metrics};
 use crate::ratelimit::LogLimiter;
 use crate::recorder::CycleRecorder;
 use crate::report::{self, Target};
@@ -784,6 +784,12 @@ impl Engine {
         );
         if acted.outcome == ActOutcome::DryRun {
             tracing::warn!(cgroup = %target.path, score = target.score, "dry run: would send SIGKILL to cgroup");
+        }
+        if acted.walk_truncated {
+            self.metrics.bound_hit(Bound::VictimWalk);
+        }
+        if target.parts_bounded {
+            self.metrics.bound_hit(Bound::KillParts);
         }
         acted
     }

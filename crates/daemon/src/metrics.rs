@@ -156,11 +156,15 @@ pub enum Bound {
     History,
     /// A post-kill hook skipped: as many were running as may.
     HooksInFlight,
+    /// The walk for a victim's PIDs stopped at its bound (4,096 cgroups, 64 levels).
+    VictimWalk,
+    /// A pod with more child cgroups than a kill by containers takes, killed whole.
+    KillParts,
 }
 
 impl Bound {
     /// Every bound.
-    pub const ALL: [Bound; 12] = [
+    pub const ALL: [Bound; 14] = [
         Bound::MetricsConnections,
         Bound::MetricsRequestHead,
         Bound::MetricsHeaderTimeout,
@@ -173,6 +177,8 @@ impl Bound {
         Bound::CmdlineBytes,
         Bound::History,
         Bound::HooksInFlight,
+        Bound::VictimWalk,
+        Bound::KillParts,
     ];
 
     /// Its label value and log name.
@@ -190,6 +196,8 @@ impl Bound {
             Bound::CmdlineBytes => "cmdline_bytes",
             Bound::History => "history",
             Bound::HooksInFlight => "hooks_in_flight",
+            Bound::VictimWalk => "victim_walk",
+            Bound::KillParts => "kill_parts",
         }
     }
 }

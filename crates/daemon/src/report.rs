@@ -44,6 +44,9 @@ pub(crate) struct Target {
     pub(crate) kill_scope: Option<KillScope>,
     /// With `containers`: the container cgroups to kill (the sandbox spared).
     pub(crate) parts: Vec<Part>,
+    /// With `containers`: the pod had more child cgroups than [`MAX_KILL_PARTS`] and is
+    /// killed whole.
+    pub(crate) parts_bounded: bool,
     pub(crate) score: f64,
     pub(crate) memory_current: Option<u64>,
     /// Its memory by kind, read now.
@@ -85,11 +88,11 @@ impl Target {
         let containers: Vec<String> = containers.into_iter().map(|(id, _)| id).collect();
         let pod_uid = oomwarden_kube::decode_cgroup_path(&c.dir).pod_uid;
         let pod = pod_uid.as_deref().and_then(|uid| identities.pod(uid));
-        let parts = match (&pod_uid, scope) {
+        let (parts, parts_bounded) = match (&pod_uid, scope) {
             (Some(uid), KillScope::Containers) => {
                 container_parts(&c.dir, uid, cgroups, proc, identities)
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), false),
         };
         let kill_scope = pod_uid.as_ref().map(|_| {
             if parts.is_empty() {
@@ -98,7 +101,8 @@ impl Target {
                 KillScope::Containers
             }
         });
-        if scope == KillScope::Containers && pod_uid.is_some() && parts.is_empty() {
+        if scope == KillScope::Containers && pod_uid.is_some() && parts.is_empty() && !parts_bounded
+        {
             tracing::warn!(cgroup = %c.path, "killScope containers: no container cgroup told apart from the sandbox; the whole pod is killed");
         }
         let names: Vec<String> = containers
@@ -133,6 +137,7 @@ impl Target {
             working_sets,
             kill_scope,
             parts,
+            parts_bounded,
             score,
             memory_current: c.memory.current,
             memory_breakdown: breakdown(cgroups, &c.dir),
@@ -186,24 +191,39 @@ fn working_set(cgroups: &CgroupFs, dir: &str) -> Option<u64> {
 /// The kubelet's `oom_score_adj` for a pod's sandbox (pause) process.
 const SANDBOX_OOM_SCORE_ADJ: i64 = -998;
 
+/// A pod with more child cgroups than this is killed whole even with `killScope: containers`:
+/// a pod that creates thousands of cgroups of its own (Kubernetes 1.37's writable cgroups,
+/// KEP-5474) would otherwise make a kill of thousands of parts, each its own write and wait.
+pub(crate) const MAX_KILL_PARTS: usize = 256;
+
 /// The container cgroups of pod `dir` (UID `uid`), the sandbox left out. A child is the
 /// sandbox when the runtime does not name it as one of the pod's containers and its processes
 /// have the sandbox's `oom_score_adj` (−998, which the kubelet gives no container); every
 /// other child is a container. Empty when neither a sandbox nor a named container is found
-/// (the caller then kills the whole pod).
+/// (the caller then kills the whole pod), or when the pod has more children than
+/// [`MAX_KILL_PARTS`] (then `true` beside it).
 fn container_parts(
     dir: &str,
     uid: &str,
     cgroups: &CgroupFs,
     proc: &ProcFs,
     identities: &Identities,
-) -> Vec<Part> {
+) -> (Vec<Part>, bool) {
     let children: Vec<String> = cgroups
         .children(dir)
         .unwrap_or_default()
         .iter()
         .map(|name| format!("{dir}/{name}"))
         .collect();
+    if children.len() > MAX_KILL_PARTS {
+        tracing::warn!(
+            cgroup = %oomwarden_cgroupfs::node_path(dir),
+            children = children.len(),
+            bound = MAX_KILL_PARTS,
+            "the pod has more child cgroups than a kill by containers takes; it is killed whole"
+        );
+        return (Vec::new(), true);
+    }
     let named = |child: &str| {
         oomwarden_kube::decode_cgroup_path(child)
             .container_id
@@ -235,7 +255,7 @@ fn container_parts(
         .collect();
     if !sandbox.iter().any(|s| *s) && !children.iter().any(|c| named(c)) {
         // Neither a sandbox nor a known container: the whole pod.
-        return Vec::new();
+        return (Vec::new(), false);
     }
     let containers: Vec<&String> = children
         .iter()
@@ -243,13 +263,14 @@ fn container_parts(
         .filter(|(_, is_sandbox)| !**is_sandbox)
         .map(|(c, _)| c)
         .collect();
-    containers
+    let parts = containers
         .into_iter()
         .map(|child| Part {
             cgroup_id: cgroups.cgroup_id(child).ok(),
             dir: child.clone(),
         })
-        .collect()
+        .collect();
+    (parts, false)
 }
 
 /// What every record of a triggered cycle states, victim or not.
@@ -473,6 +494,7 @@ mod tests {
             identity_source: Some(IdentitySource::Cri),
             kill_scope: Some(KillScope::Pod),
             parts: Vec::new(),
+            parts_bounded: false,
             score: 2.5,
             memory_current: Some(1 << 20),
             memory_breakdown: None,
@@ -512,6 +534,7 @@ mod tests {
             duration,
             timeout: Duration::from_secs(1),
             fallback: false,
+            walk_truncated: false,
         }
     }
 

@@ -1258,6 +1258,50 @@ fn pod_with_children(
     (cg, proc, pod)
 }
 
+/// Issue 36: a pod with more child cgroups than a kill by containers takes (a pod that makes
+/// cgroups of its own, KEP-5474) is killed whole under `killScope: containers`: one
+/// `cgroup.kill` on the pod, `killScope: pod` in the record, the bound counted.
+#[test]
+fn kill_scope_containers_kills_a_pod_of_too_many_cgroups_whole() {
+    let uid = "d4735e3a-265e-4ce8-a0f0-2c7a1b3e2f4b";
+    let names: Vec<String> = (0..300).map(|i| format!("{i:064x}")).collect();
+    let app: &[Process<'_>] = &[("20", "app\0", "1000\n")];
+    let children: Vec<(&str, &[Process<'_>])> = names.iter().map(|n| (n.as_str(), app)).collect();
+    let (cg, proc, pod) = pod_with_children(uid, &children);
+    let r = cg.path();
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    let mut e = engine_with(
+        r,
+        proc.path(),
+        settings(
+            "triggerExpression: \"true\"\n",
+            "killScope: containers\n",
+            state.path(),
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
+    assert_eq!(rec.outcome, Outcome::Killed, "{rec:?}");
+    assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Pod));
+    let writes: Vec<_> = fake
+        .lock()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::WriteCgroupKill(dir) => Some(dir.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(writes, [r.join(&pod)]);
+    let text = e.metrics().encode();
+    assert!(
+        text.contains("oomwarden_bound_hits_total{bound=\"kill_parts\"} 1"),
+        "{text}"
+    );
+}
+
 /// Issue 16, item 4: `killScope: containers` kills each container cgroup of the pod and spares
 /// the sandbox, told apart here without a runtime by its pause process's oom_score_adj (−998).
 #[test]

@@ -16,11 +16,15 @@ const KUBELET_SANDBOX_LABELS: [&str; 3] = [
 
 /// The identities in a runtime's pod sandboxes and containers. A pod with several sandboxes
 /// (the old one not yet removed after a restart) is described by its ready one, else its
-/// newest. Returns how many pods and containers were left out beyond the bounds.
+/// newest. Returns how many pods and containers were left out beyond the bounds. Ready
+/// sandboxes are taken first, so that a bound, when reached, leaves out pods whose sandboxes
+/// are gone (a node with thousands of exited sandboxes), never a running pod before them.
 pub fn from_cri(
-    sandboxes: Vec<v1::PodSandbox>,
+    mut sandboxes: Vec<v1::PodSandbox>,
     containers: Vec<v1::Container>,
 ) -> (Identities, u64) {
+    // Stable: the runtime's order within each kind.
+    sandboxes.sort_by_key(|s| s.state != v1::PodSandboxState::SandboxReady as i32);
     let mut left_out = 0u64;
     // Sandbox id → pod uid, and the sandbox chosen per uid: (ready, created_at).
     let mut uid_of_sandbox: HashMap<String, String> = HashMap::new();
@@ -175,6 +179,37 @@ mod tests {
             }),
             ..v1::Container::default()
         }
+    }
+
+    /// Issue 36: past the pod bound, the pods left out are those whose sandboxes are gone,
+    /// whatever the runtime's order: every running pod keeps its identity (a namespace
+    /// exemption must not lapse on a node of thousands of exited sandboxes).
+    #[test]
+    fn past_the_pod_bound_running_pods_are_kept_first() {
+        let dead = (0..MAX_PODS).map(|i| {
+            sandbox(
+                &format!("d{i}"),
+                &format!("dead-{i}"),
+                "batch",
+                "job",
+                false,
+                1,
+            )
+        });
+        let running = (0..100).map(|i| {
+            sandbox(
+                &format!("r{i}"),
+                &format!("run-{i}"),
+                "kube-system",
+                "dns",
+                true,
+                2,
+            )
+        });
+        let (ids, left_out) = from_cri(dead.chain(running).collect(), Vec::new());
+        assert_eq!(ids.pods.len(), MAX_PODS);
+        assert_eq!(left_out, 100);
+        assert!((0..100).all(|i| ids.pod(&format!("run-{i}")).is_some()));
     }
 
     #[test]

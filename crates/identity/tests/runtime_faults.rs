@@ -206,6 +206,35 @@ fn an_answer_over_four_mebibytes_is_read() {
     cache.stop();
 }
 
+/// Issue 36: KEP-5825 found the CRI's list calls breaking past about 14,000 pods (gRPC's
+/// 16 MB). The CRI has no paging; oomwarden takes answers up to 64 MiB: 15,000 pods with
+/// 1 KiB of annotations each (17 MB) are all read.
+#[test]
+fn fifteen_thousand_pods_past_the_sixteen_megabyte_limit_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let cri = FakeCri::start(dir.path());
+    let items: Vec<v1::PodSandbox> = (0..15_000)
+        .map(|i| {
+            let mut s = sandbox(
+                &format!("s{i}"),
+                &format!("uid-{i}"),
+                &format!("pod-{i}"),
+                &[("app", "web")],
+            );
+            s.annotations.insert("note".to_owned(), "x".repeat(1024));
+            s
+        })
+        .collect();
+    let bytes = sandboxes(items);
+    assert!(bytes.len() > 16_000_000, "{}", bytes.len());
+    cri.set(LIST_POD_SANDBOX, CriAnswer::Message(bytes, Duration::ZERO));
+    let cache = Cache::start(config(&cri, dir.path(), Duration::from_secs(20))).unwrap();
+    assert!(cache.wait_first_answer());
+    assert!(cache.status().runtime_up, "{:?}", cache.status());
+    assert_eq!(cache.snapshot().pods.len(), 15_000);
+    cache.stop();
+}
+
 /// Found by the fault suite: one sandbox name that is not UTF-8 made the whole answer fail
 /// to decode, and every pod lost its labels. Now that one string is replaced and counted.
 #[test]

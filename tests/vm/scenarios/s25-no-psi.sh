@@ -30,7 +30,9 @@ check "oomwarden killed the hog's pod" "$P" grep -q "\"kind\":\"oomwarden\",\"ou
 check "exactly one kill" "$(count_outcome killed)" [ "$(count_outcome killed)" = 1 ]
 check "the kernel OOM killer did not fire" "oom_kill $OOM_BEFORE -> $(oom_kills)" [ "$(oom_kills)" = "$OOM_BEFORE" ]
 check "system and podruntime services survive" "$SVC1 $SVC2 $RUNTIME" sh -c "kill -0 $SVC1 && kill -0 $SVC2 && kill -0 $RUNTIME"
-# A missing pressure file is no read problem: the only line about pressure is the start's.
-PRESSURE_LINES=$(grep -E '"(WARN|ERROR)"' "$OUT/oomwarden.log" | grep -v 'running without memory pressure' | grep -c 'pressure' || true)
+# A missing pressure file is no read problem: the only lines about pressure are the start's
+# (the daemon's, and the doctor's psi-missing finding).
+PRESSURE_LINES=$(grep -E '"(WARN|ERROR)"' "$OUT/oomwarden.log" | grep -v -e 'running without memory pressure' -e '"finding":"psi-missing"' | grep -c 'pressure' || true)
+check "the doctor's finding at start says PSI is off" "see oomwarden.log" grep -q '"finding":"psi-missing"' "$OUT/oomwarden.log"
 check "no warning or error about pressure files after the start" "$PRESSURE_LINES lines" [ "$PRESSURE_LINES" = 0 ]
 finish

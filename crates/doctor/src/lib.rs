@@ -18,7 +18,7 @@ use serde::Serialize;
 pub use observe::{
     AgentProcess, LruGen, Observations, TalosConfig, UnitOom, observe, parse_talos_oom_trigger,
 };
-pub use systemd::{ManagedOom, managed_oom_of};
+pub use systemd::{ManagedOom, managed_oom_of, parse_systemctl_show};
 
 /// How much a finding stands in the way. Ordered: `Info` < `Warning` < `Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -150,15 +150,102 @@ fn unit_files(host: &Path, unit: &str) -> Vec<(String, String)> {
     files
 }
 
-/// Every `kill` setting of systemd-oomd on the units that hold the node's agents or pods.
-pub(crate) fn managed_oom_units(host: &Path) -> Vec<UnitOom> {
-    let mut out = Vec::new();
-    for (unit, holds) in UNITS {
-        let files = unit_files(host, unit);
-        if files.is_empty() {
-            continue;
+/// How long `systemctl show` may take.
+const SYSTEMCTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The settings in force as systemd reports them, where it runs and `host` is this machine's
+/// root (`/run/systemd/system` exists): `systemctl show` for every unit at once, each unit's
+/// two settings (none for a unit systemctl could not answer for). Nothing where systemd does
+/// not run, systemctl is missing, fails or takes over 5 s.
+fn systemctl_show(host: &Path) -> Option<Vec<ManagedOom>> {
+    use wait_timeout::ChildExt;
+    if host != Path::new("/") || !Path::new("/run/systemd/system").is_dir() {
+        return None;
+    }
+    let mut child = std::process::Command::new("systemctl")
+        .args([
+            "show",
+            "--property=ManagedOOMMemoryPressure,ManagedOOMSwap",
+            "--",
+        ])
+        .args(UNITS.iter().map(|(u, _)| *u))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    // The answer is a few hundred bytes; read it on a thread so a hung systemctl is waited
+    // for no longer than the timeout.
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(
+            &mut std::io::Read::take(&mut stdout, 1 << 20),
+            &mut text,
+        );
+        text
+    });
+    match child.wait_timeout(SYSTEMCTL_TIMEOUT) {
+        Ok(Some(status)) if status.success() => {}
+        Ok(Some(_)) | Err(_) => return None,
+        Ok(None) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
         }
-        let managed = managed_oom_of(&files);
+    }
+    let text = reader.join().ok()?;
+    Some(parse_systemctl_show(&text, UNITS.len()))
+}
+
+/// `systemctl show --property=…` of `units` units: one block of `Key=value` lines per unit,
+/// blocks separated by an empty line, in the order asked. The source of each value is
+/// `systemctl show <unit>`.
+pub fn parse_systemctl_show(text: &str, units: usize) -> Vec<ManagedOom> {
+    let mut out: Vec<ManagedOom> = text
+        .split("\n\n")
+        .map(|block| {
+            let mut m = ManagedOom::default();
+            for line in block.lines() {
+                let Some((key, value)) = line.split_once('=') else {
+                    continue;
+                };
+                let value = value.trim();
+                let slot = match key.trim() {
+                    "ManagedOOMMemoryPressure" => &mut m.memory_pressure,
+                    "ManagedOOMSwap" => &mut m.swap,
+                    _ => continue,
+                };
+                if !value.is_empty() {
+                    *slot = Some((value.to_owned(), vec!["systemctl show".to_owned()]));
+                }
+            }
+            m
+        })
+        .take(units)
+        .collect();
+    out.resize(units, ManagedOom::default());
+    out
+}
+
+/// Every `kill` setting of systemd-oomd on the units that hold the node's agents or pods:
+/// from `systemctl show` where systemd runs on this machine (the values in force, transient
+/// and runtime settings included), with the files that set them; else from the files alone.
+pub(crate) fn managed_oom_units(host: &Path) -> Vec<UnitOom> {
+    let shown = systemctl_show(host);
+    let mut out = Vec::new();
+    for (i, (unit, holds)) in UNITS.iter().enumerate() {
+        let files = unit_files(host, unit);
+        let from_files = managed_oom_of(&files);
+        let managed = match shown.as_ref().and_then(|s| s.get(i)) {
+            // systemd's value, with the files that set it where they say the same.
+            Some(live) => ManagedOom {
+                memory_pressure: merge(&live.memory_pressure, &from_files.memory_pressure),
+                swap: merge(&live.swap, &from_files.swap),
+            },
+            None if files.is_empty() => continue,
+            None => from_files,
+        };
         for (key, setting) in [
             ("ManagedOOMMemoryPressure", managed.memory_pressure),
             ("ManagedOOMSwap", managed.swap),
@@ -177,6 +264,18 @@ pub(crate) fn managed_oom_units(host: &Path) -> Vec<UnitOom> {
         }
     }
     out
+}
+
+/// systemd's value, named by the files that set it when they agree, else by `systemctl show`.
+fn merge(
+    live: &Option<(String, Vec<String>)>,
+    files: &Option<(String, Vec<String>)>,
+) -> Option<(String, Vec<String>)> {
+    let (value, shown) = live.as_ref()?;
+    match files {
+        Some((v, f)) if v == value => Some((value.clone(), f.clone())),
+        _ => Some((value.clone(), shown.clone())),
+    }
 }
 
 #[cfg(test)]
@@ -220,6 +319,27 @@ mod tests {
             "[Unit]\nManagedOOMSwap=kill\n[Install]\nManagedOOMSwap=kill\n; ManagedOOMSwap=kill\nnot a line\n",
         )]);
         assert_eq!(ignored, ManagedOom::default());
+    }
+
+    #[test]
+    fn systemctl_show_blocks_in_the_order_asked() {
+        let text = "ManagedOOMSwap=kill\nManagedOOMMemoryPressure=auto\n\nManagedOOMSwap=auto\nManagedOOMMemoryPressure=kill\n";
+        let shown = parse_systemctl_show(text, 3);
+        assert_eq!(shown.len(), 3);
+        assert_eq!(shown[0].swap.as_ref().map(|s| s.0.as_str()), Some("kill"));
+        assert_eq!(
+            shown[1].memory_pressure,
+            Some(("kill".to_owned(), vec!["systemctl show".to_owned()]))
+        );
+        assert_eq!(shown[2], ManagedOom::default());
+        // systemd's value wins; the files are named when they say the same.
+        let files = Some(("kill".to_owned(), vec!["/etc/x.conf".to_owned()]));
+        assert_eq!(merge(&shown[1].memory_pressure, &files), files);
+        assert_eq!(
+            merge(&shown[0].memory_pressure, &files).map(|m| m.0),
+            Some("auto".to_owned())
+        );
+        assert_eq!(merge(&None, &files), None);
     }
 
     #[test]

@@ -40,6 +40,23 @@ fn sandboxes(items: Vec<v1::PodSandbox>) -> Vec<u8> {
     v1::ListPodSandboxResponse { items }.encode_to_vec()
 }
 
+/// `count` ready pods, each with an annotation of `note_bytes`.
+fn annotated_pods(count: usize, note_bytes: usize) -> Vec<v1::PodSandbox> {
+    (0..count)
+        .map(|i| {
+            let mut s = sandbox(
+                &format!("s{i}"),
+                &format!("uid-{i}"),
+                &format!("pod-{i}"),
+                &[("app", "web")],
+            );
+            s.annotations
+                .insert("note".to_owned(), "x".repeat(note_bytes));
+            s
+        })
+        .collect()
+}
+
 fn protected_answer() -> Vec<u8> {
     sandboxes(vec![sandbox(
         "s1",
@@ -183,19 +200,7 @@ fn a_failing_or_slow_runtime_keeps_the_last_answer_and_its_labels() {
 fn an_answer_over_four_mebibytes_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let cri = FakeCri::start(dir.path());
-    let items: Vec<v1::PodSandbox> = (0..3000)
-        .map(|i| {
-            let mut s = sandbox(
-                &format!("s{i}"),
-                &format!("uid-{i}"),
-                &format!("pod-{i}"),
-                &[("app", "web")],
-            );
-            s.annotations.insert("note".to_owned(), "x".repeat(2048));
-            s
-        })
-        .collect();
-    let bytes = sandboxes(items);
+    let bytes = sandboxes(annotated_pods(3000, 2048));
     assert!(bytes.len() > 6 << 20, "{}", bytes.len());
     cri.set(LIST_POD_SANDBOX, CriAnswer::Message(bytes, Duration::ZERO));
     let cache = Cache::start(config(&cri, dir.path(), Duration::from_secs(20))).unwrap();
@@ -213,19 +218,7 @@ fn an_answer_over_four_mebibytes_is_read() {
 fn fifteen_thousand_pods_past_the_sixteen_megabyte_limit_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let cri = FakeCri::start(dir.path());
-    let items: Vec<v1::PodSandbox> = (0..15_000)
-        .map(|i| {
-            let mut s = sandbox(
-                &format!("s{i}"),
-                &format!("uid-{i}"),
-                &format!("pod-{i}"),
-                &[("app", "web")],
-            );
-            s.annotations.insert("note".to_owned(), "x".repeat(1024));
-            s
-        })
-        .collect();
-    let bytes = sandboxes(items);
+    let bytes = sandboxes(annotated_pods(15_000, 1024));
     assert!(bytes.len() > 16_000_000, "{}", bytes.len());
     cri.set(LIST_POD_SANDBOX, CriAnswer::Message(bytes, Duration::ZERO));
     let cache = Cache::start(config(&cri, dir.path(), Duration::from_secs(20))).unwrap();

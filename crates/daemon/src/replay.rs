@@ -5,7 +5,9 @@
 //! actuator acts on the recording only: a kill makes the victim's cgroup vanish from the
 //! following cycles (the classes' totals and PSI stay as recorded: the replay cannot know how
 //! the node would have gone on), and hooks are not run. Nothing on the node or on disk
-//! changes.
+//! changes. From the first kill the recording did not have (its victim does not end in the
+//! recording then), later decisions are marked `after_divergence`: decided on figures that
+//! kill would have changed.
 //!
 //! Which recorded cycles run: the tick cycles on the configuration's `sampleInterval` grid
 //! (all of them when it equals the recording's interval; every tenth for 1s over 100ms; a
@@ -96,6 +98,9 @@ pub struct TriggeredCycle {
     pub record: ActionRecord,
     /// Every candidate, in candidate order, with its score or the reason it was left out.
     pub ranking: Vec<RankedCandidate>,
+    /// Taken after a kill the recording did not have ([`Replay::diverged_at`]): the node's
+    /// figures here are the recording's, no longer those of this policy's node.
+    pub after_divergence: bool,
 }
 
 /// A whole replay.
@@ -111,6 +116,10 @@ pub struct Replay {
     /// Why the replay's reads do not meet the recording's (`Playback::mismatch`): when set,
     /// the replay's figures are not the recording's.
     pub mismatch: Option<String>,
+    /// The first decision (an index into `decisions`) that killed a cgroup the recording did
+    /// not see end: from there on the recording's memory and PSI still hold what that kill
+    /// would have changed, so later decisions are guesses (marked `after_divergence`).
+    pub diverged_at: Option<usize>,
 }
 
 /// The layout a replay uses: the configuration's when it names one, else the recording's.
@@ -177,6 +186,10 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
     // A recorded tick up to half an interval early still counts as on the grid: ticks jitter.
     let slack = interval.min(recorded_interval.max(1)) / 2;
     let psi_triggers = settings.warden.psi_triggers.enabled;
+    // A recorded kill shows within its verification time and a few cycles more.
+    let window = u64::try_from(settings.warden.kill_timeout.as_nanos())
+        .unwrap_or(u64::MAX)
+        .saturating_add(recorded_interval.saturating_mul(4));
     let collector = Collector::new(cgroups, proc.clone(), layout, meta.own_cgroup.clone());
     let actuator = Box::new(ReplayActuator {
         playback: playback.clone(),
@@ -235,10 +248,18 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             CycleOutcome::Quiet => CycleOutcome::Quiet,
             CycleOutcome::Skipped(skip) => CycleOutcome::Skipped(skip),
             CycleOutcome::Acted(record) => {
+                let after_divergence = out.diverged_at.is_some();
+                let diverges = !after_divergence
+                    && record.outcome == oomwarden_model::Outcome::Killed
+                    && !recording_had_kill(&playback, index, &meta.cgroup_root, &record, window);
                 out.decisions.push(TriggeredCycle {
                     record: *record,
                     ranking: engine.last_ranking(),
+                    after_divergence,
                 });
+                if diverges {
+                    out.diverged_at = Some(out.decisions.len() - 1);
+                }
                 CycleOutcome::Acted(out.decisions.len() - 1)
             }
         };
@@ -253,4 +274,25 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
         out.mismatch = playback.mismatch();
     }
     out
+}
+
+/// Whether the recording saw the victim of `record`, killed in cycle `index`, end within
+/// `window`: then the recorded figures after it are those of a node that lost that cgroup too.
+fn recording_had_kill(
+    playback: &Playback,
+    index: usize,
+    cgroup_root: &str,
+    record: &ActionRecord,
+    window: u64,
+) -> bool {
+    let Some(victim) = record.victim.as_deref() else {
+        return false;
+    };
+    // The record names the node's path; the recording read the tree under its own root.
+    let rel = victim
+        .strip_prefix(oomwarden_cgroupfs::DEFAULT_CGROUP_ROOT)
+        .unwrap_or(victim)
+        .trim_start_matches('/');
+    let dir = Path::new(cgroup_root).join(rel);
+    playback.recorded_end(index, &dir, window)
 }

@@ -78,6 +78,9 @@ pub struct Event {
     pub kind: EventKind,
     /// The victim, shortened (empty for none).
     pub label: String,
+    /// Taken after a kill the recording did not have: drawn faint, named apart in the legend
+    /// (the figures it was decided on are the recording's, not this policy's node's).
+    pub after_divergence: bool,
 }
 
 /// One configuration's decisions.
@@ -310,6 +313,28 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// An event's line: its kind's colour, faint and thin after a divergence.
+fn style_of(ev: &Event) -> ShapeStyle {
+    if ev.after_divergence {
+        let base = event_style(ev.kind);
+        base.color.mix(0.35).stroke_width(1)
+    } else {
+        event_style(ev.kind)
+    }
+}
+
+/// An event's legend entry.
+fn name_of(ev: &Event) -> String {
+    if ev.after_divergence {
+        format!(
+            "{}, after a kill the recording did not have (a guess)",
+            event_name(ev.kind)
+        )
+    } else {
+        event_name(ev.kind).to_owned()
+    }
+}
+
 fn event_style(kind: EventKind) -> ShapeStyle {
     match kind {
         EventKind::Kill => KILL.stroke_width(2),
@@ -378,17 +403,17 @@ fn panel<DB: DrawingBackend>(
         .light_line_style(LIGHT)
         .draw()?;
     // Decisions as vertical lines under the data, each kind once in the legend.
-    let mut named: Vec<EventKind> = Vec::new();
+    let mut named: Vec<(EventKind, bool)> = Vec::new();
     for (_, ev) in lines.events {
         let drawn = chart.draw_series(std::iter::once(PathElement::new(
             vec![(ev.at, 0.0), (ev.at, ymax)],
-            event_style(ev.kind),
+            style_of(ev),
         )))?;
-        if !named.contains(&ev.kind) {
-            named.push(ev.kind);
-            let style = event_style(ev.kind);
+        if !named.contains(&(ev.kind, ev.after_divergence)) {
+            named.push((ev.kind, ev.after_divergence));
+            let style = style_of(ev);
             drawn
-                .label(format!("{} ({})", event_name(ev.kind), lines.config))
+                .label(format!("{} ({})", name_of(ev), lines.config))
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x + 9, y - 6), (x + 9, y + 6)], style)
                 });
@@ -452,7 +477,7 @@ fn decisions<DB: DrawingBackend>(
         .configure_mesh()
         .disable_y_mesh()
         .disable_y_axis()
-        .x_desc("seconds: red = kill, orange = dry run, magenta = kill failed, light grey = no eligible victim")
+        .x_desc("seconds: red = kill, orange = dry run, magenta = kill failed, light grey = no eligible victim; faint = after a kill the recording did not have")
         .label_style((FAMILY, 13))
         .axis_desc_style((FAMILY, 14))
         .light_line_style(LIGHT)
@@ -468,7 +493,7 @@ fn decisions<DB: DrawingBackend>(
         for ev in &d.events {
             chart.draw_series(std::iter::once(PathElement::new(
                 vec![(ev.at, y - 0.3), (ev.at, y + 0.2)],
-                event_style(ev.kind),
+                style_of(ev),
             )))?;
             if !ev.label.is_empty() {
                 chart.draw_series(std::iter::once(Text::new(
@@ -509,11 +534,20 @@ mod tests {
             }],
             decisions: vec![Decisions {
                 config: "defaults".into(),
-                events: vec![Event {
-                    at: 1.5,
-                    kind: EventKind::Kill,
-                    label: "besteffort/pod-hog".into(),
-                }],
+                events: vec![
+                    Event {
+                        at: 1.5,
+                        kind: EventKind::Kill,
+                        label: "besteffort/pod-hog".into(),
+                        after_divergence: false,
+                    },
+                    Event {
+                        at: 1.8,
+                        kind: EventKind::Kill,
+                        label: "besteffort/pod-quiet".into(),
+                        after_divergence: true,
+                    },
+                ],
             }],
         }
     }
@@ -532,6 +566,10 @@ mod tests {
         assert!(
             text.contains("kill (defaults)"),
             "the legend names the configuration"
+        );
+        assert!(
+            text.contains("kill, after a kill the recording did not have (a guess) (defaults)"),
+            "a decision after a divergence is named apart"
         );
         let png = dir.path().join("t.png");
         render(&timeline(), &png).unwrap();

@@ -105,6 +105,60 @@ impl Playback {
         *next = (*next).max(index + 1);
     }
 
+    /// Whether the recording itself shows cgroup `dir` ended in cycle `from` or within
+    /// `within_ns` after it (its `cgroup.events` saying `populated 0`, a file below it gone, its parent's
+    /// listing without it, or the directory gone): the recorded node had that kill too, so a
+    /// replayed kill of it leaves the recording's figures still describing the replay.
+    pub fn recorded_end(&self, from: usize, dir: &Path, within_ns: u64) -> bool {
+        let Some(start) = self.recording.cycles.get(from).map(|c| c.at_ns) else {
+            return false;
+        };
+        let dir_str = dir.to_string_lossy();
+        let events = format!("{dir_str}/cgroup.events");
+        let below = format!("{dir_str}/");
+        let (parent, name) = match dir_str.rsplit_once('/') {
+            Some((p, n)) => (p.to_owned(), n.to_owned()),
+            None => (String::new(), dir_str.to_string()),
+        };
+        // A file every live cgroup has, read before in the window and gone since (a fixture
+        // or an odd kernel may lack one from the start: that says nothing).
+        let mut seen: HashSet<&str> = HashSet::new();
+        let cycles = self
+            .recording
+            .cycles
+            .iter()
+            .skip(from)
+            .take_while(|c| c.at_ns <= start.saturating_add(within_ns));
+        for c in cycles {
+            for (path, obs) in &c.reads {
+                let path: &str = path;
+                let ended = match obs {
+                    Observation::File(bytes) => {
+                        seen.insert(path);
+                        path == events
+                            && String::from_utf8_lossy(bytes)
+                                .lines()
+                                .any(|l| l.trim() == "populated 0")
+                    }
+                    Observation::FileError(errno) => {
+                        *errno == ENOENT
+                            && seen.contains(path)
+                            && path.strip_prefix(below.as_str()).is_some_and(|f| {
+                                matches!(f, "cgroup.events" | "cgroup.procs" | "memory.current")
+                            })
+                    }
+                    Observation::Dirs(names) => path == parent && !names.contains(&name),
+                    Observation::IsDir(exists) => path == dir_str && !exists,
+                    Observation::DirsError(errno) => path == dir_str && *errno == ENOENT,
+                };
+                if ended {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// A replayed kill: the cgroup directory and everything below it are gone from now on.
     pub fn remove(&self, dir: &Path) {
         self.state().removed.push(dir.to_path_buf());
@@ -254,6 +308,54 @@ mod tests {
 
     fn file(text: &str) -> Observation {
         Observation::File(text.as_bytes().to_vec())
+    }
+
+    /// Issue 37: whether the recording saw a cgroup end, from its kill's cycle on and within a
+    /// window: `populated 0`, a file below it gone, its parent's listing without it.
+    #[test]
+    fn the_recording_tells_whether_a_cgroup_ended() {
+        let events = "/cg/kubepods/besteffort/podhog/cgroup.events";
+        let alive = || (events, file("populated 1\nfrozen 0\n"));
+        let r = recording(vec![
+            vec![alive()],
+            vec![alive(), (events, file("populated 0\nfrozen 0\n"))],
+            vec![(
+                "/cg/kubepods/besteffort",
+                Observation::Dirs(vec!["podquiet".into()]),
+            )],
+            vec![
+                (
+                    "/cg/kubepods/burstable/podweb/memory.current",
+                    file("100\n"),
+                ),
+                (
+                    "/cg/kubepods/burstable/podweb/memory.current",
+                    Observation::FileError(ENOENT),
+                ),
+                (
+                    "/cg/kubepods/besteffort/podquiet/cgroup.events",
+                    Observation::FileError(ENOENT),
+                ),
+                (
+                    "/cg/kubepods/besteffort/podquiet/memory.peak",
+                    Observation::FileError(ENOENT),
+                ),
+            ],
+        ]);
+        let p = Playback::new(r);
+        let hog = Path::new("/cg/kubepods/besteffort/podhog");
+        // Ended in the kill's own cycle (verified within it) and seen from before.
+        assert!(p.recorded_end(1, hog, 0));
+        assert!(p.recorded_end(0, hog, 1));
+        // Not within the window.
+        assert!(!p.recorded_end(0, hog, 0));
+        // Gone from its parent's listing.
+        assert!(p.recorded_end(2, hog, 0));
+        assert!(!p.recorded_end(2, Path::new("/cg/kubepods/besteffort/podquiet"), 5));
+        // A file every live cgroup has, gone; not a file some kernels lack.
+        assert!(p.recorded_end(3, Path::new("/cg/kubepods/burstable/podweb"), 0));
+        assert!(!p.recorded_end(3, Path::new("/cg/kubepods/besteffort/podquiet"), 0));
+        assert!(!p.recorded_end(9, hog, 100));
     }
 
     // Issue 32: relative paths under absolute roots (a relative --cgroup-root), a NUL in a

@@ -438,6 +438,9 @@ fn decision(
             _ => String::new(),
         }
     )?;
+    if d.after_divergence {
+        writeln!(out, "             {AFTER_DIVERGENCE}")?;
+    }
     if let Ok(ctx) = TriggerContext::from_json(&r.trigger_context) {
         writeln!(out, "             why: {}", why(&ctx, trigger))?;
         // Each comparison of the trigger (a stage's own condition for a stage's record) with
@@ -516,6 +519,9 @@ fn decision(
     Ok(())
 }
 
+/// What a decision after a kill the recording did not have is marked with.
+const AFTER_DIVERGENCE: &str = "after a kill the recording did not have: the node's figures here no longer describe this policy's node";
+
 fn summary(
     out: &mut impl Write,
     r: &Replay,
@@ -523,9 +529,14 @@ fn summary(
     recorded_every_ms: u64,
 ) -> anyhow::Result<()> {
     let mut by_outcome: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut after: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_stage: BTreeMap<String, usize> = BTreeMap::new();
     let mut fired = 0;
     for d in &r.decisions {
+        if d.after_divergence {
+            *after.entry(d.record.outcome.name()).or_default() += 1;
+            continue;
+        }
         match &d.record.stage {
             Some(stage) => {
                 *by_stage
@@ -552,6 +563,14 @@ fn summary(
     if !by_stage.is_empty() {
         let stages: Vec<String> = by_stage.iter().map(|(k, v)| format!("{v} {k}")).collect();
         firings.push_str(&format!("; stages: {}", stages.join(", ")));
+    }
+    if !after.is_empty() {
+        let n: usize = after.values().sum();
+        let kinds: Vec<String> = after.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        firings.push_str(&format!(
+            "; {n} more on figures the first kill would have changed ({})",
+            kinds.join(", ")
+        ));
     }
     let interval = settings.oom.sample_interval;
     let skipped = if r.not_replayed == 0 {
@@ -675,6 +694,8 @@ fn differences(
 struct JsonDecision<'a> {
     config: &'a str,
     offset_seconds: f64,
+    /// Taken after a kill the recording did not have: a guess.
+    after_divergence: bool,
     record: &'a ActionRecord,
     ranking: Vec<JsonRanked<'a>>,
 }
@@ -693,6 +714,8 @@ struct JsonRanked<'a> {
 struct JsonSummary<'a> {
     config: &'a str,
     firings: usize,
+    /// Of `firings`, those after a kill the recording did not have.
+    after_divergence: usize,
     cycles_replayed: usize,
     not_replayed: usize,
     failed_cycles: usize,
@@ -721,6 +744,7 @@ fn json(
             let line = JsonDecision {
                 config: &c.name,
                 offset_seconds,
+                after_divergence: d.after_divergence,
                 record: &d.record,
                 ranking: d
                     .ranking
@@ -739,6 +763,7 @@ fn json(
         let s = JsonSummary {
             config: &c.name,
             firings: r.decisions.len(),
+            after_divergence: r.decisions.iter().filter(|d| d.after_divergence).count(),
             cycles_replayed: r.cycles.len(),
             not_replayed: r.not_replayed,
             failed_cycles: r
@@ -878,6 +903,7 @@ fn decision_rows(
                 .decisions
                 .iter()
                 .map(|d| oomwarden_plot::Event {
+                    after_divergence: d.after_divergence,
                     at: secs(d.record.monotonic_ns),
                     kind: match d.record.outcome {
                         Outcome::Killed => oomwarden_plot::EventKind::Kill,

@@ -55,9 +55,61 @@ pub fn format_rounded(value: f64) -> String {
     }
 }
 
+/// Formats an `f64` as Go's YAML (`gopkg.in/yaml.v3`, which `talosctl -o yaml` prints
+/// resources with) writes a `float64`: `strconv.FormatFloat(v, 'g', -1, 64)`, shortest
+/// round-trip digits, exponent form when the exponent is below -4 or at least 6 (Go's rule for
+/// the shortest precision), with a sign and at least two exponent digits (`8.44935168e+08`,
+/// `1e-05`); `.inf`, `-.inf`, `.nan` for the non-finite.
+pub fn format_go_yaml_float(value: f64) -> String {
+    if value.is_nan() {
+        return ".nan".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { ".inf" } else { "-.inf" }.to_owned();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    // `{:e}` is the shortest round-trip digits with the decimal exponent.
+    let e = format!("{value:e}");
+    let Some((mantissa, exp)) = e.split_once('e') else {
+        return e;
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..6).contains(&exp) {
+        return format!("{value}");
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{format_go_float, format_number, format_rounded};
+    use super::{format_go_float, format_go_yaml_float, format_number, format_rounded};
+
+    /// Go's `strconv.FormatFloat(v, 'g', -1, 64)`, as yaml.v3 prints a float64.
+    #[test]
+    fn go_yaml_floats() {
+        for (v, want) in [
+            (100000.0, "100000"),
+            (1e6, "1e+06"),
+            (844935168.0, "8.44935168e+08"),
+            (25350144.0, "2.5350144e+07"),
+            (21.0, "21"),
+            (0.5, "0.5"),
+            (123456.7, "123456.7"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5e-7, "-2.5e-07"),
+            (1.5e300, "1.5e+300"),
+            (0.0, "0"),
+            (f64::INFINITY, ".inf"),
+            (f64::NEG_INFINITY, "-.inf"),
+            (f64::NAN, ".nan"),
+        ] {
+            assert_eq!(format_go_yaml_float(v), want, "{v}");
+        }
+    }
 
     #[test]
     fn rounded_for_people() {

@@ -27,7 +27,7 @@ mod workload;
 pub use class::QosClass;
 pub use context::{ClassMap, ContextJsonError, PsiKind, PsiSpan, TriggerContext, Variable};
 pub use duration::{DurationError, format_go_duration, parse_go_duration};
-pub use gofloat::{format_go_float, format_number, format_rounded};
+pub use gofloat::{format_go_float, format_go_yaml_float, format_number, format_rounded};
 pub use identity::{
     ContainerIdentity, Identities, IdentitySource, KillMethod, KillScope, PodIdentity,
 };

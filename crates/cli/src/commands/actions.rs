@@ -487,23 +487,23 @@ fn talos_yaml(r: &ActionRecord) -> anyhow::Result<String> {
             task_memcg: r.task_memcg.as_deref(),
         },
     };
-    // Talos's `score` as Go's YAML writes a float64 (`8.44935168e+08`, not `844935168.0`):
-    // the spec's one line at its indentation (the trigger context is one JSON line).
-    let text = serde_saphyr::to_string(&doc)?
-        .lines()
+    let text = go_yaml_score(&serde_saphyr::to_string(&doc)?, r.score);
+    Ok(format!("---\n{text}\n"))
+}
+
+/// Talos's `score` as Go's YAML writes a float64 (`8.44935168e+08`, not `844935168.0`): the
+/// spec's one line at its indentation (the trigger context before it is one JSON line).
+fn go_yaml_score(yaml: &str, score: f64) -> String {
+    yaml.lines()
         .map(|l| {
             if l.starts_with("  score: ") {
-                format!(
-                    "  score: {}",
-                    oomwarden_model::format_go_yaml_float(r.score)
-                )
+                format!("  score: {}", oomwarden_model::format_go_yaml_float(score))
             } else {
                 l.to_owned()
             }
         })
         .collect::<Vec<_>>()
-        .join("\n");
-    Ok(format!("---\n{text}\n"))
+        .join("\n")
 }
 
 fn is_zero(v: &f64) -> bool {

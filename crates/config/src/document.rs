@@ -119,8 +119,20 @@ pub(crate) enum Reader {
     Talos,
 }
 
+/// The documents of a configuration file, read as Talos's go-yaml reads them in one respect
+/// that changes a document's meaning: a merge key (`<<`) is an ordinary key there, so Talos's
+/// strict decoding refuses it as an unknown field; here too (merged, it would be a configuration
+/// Talos never accepts).
+fn read_documents<'de, T: serde::Deserialize<'de>>(
+    text: &'de str,
+) -> Result<Vec<T>, serde_saphyr::Error> {
+    let mut options = serde_saphyr::Options::default();
+    options.merge_keys = serde_saphyr::MergeKeyPolicy::AsOrdinary;
+    serde_saphyr::from_multiple_with_options(text, options)
+}
+
 pub(crate) fn declares_warden_document(text: &str) -> bool {
-    serde_saphyr::from_multiple::<Value>(text).is_ok_and(|docs| {
+    read_documents::<Value>(text).is_ok_and(|docs| {
         docs.iter().any(|d| {
             d.get("apiVersion").and_then(Value::as_str) == Some(WARDEN_API_VERSION)
                 && d.get("kind").and_then(Value::as_str) == Some(WARDEN_KIND)
@@ -131,7 +143,7 @@ pub(crate) fn declares_warden_document(text: &str) -> bool {
 /// Whether `text` has an `OOMWardenConfig` document that sets the top-level `key` (any
 /// value): a reload may move `dryRun` from true to false only when the file says so.
 pub(crate) fn warden_sets(text: &str, key: &str) -> bool {
-    serde_saphyr::from_multiple::<Value>(text).is_ok_and(|docs| {
+    read_documents::<Value>(text).is_ok_and(|docs| {
         docs.iter().any(|d| {
             d.get("apiVersion").and_then(Value::as_str) == Some(WARDEN_API_VERSION)
                 && d.get("kind").and_then(Value::as_str) == Some(WARDEN_KIND)
@@ -184,7 +196,7 @@ pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, C
         file,
         list: Vec::new(),
     };
-    let documents: Vec<Value> = match serde_saphyr::from_multiple(text) {
+    let documents: Vec<Value> = match read_documents(text) {
         Ok(docs) => docs,
         Err(e) => {
             errors.push(None, None, None, format!("invalid YAML: {e}"));
@@ -194,9 +206,9 @@ pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, C
     // The scalars as written, for the fields go-yaml hands Talos as text (see `ScalarText`).
     // A stream this pass cannot read (a document that is not a mapping, a field that is a
     // list) is reported by the main pass; the text is then simply not available.
-    let texts: Vec<Option<ScalarText>> = serde_saphyr::from_multiple(text).unwrap_or_default();
+    let texts: Vec<Option<ScalarText>> = read_documents(text).unwrap_or_default();
     // Where each key is written, to list the errors in the order of the file.
-    let orders: Vec<Option<WrittenOrder>> = serde_saphyr::from_multiple(text).unwrap_or_default();
+    let orders: Vec<Option<WrittenOrder>> = read_documents(text).unwrap_or_default();
     let mut raw = Raw::default();
     let (mut seen_oom, mut seen_warden) = (false, false);
     for (i, doc) in documents.into_iter().enumerate() {

@@ -774,3 +774,23 @@ fn psi_reads_names_what_needs_pressure() {
     let no_psi = include_str!("../../../examples/config/no-psi.yaml");
     assert_eq!(load(no_psi).unwrap().psi_reads(), Vec::<&str>::new());
 }
+
+/// Issue 37, item 4: a YAML merge key is an ordinary key to Talos's go-yaml, which its strict
+/// decoding then refuses as an unknown field; oomwarden refuses it the same way rather than
+/// merging it into a configuration Talos would never accept.
+#[test]
+fn a_merge_key_is_refused_as_talos_refuses_it() {
+    let text =
+        format!("{HEADER}base: &b\n  sampleInterval: 1s\n<<: *b\ntriggerExpression: 'false'\n");
+    let errors = load(&text).unwrap_err();
+    assert!(
+        errors
+            .0
+            .iter()
+            .any(|e| e.key.as_deref() == Some("<<") && e.message.starts_with("unknown field")),
+        "{errors}"
+    );
+    // Without the merge, the document reads as before.
+    let plain = format!("{HEADER}sampleInterval: 1s\n");
+    assert!(load(&plain).is_ok());
+}

@@ -119,15 +119,18 @@ pub(crate) enum Reader {
     Talos,
 }
 
-/// The documents of a configuration file, read as Talos's go-yaml reads them in one respect
-/// that changes a document's meaning: a merge key (`<<`) is an ordinary key there, so Talos's
-/// strict decoding refuses it as an unknown field; here too (merged, it would be a configuration
-/// Talos never accepts).
+/// The documents of a configuration file, read as Talos's go-yaml reads them in two respects
+/// that change where a document is refused: a merge key (`<<`) is an ordinary key there, so
+/// Talos's strict decoding refuses it as an unknown field (merged, it would be a configuration
+/// Talos never accepts); and `.inf`, `.nan` are scalars like any other, handed to a string
+/// field as written, so an unquoted `.inf` expression is refused by the CEL compiler, not as
+/// YAML.
 fn read_documents<'de, T: serde::Deserialize<'de>>(
     text: &'de str,
 ) -> Result<Vec<T>, serde_saphyr::Error> {
     let mut options = serde_saphyr::Options::default();
     options.merge_keys = serde_saphyr::MergeKeyPolicy::AsOrdinary;
+    options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::AsString;
     serde_saphyr::from_multiple_with_options(text, options)
 }
 

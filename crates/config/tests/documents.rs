@@ -794,3 +794,22 @@ fn a_merge_key_is_refused_as_talos_refuses_it() {
     let plain = format!("{HEADER}sampleInterval: 1s\n");
     assert!(load(&plain).is_ok());
 }
+
+/// Issue 37, item 4: an unquoted `.inf` is a scalar like any other to go-yaml, handed to the
+/// string field as written, so Talos refuses it as an expression (CEL's check), not as YAML.
+#[test]
+fn an_unquoted_inf_expression_is_refused_by_the_cel_check() {
+    let errors = load(&format!("{HEADER}cgroupRankingExpression: .inf\n")).unwrap_err();
+    let e = errors.0.first().unwrap();
+    assert_eq!(
+        e.key.as_deref(),
+        Some("cgroupRankingExpression"),
+        "{errors}"
+    );
+    assert!(
+        e.message
+            .contains("OOM cgroup scoring expression is invalid")
+            && e.message.contains("undeclared reference"),
+        "{errors}"
+    );
+}

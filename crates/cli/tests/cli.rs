@@ -522,6 +522,17 @@ fn layout_reads_tomorrows_node_shapes() {
         None,
     );
     golden(
+        "top-talos-partition",
+        &[
+            "top",
+            "--cgroup-root",
+            "testdata/layouts/talos-partition",
+            "--proc-root",
+            "testdata/doctor/clean/proc",
+        ],
+        None,
+    );
+    golden(
         "check-talos-partition",
         &[
             "check",

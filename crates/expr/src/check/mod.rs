@@ -183,6 +183,21 @@ impl Checker<'_> {
                 let root_only = matches!(e.node, Expr::RootIdent(_));
                 match self.lookup_ident(name, root_only) {
                     Some(t) => t,
+                    None if root_only => {
+                        // cel-go names a root-scoped identifier with its dot and points at the
+                        // name after it (`.inf`: `undeclared reference to '.inf'`, column 2).
+                        let at = self.offset(e);
+                        let after_dot = self
+                            .source
+                            .get(at..)
+                            .and_then(|rest| rest.strip_prefix('.'))
+                            .map_or(at, |rest| self.source.len() - rest.trim_start().len());
+                        self.errors.push((
+                            after_dot,
+                            format!("undeclared reference to '.{name}' (in container '')"),
+                        ));
+                        Type::Error
+                    }
                     None => {
                         self.undeclared(e, name);
                         Type::Error

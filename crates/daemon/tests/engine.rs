@@ -1258,6 +1258,38 @@ fn pod_with_children(
     (cg, proc, pod)
 }
 
+/// An engine that fires at once with `killScope: containers`, acting through `fake`.
+fn containers_engine(
+    r: &std::path::Path,
+    proc: &std::path::Path,
+    state: &std::path::Path,
+    fake: &SharedRecorder,
+) -> Engine {
+    engine_with(
+        r,
+        proc,
+        settings(
+            "triggerExpression: \"true\"\n",
+            "killScope: containers\n",
+            state,
+        ),
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    )
+}
+
+/// The cgroups `fake` wrote `cgroup.kill` to, in order.
+fn cgroup_kill_writes(fake: &SharedRecorder) -> Vec<std::path::PathBuf> {
+    fake.lock()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::WriteCgroupKill(dir) => Some(dir.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Issue 36: a pod with more child cgroups than a kill by containers takes (a pod that makes
 /// cgroups of its own, KEP-5474) is killed whole under `killScope: containers`: one
 /// `cgroup.kill` on the pod, `killScope: pod` in the record, the bound counted.
@@ -1271,29 +1303,11 @@ fn kill_scope_containers_kills_a_pod_of_too_many_cgroups_whole() {
     let r = cg.path();
     let state = tempfile::tempdir().unwrap();
     let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
-    let mut e = engine_with(
-        r,
-        proc.path(),
-        settings(
-            "triggerExpression: \"true\"\n",
-            "killScope: containers\n",
-            state.path(),
-        ),
-        Box::new(fake.clone()),
-        Box::new(fake.clone()),
-    );
+    let mut e = containers_engine(r, proc.path(), state.path(), &fake);
     let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
     assert_eq!(rec.outcome, Outcome::Killed, "{rec:?}");
     assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Pod));
-    let writes: Vec<_> = fake
-        .lock()
-        .calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::WriteCgroupKill(dir) => Some(dir.clone()),
-            _ => None,
-        })
-        .collect();
+    let writes = cgroup_kill_writes(&fake);
     assert_eq!(writes, [r.join(&pod)]);
     let text = e.metrics().encode();
     assert!(
@@ -1321,32 +1335,14 @@ fn kill_scope_containers_spares_the_sandbox() {
     let r = cg.path();
     let state = tempfile::tempdir().unwrap();
     let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
-    let mut e = engine_with(
-        r,
-        proc.path(),
-        settings(
-            "triggerExpression: \"true\"\n",
-            "killScope: containers\n",
-            state.path(),
-        ),
-        Box::new(fake.clone()),
-        Box::new(fake.clone()),
-    );
+    let mut e = containers_engine(r, proc.path(), state.path(), &fake);
     let rec = acted(e.cycle(1_000_000_000, "2026-12-01T00:00:00.000Z"));
     assert_eq!(rec.outcome, Outcome::Killed, "{rec:?}");
     assert_eq!(rec.kill_scope, Some(oomwarden_model::KillScope::Containers));
     let app_path = format!("/sys/fs/cgroup/{pod}/{app}");
     assert_eq!(rec.killed_cgroups, [app_path]);
     assert_eq!(rec.pids, [20, 21], "the pause process is spared");
-    let writes: Vec<_> = fake
-        .lock()
-        .calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::WriteCgroupKill(dir) => Some(dir.clone()),
-            _ => None,
-        })
-        .collect();
+    let writes = cgroup_kill_writes(&fake);
     assert_eq!(writes, [r.join(&pod).join(&app)]);
     // The default scope kills the whole pod, sandbox included, as Talos does.
     let state = tempfile::tempdir().unwrap();

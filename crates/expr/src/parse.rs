@@ -128,7 +128,62 @@ pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
         return Err(vec![Diagnostic::nowhere("max recursion depth exceeded")]);
     }
     normalize(&mut expr, source).map_err(|d| vec![d])?;
+    check_literals(&expr, source).map_err(|d| vec![d])?;
     Ok(expr)
+}
+
+/// Literals cel-core takes and cel-go v0.31.0 refuses (measured with the oracle): a hex
+/// literal written `0X` (cel-go's lexer knows only `0x`: a syntax error at the `X`), a double
+/// out of range (`1e400`: "invalid double literal"), and a `\u` or `\U` escape in a bytes
+/// literal that is not raw ("unable to unescape string").
+fn check_literals(e: &SpannedExpr, source: &str) -> Result<(), Diagnostic> {
+    let text = source.get(e.span.clone()).unwrap_or("");
+    match &e.node {
+        Expr::Int(_) | Expr::UInt(_) => {
+            let digits = text.trim_start_matches('-').trim_start();
+            if digits.starts_with("0X") {
+                let x = e.span.start + (text.len() - digits.len()) + 1;
+                return Err(Diagnostic::at(
+                    x,
+                    "Syntax error: extraneous input: a hex literal is written 0x",
+                ));
+            }
+        }
+        Expr::Float(v) if !v.is_finite() => {
+            return Err(Diagnostic::at(e.span.start, "invalid double literal"));
+        }
+        // `-1e400`: cel-go reads the sign as part of the literal and points at it.
+        Expr::Unary {
+            op: UnaryOp::Neg,
+            expr,
+        } if matches!(expr.node, Expr::Float(v) if !v.is_finite()) => {
+            return Err(Diagnostic::at(e.span.start, "invalid double literal"));
+        }
+        Expr::Bytes(_) => {
+            let raw = text
+                .get(..2)
+                .is_some_and(|p| p.eq_ignore_ascii_case("rb") || p.eq_ignore_ascii_case("br"));
+            if !raw && has_unicode_escape(text) {
+                return Err(Diagnostic::at(e.span.start, "unable to unescape string"));
+            }
+        }
+        _ => {}
+    }
+    for child in crate::tree::children(e) {
+        check_literals(child, source)?;
+    }
+    Ok(())
+}
+
+/// Whether a literal's text holds a `\u` or `\U` escape (a backslash not itself escaped).
+fn has_unicode_escape(text: &str) -> bool {
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.next(), Some('u' | 'U')) {
+            return true;
+        }
+    }
+    false
 }
 
 /// cel-go's parser builds a chain `a && b && c …` (or `||`) as a balanced tree, so a chain of

@@ -49,6 +49,21 @@ pub(crate) fn shorten_unary_runs(src: &str) -> std::borrow::Cow<'_, str> {
     String::from_utf8(bytes).map_or(std::borrow::Cow::Borrowed(src), std::borrow::Cow::Owned)
 }
 
+/// Whether the comma at `i` is alone between an opening bracket and its closing one (`[ , ]`,
+/// `{,}`), blanks aside.
+fn lone_comma(bytes: &[u8], i: usize) -> bool {
+    let before = bytes
+        .get(..i)
+        .and_then(|b| b.iter().rev().find(|c| !c.is_ascii_whitespace()));
+    let after = bytes
+        .get(i + 1..)
+        .and_then(|b| b.iter().find(|c| !c.is_ascii_whitespace()));
+    matches!(
+        (before, after),
+        (Some(b'['), Some(b']')) | (Some(b'{'), Some(b'}'))
+    )
+}
+
 /// Checks the limits; returns the positions of unary operators beyond the last two or three
 /// of each long run (see [`shorten_unary_runs`]). A run counts at most 3 towards the depth.
 #[allow(
@@ -161,6 +176,11 @@ fn scan(src: &str) -> Result<Vec<usize>, LimitExceeded> {
                     f.unary_run = 0;
                 }
                 after_operand = false;
+                // `[,]` and `{,}`: cel-go's grammar takes an empty list or map with its
+                // optional trailing comma; cel-core does not, so the comma is blanked.
+                if b == b',' && lone_comma(bytes, i) {
+                    blank.push(i);
+                }
             }
             b'.' if !bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 // Member selection: `a.b` keeps `a` an operand chain.
@@ -292,6 +312,18 @@ mod tests {
         // Long flat chains are not nesting.
         assert_eq!(check_limits(&"!a && ".repeat(1000)), Ok(()));
         assert_eq!(check_limits(&"1 - ".repeat(1000)), Ok(()));
+    }
+
+    /// Issue 37: cel-go takes `[,]` and `{,}` (an empty list or map with its optional
+    /// trailing comma); the comma is blanked for cel-core, offsets kept. A comma elsewhere, or
+    /// in a string, stays.
+    #[test]
+    fn a_lone_comma_in_empty_brackets_is_blanked() {
+        assert_eq!(shorten_unary_runs("size([,]) == 0"), "size([ ]) == 0");
+        assert_eq!(shorten_unary_runs("{ , }"), "{   }");
+        assert_eq!(shorten_unary_runs("[1,]"), "[1,]");
+        assert_eq!(shorten_unary_runs("\"[,]\""), "\"[,]\"");
+        assert_eq!(shorten_unary_runs("[,,]"), "[,,]");
     }
 
     #[test]

@@ -532,6 +532,19 @@ fn layout_reads_tomorrows_node_shapes() {
         ],
         None,
     );
+    // A tree that is not there is said, not read as an empty node.
+    let (code, _, err) = run(
+        &[
+            "check",
+            "--talos",
+            "--cgroup-root",
+            "testdata/layouts/no-such-tree",
+            "examples/config/talos-default.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no-such-tree: not a directory"), "{err}");
     golden(
         "check-talos-partition",
         &[

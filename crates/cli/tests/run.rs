@@ -183,6 +183,44 @@ fn a_node_without_psi_refuses_only_a_policy_that_reads_it() {
     );
 }
 
+/// Issue 36: on a node without PSI, the daemon running a policy that reads none logs the
+/// doctor's finding at start, and a reload to a policy that reads PSI is refused (the running
+/// one stays), naming `psi=0` and what reads PSI.
+#[test]
+fn without_psi_the_doctor_speaks_at_start_and_a_psi_policy_is_not_reloaded() {
+    let (cg, proc) = node();
+    for entry in walk(cg.path()) {
+        if entry.ends_with("memory.pressure") {
+            std::fs::remove_file(&entry).unwrap();
+        }
+    }
+    std::fs::write(proc.path().join("cmdline"), "root=/dev/vda1 psi=0\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: node_memory_available < 0.0\nsampleInterval: 20ms\n",
+    )
+    .unwrap();
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
+    logs.wait_for("oomwarden started");
+    logs.wait_for("doctor: memory pressure (PSI) is off");
+    replace_file(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\n",
+    );
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("configuration reload rejected");
+    let line = logs.seen.last().unwrap();
+    assert!(
+        line.contains("booted with psi=0") && line.contains("memory_full_avg10"),
+        "{line}"
+    );
+    signal(&child, rustix::process::Signal::TERM);
+    logs.wait_for("oomwarden stopping");
+    assert!(child.wait().unwrap().success());
+}
+
 /// Every file under `dir`.
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();

@@ -130,15 +130,7 @@ pub fn detect_layout(cgroups: &CgroupFs) -> Result<(Layout, String), DetectError
 /// so instead.
 pub fn missing_dirs(layout: &Layout, cgroups: &CgroupFs) -> (Vec<String>, usize) {
     let mut dirs: Vec<String> = Vec::new();
-    let sources = layout
-        .metrics
-        .iter()
-        .filter_map(|m| match m {
-            MetricSource::Root => None,
-            MetricSource::Dir { dir, .. } | MetricSource::Children { dir, .. } => Some(dir),
-        })
-        .chain(layout.candidates.iter().map(|c| &c.dir));
-    for dir in sources {
+    for dir in source_dirs(layout) {
         let fixed: Vec<&str> = dir.split('/').take_while(|c| !c.contains('*')).collect();
         let fixed = fixed.join("/");
         if !fixed.is_empty() && !dirs.contains(&fixed) && !layout.is_optional(&fixed) {
@@ -148,6 +140,20 @@ pub fn missing_dirs(layout: &Layout, cgroups: &CgroupFs) -> (Vec<String>, usize)
     let total = dirs.len();
     let missing = dirs.into_iter().filter(|d| !cgroups.is_dir(d)).collect();
     (missing, total)
+}
+
+/// The directories a layout's metric and candidate sources name (patterns as written).
+fn source_dirs(layout: &Layout) -> impl Iterator<Item = &str> {
+    layout
+        .metrics
+        .iter()
+        .filter_map(|m| match m {
+            MetricSource::Root => None,
+            MetricSource::Dir { dir, .. } | MetricSource::Children { dir, .. } => {
+                Some(dir.as_str())
+            }
+        })
+        .chain(layout.candidates.iter().map(|c| c.dir.as_str()))
 }
 
 /// What of the tree a layout leaves out, as (relative path, why): each directory at the
@@ -161,17 +167,7 @@ pub fn left_out(layout: &Layout, cgroups: &CgroupFs) -> Vec<(String, String)> {
             .find(|(d, _)| *d == dir)
             .map(|(_, why)| (*why).to_owned())
     };
-    let sources: Vec<&str> = layout
-        .metrics
-        .iter()
-        .filter_map(|m| match m {
-            MetricSource::Root => None,
-            MetricSource::Dir { dir, .. } | MetricSource::Children { dir, .. } => {
-                Some(dir.as_str())
-            }
-        })
-        .chain(layout.candidates.iter().map(|c| c.dir.as_str()))
-        .collect();
+    let sources: Vec<&str> = source_dirs(layout).collect();
     let first = |dir: &str| dir.split('/').next().unwrap_or("").to_owned();
     let mut out = Vec::new();
     for top in cgroups.children("").unwrap_or_default() {

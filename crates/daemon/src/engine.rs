@@ -138,19 +138,11 @@ fn reads_for(settings: &Settings, recording: bool) -> oomwarden_collect::Reads {
         return oomwarden_collect::Reads::ALL;
     }
     // The trigger's variables, the stages' (the same environment) and the ranking's.
-    let triggers: Vec<_> = std::iter::once(&settings.oom.trigger)
-        .chain(settings.warden.stages.iter().map(|s| &s.when))
-        .collect();
-    let ranking = &settings.oom.ranking;
     oomwarden_collect::Reads::for_sources(
-        oomwarden_model::TriggerVar::all()
-            .filter(|v| triggers.iter().any(|t| t.reads(v.name())))
-            .map(|v| v.definition().source)
-            .chain(
-                oomwarden_model::RankingVar::all()
-                    .filter(|v| ranking.reads(v.name()))
-                    .map(|v| v.definition().source),
-            ),
+        settings
+            .variables_read()
+            .into_iter()
+            .map(|(_, source)| source),
     )
 }
 

@@ -49,6 +49,7 @@ mod diag;
 mod env;
 mod limits;
 mod parse;
+mod patterns;
 mod runtime;
 mod tree;
 
@@ -196,6 +197,8 @@ struct Compiled {
     output: check::types::Type,
     comparisons: Arc<[Comparison]>,
     identifiers: Arc<[String]>,
+    /// The literal patterns of `matches()`, compiled with the expression.
+    _patterns: patterns::Held,
 }
 
 impl fmt::Debug for Compiled {
@@ -228,7 +231,7 @@ fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, C
         .stack_size(COMPILE_STACK_BYTES)
         .spawn(move || compile_on_this_thread(kind, dialect, &for_thread))
         .map_err(|e| CompileError::Internal(format!("cannot start the compiler thread: {e}")))?;
-    let (program, output, comparisons, identifiers) = handle
+    let (program, output, comparisons, identifiers, literal_patterns) = handle
         .join()
         .map_err(|_| CompileError::Internal("the CEL compiler failed unexpectedly".into()))??;
     Ok(Compiled {
@@ -237,6 +240,7 @@ fn compile(kind: ExprKind, dialect: Dialect, source: &str) -> Result<Compiled, C
         output,
         comparisons: comparisons.into(),
         identifiers: identifiers.into(),
+        _patterns: patterns::Held::new(&literal_patterns),
     })
 }
 
@@ -251,11 +255,21 @@ fn too_deep(_offset: usize, source: &str) -> CompileError {
     )
 }
 
+/// What the compiler thread hands back: the program, its output type, its comparisons and
+/// identifiers as written, and the literal patterns of `matches()`.
+type CompilerOutput = (
+    Program,
+    check::types::Type,
+    Vec<Comparison>,
+    Vec<String>,
+    Vec<String>,
+);
+
 fn compile_on_this_thread(
     kind: ExprKind,
     dialect: Dialect,
     source: &str,
-) -> Result<(Program, check::types::Type, Vec<Comparison>, Vec<String>), CompileError> {
+) -> Result<CompilerOutput, CompileError> {
     // Same byte offsets as `source`, so diagnostics point into the user's text.
     let shortened = limits::shorten_unary_runs(source);
     let expr = parse::parse(&shortened)
@@ -268,7 +282,7 @@ fn compile_on_this_thread(
     // From the tree as written, before the runtime rewrite changes its shape.
     let comparisons = compare::comparisons(&expr, source);
     let identifiers = compare::identifiers(&expr);
-    runtime::prepare(&mut expr, &checked.types);
+    let literal_patterns = runtime::prepare(&mut expr, &checked.types);
     // cel-core evaluates by the runtime types of the values, so the unchecked tree runs as
     // cel-go's checked program does.
     let ast = Ast::new_unchecked(expr, source);
@@ -276,7 +290,13 @@ fn compile_on_this_thread(
         .env()
         .program(&ast)
         .map_err(|e| CompileError::Internal(e.to_string()))?;
-    Ok((program, checked.output, comparisons, identifiers))
+    Ok((
+        program,
+        checked.output,
+        comparisons,
+        identifiers,
+        literal_patterns,
+    ))
 }
 
 /// Compiles and requires the kind's exact output type (`dyn` is not accepted), as Talos does.

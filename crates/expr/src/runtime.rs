@@ -219,7 +219,7 @@ pub(crate) fn register(env: &mut Env) {
         );
     }
     // (name, arity counting the receiver, member, implementation)
-    let simple: [Builtin; 19] = [
+    let simple: [Builtin; 21] = [
         // Any ordering comparison with NaN is false in cel-go, an error in cel-core.
         ("@oomwarden.unordered", 2, false, |a| {
             Value::Bool(
@@ -294,6 +294,10 @@ pub(crate) fn register(env: &mut Env) {
         ("@oomwarden.both_durations", 2, false, |a| {
             Value::Bool(a.iter().all(|v| matches!(v, Value::Duration(_))))
         }),
+        ("@oomwarden.both_strings", 2, false, |a| {
+            Value::Bool(a.iter().all(|v| matches!(v, Value::String(_))))
+        }),
+        ("@oomwarden.matches", 2, false, go_matches),
         ("@oomwarden.duration_add", 2, false, |a| {
             duration_op(a, i64::checked_add)
         }),
@@ -320,6 +324,17 @@ type Builtin = (&'static str, usize, bool, fn(&[Value]) -> Value);
 
 fn dyns(n: usize) -> Vec<cel_core::CelType> {
     vec![cel_core::CelType::Dyn; n]
+}
+
+/// `matches()` with Go's regexp dialect; a pattern Go refuses is an error with Go's text.
+fn go_matches(args: &[Value]) -> Value {
+    match args {
+        [Value::String(s), Value::String(pattern)] => match &*crate::patterns::get(pattern) {
+            Ok(re) => Value::Bool(re.is_match(s)),
+            Err(e) => error(EvalErrorKind::InvalidArgument, e.to_string()),
+        },
+        _ => error(EvalErrorKind::NoMatchingOverload, "no such overload"),
+    }
 }
 
 fn duration_op(args: &[Value], op: fn(i64, i64) -> Option<i64>) -> Value {
@@ -658,16 +673,26 @@ fn duration_text(ns: i64) -> String {
     format!("{seconds}s")
 }
 
-/// Rewrites the checked tree for evaluation (see the module documentation). `types` holds
-/// each node's checked type.
-pub(crate) fn prepare(e: &mut SpannedExpr, types: &std::collections::HashMap<i64, Type>) {
-    let mut rewriter = Rewriter { types, fresh: 0 };
+/// Rewrites the checked tree for evaluation (see the module documentation). `types` holds each node's checked type. Returns the patterns `matches()` is called with as
+/// literals, to be compiled with the expression.
+pub(crate) fn prepare(
+    e: &mut SpannedExpr,
+    types: &std::collections::HashMap<i64, Type>,
+) -> Vec<String> {
+    let mut rewriter = Rewriter {
+        types,
+        fresh: 0,
+        patterns: Vec::new(),
+    };
     rewriter.visit(e);
+    rewriter.patterns
 }
 
 struct Rewriter<'a> {
     types: &'a std::collections::HashMap<i64, Type>,
     fresh: usize,
+    /// Literal patterns of `matches()`.
+    patterns: Vec<String>,
 }
 
 fn node(id: i64, span: &std::ops::Range<usize>, expr: Expr) -> SpannedExpr {
@@ -862,6 +887,46 @@ impl Rewriter<'_> {
                         right: Box::new(b),
                     },
                 )
+            }
+            // `matches()` runs Go's regexp dialect, not the `regex` crate's.
+            Expr::Call { expr, args }
+                if matches!(
+                    (&expr.node, args.len()),
+                    (Expr::Member { field, optional: false, .. }, 1) if field == "matches"
+                ) || matches!(
+                    (&expr.node, args.len()),
+                    (Expr::Ident(name), 2) if name == "matches"
+                ) =>
+            {
+                let (subject, pattern) = match &mut expr.node {
+                    Expr::Member { expr: receiver, .. } => (
+                        std::mem::replace(&mut **receiver, node(id, &span, Expr::Null)),
+                        args.remove(0),
+                    ),
+                    _ => {
+                        let subject = args.remove(0);
+                        (subject, args.remove(0))
+                    }
+                };
+                if let Expr::String(text) = &pattern.node {
+                    self.patterns.push(text.to_string());
+                }
+                let strings = self.type_of(&subject) == Type::String
+                    && self.type_of(&pattern) == Type::String;
+                if strings {
+                    call(id, &span, "@oomwarden.matches", vec![subject, pattern])
+                } else {
+                    // Reached through `dyn`: a value of another type keeps the builtin's error.
+                    self.guarded_pair(
+                        id,
+                        &span,
+                        subject,
+                        pattern,
+                        "@oomwarden.both_strings",
+                        |(a, b)| call(id, &span, "@oomwarden.matches", vec![a, b]),
+                        |a, b| call(id, &span, "matches", vec![a, b]),
+                    )
+                }
             }
             Expr::MemberTestOnly { expr, field } => {
                 let target = std::mem::replace(&mut **expr, node(id, &span, Expr::Null));

@@ -96,21 +96,44 @@ fn activation(env: Env, rng: &mut XorShiftRng) -> Activation {
     }
 }
 
-/// Generates `count` expressions per environment from `seed` and returns the differences.
-fn run(oracle: &std::path::PathBuf, seed: u64, count: usize) -> (usize, Vec<String>) {
+/// Makes one top-level expression: the generator and the depth.
+type Maker = fn(&mut Gen<'_>, u32) -> String;
+
+/// Generates `count` expressions per environment from `seed` with `make` and returns how
+/// many cel-go accepts and the differences.
+fn run(oracle: &std::path::PathBuf, seed: u64, count: usize, make: Maker) -> (usize, Vec<String>) {
     let mut rng = XorShiftRng::seed_from_u64(seed);
     let mut cases = Vec::new();
     for env in [Env::Trigger, Env::Ranking] {
         for i in 0..count {
             let depth = 1 + (i % 4) as u32;
             let slip = if i % 3 == 0 { 80 } else { 5 };
-            let expr = generator::top(&mut Gen::new(env, &mut rng, slip), depth);
+            let expr = make(&mut Gen::new(env, &mut rng, slip), depth);
             let act = activation(env, &mut rng);
             cases.push((expr, act));
         }
     }
     let requests: Vec<_> = cases.iter().map(|(e, a)| celgo::request(e, a)).collect();
     let answers = celgo::ask_all(oracle, &requests);
+    // What the cases exercised: a run of nothing but errors would compare little.
+    let truth = |a: &serde_json::Value| match a.get("value") {
+        Some(serde_json::Value::Bool(b)) => Some(*b),
+        Some(v) => v
+            .as_f64()
+            .filter(|x| *x == 0.0 || *x == 1.0)
+            .map(|x| x == 1.0),
+        None => None,
+    };
+    eprintln!(
+        "  cel-go's answers: {} true or 1, {} false or 0, {} evaluation errors of {}",
+        answers.iter().filter(|a| truth(a) == Some(true)).count(),
+        answers.iter().filter(|a| truth(a) == Some(false)).count(),
+        answers
+            .iter()
+            .filter(|a| a.get("eval_error").is_some())
+            .count(),
+        answers.len(),
+    );
     let mut accepted = 0;
     let mut differing = Vec::new();
     for (i, ((expr, act), want)) in cases.iter().zip(&answers).enumerate() {
@@ -162,7 +185,7 @@ fn run(oracle: &std::path::PathBuf, seed: u64, count: usize) -> (usize, Vec<Stri
 
 const RETRIES: usize = 8;
 
-fn check(seed: u64, count: usize) {
+fn check(seed: u64, count: usize, make: Maker) {
     let oracle = match celgo::locate() {
         Ok(p) => p,
         Err(why) => {
@@ -170,7 +193,7 @@ fn check(seed: u64, count: usize) {
             return;
         }
     };
-    let (accepted, failures) = run(&oracle, seed, count);
+    let (accepted, failures) = run(&oracle, seed, count, make);
     let total = 2 * count;
     eprintln!(
         "differential (seed {seed}): {total} expressions, {accepted} accepted by cel-go, {} differ",
@@ -210,7 +233,7 @@ fn random_expressions_agree_with_cel_go_fixed_seed() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(FIXED_SEED);
-    check(seed, count());
+    check(seed, count(), generator::top);
 }
 
 #[test]
@@ -222,7 +245,23 @@ fn random_expressions_agree_with_cel_go_fresh_seed() {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(1);
-    check(seed, count() / 2);
+    check(seed, count() / 2, generator::top);
+}
+
+/// `matches()` alone: Go's regexp grammar's pieces put together at random (valid and not),
+/// on subjects with ASCII and non-ASCII letters, digits and case pairs.
+#[test]
+fn random_patterns_agree_with_cel_go() {
+    let seed = std::env::var("CEL_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    check(seed, count(), |g, _| g.regex_case());
 }
 
 /// Differences fresh seeds found, fixed, kept: each against cel-go's answer as measured
@@ -310,4 +349,153 @@ fn reserved_identifiers_are_refused_as_cel_go_does() {
             assert_eq!(celgo::difference(&answer[0], &got), None, "{expr}");
         }
     }
+}
+
+/// Every name `\p{…}` takes stands for cel-go's set: the first and last code point of each
+/// of our ranges are in cel-go's set, the code points just outside them are not.
+#[test]
+fn unicode_sets_match_cel_go() {
+    let oracle = match celgo::locate() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("SKIPPED the comparison of Unicode sets with cel-go: {why}");
+            return;
+        }
+    };
+    let literal = |chars: &[char]| -> String {
+        chars
+            .iter()
+            .map(|c| format!("\\U{:08X}", u32::from(*c)))
+            .collect()
+    };
+    let act = Activation::Trigger {
+        scalars: [0.0; 16],
+        maps: Box::new([[0.0; 5]; 22]),
+        time_since_trigger_ns: None,
+    };
+    let mut requests = Vec::new();
+    let mut what = Vec::new();
+    for name in oomwarden_goregexp::unicode_names() {
+        let ranges = oomwarden_goregexp::unicode_ranges(name).expect("a listed name");
+        let inside: Vec<char> = ranges.iter().flat_map(|&(lo, hi)| [lo, hi]).collect();
+        let contains = |c: char| ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+        let outside: Vec<char> = ranges
+            .iter()
+            .flat_map(|&(lo, hi)| [u32::from(lo).checked_sub(1), Some(u32::from(hi) + 1)])
+            .flatten()
+            .filter_map(char::from_u32)
+            .filter(|c| !contains(*c))
+            .collect();
+        for (chars, class) in [
+            (inside, format!("\\p{{{name}}}")),
+            (outside, format!("\\P{{{name}}}")),
+        ] {
+            let expr = format!("'{}'.matches(r'^{class}*$')", literal(&chars));
+            requests.push(celgo::request(&expr, &act));
+            what.push((class, chars));
+        }
+    }
+    let answers = celgo::ask_all(&oracle, &requests);
+    // Where a set differs, each of its code points alone says which.
+    let mut single = Vec::new();
+    for ((class, chars), answer) in what.iter().zip(&answers) {
+        if answer.get("value") != Some(&serde_json::json!(true)) {
+            for c in chars {
+                let expr = format!("'{}'.matches(r'^{class}$')", literal(&[*c]));
+                single.push((class.clone(), *c, celgo::request(&expr, &act)));
+            }
+        }
+    }
+    let requests: Vec<_> = single.iter().map(|(_, _, r)| r.clone()).collect();
+    let answers = celgo::ask_all(&oracle, &requests);
+    let wrong: Vec<String> = single
+        .iter()
+        .zip(&answers)
+        .filter(|(_, a)| a.get("value") != Some(&serde_json::json!(true)))
+        .map(|((class, c, _), a)| format!("{class} U+{:04X}: cel-go {a}", u32::from(*c)))
+        .collect();
+    eprintln!(
+        "{} Unicode sets compared with cel-go at their boundaries",
+        what.len() / 2
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `(?i)`: for every cased letter, the letters it matches are the ones cel-go's matches. In
+/// batches (one request per letter took 20 s): every letter of each of our orbits matches its
+/// letter there, in order (`(?i)^xxXX…$` on the orbits written out), and no cased letter
+/// outside the orbits of eight letters matches any of them (a class of the eight).
+#[test]
+fn case_folding_matches_cel_go() {
+    let oracle = match celgo::locate() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("SKIPPED the comparison of case folding with cel-go: {why}");
+            return;
+        }
+    };
+    let cased: Vec<char> = oomwarden_goregexp::unicode_ranges("LC")
+        .expect("LC")
+        .into_iter()
+        .flat_map(|(lo, hi)| lo..=hi)
+        .collect();
+    let lit = |c: char| format!("\\U{:08X}", u32::from(c));
+    let x = |c: char| format!("\\x{{{:X}}}", u32::from(c));
+    let act = Activation::Trigger {
+        scalars: [0.0; 16],
+        maps: Box::new([[0.0; 5]; 22]),
+        time_since_trigger_ns: None,
+    };
+    let mut requests = Vec::new();
+    let mut what = Vec::new();
+    for chunk in cased.chunks(50) {
+        let (mut pattern, mut subject) = (String::from("(?i)^"), String::new());
+        for &c in chunk {
+            for m in oomwarden_goregexp::fold_equivalents(c) {
+                pattern.push_str(&x(c));
+                subject.push_str(&lit(m));
+            }
+        }
+        requests.push(celgo::request(
+            &format!("'{subject}'.matches(r'{pattern}$')"),
+            &act,
+        ));
+        what.push((chunk.to_vec(), true));
+    }
+    for chunk in cased.chunks(8) {
+        let orbits: Vec<char> = chunk
+            .iter()
+            .flat_map(|&c| oomwarden_goregexp::fold_equivalents(c))
+            .collect();
+        let class: String = chunk.iter().map(|&c| x(c)).collect();
+        let others: String = cased
+            .iter()
+            .filter(|o| !orbits.contains(o))
+            .map(|&c| lit(c))
+            .collect();
+        requests.push(celgo::request(
+            &format!("'{others}'.matches(r'(?i)[{class}]')"),
+            &act,
+        ));
+        what.push((chunk.to_vec(), false));
+    }
+    let answers = celgo::ask_all(&oracle, &requests);
+    let wrong: Vec<String> = what
+        .iter()
+        .zip(&answers)
+        .filter(|((_, want), a)| a.get("value") != Some(&serde_json::json!(want)))
+        .map(|((letters, want), a)| {
+            let which = if *want {
+                "our orbits match"
+            } else {
+                "no other letter matches"
+            };
+            format!("{letters:?}: {which}: cel-go {a}")
+        })
+        .collect();
+    eprintln!(
+        "case folding of {} cased letters compared with cel-go",
+        cased.len()
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

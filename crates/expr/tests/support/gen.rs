@@ -297,6 +297,204 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// A `matches()` pattern of Go's grammar's pieces, valid or not, as a raw literal.
+    fn pattern(&mut self) -> String {
+        const PIECES: &[&str] = &[
+            "a",
+            "é",
+            "k",
+            "K",
+            "(",
+            ")",
+            "(?:",
+            "(?i)",
+            "(?s)",
+            "(?m)",
+            "(?U)",
+            "(?i:",
+            "(?-i)",
+            "(?P<n>",
+            "(?<n>",
+            "(?x)",
+            "|",
+            "*",
+            "+",
+            "?",
+            "*?",
+            "{2}",
+            "{1,3}",
+            "{,2}",
+            "{0}",
+            "{2,}",
+            "{1001}",
+            "{1000}",
+            "[",
+            "]",
+            "[^",
+            "-",
+            "\\",
+            "\\d",
+            "\\w",
+            "\\s",
+            "\\b",
+            "\\B",
+            "\\W",
+            "\\D",
+            "\\pL",
+            "\\p{Greek}",
+            "\\PL",
+            "\\p{^Lu}",
+            "\\pN",
+            "\\p{latin}",
+            "\\p{Latn}",
+            "\\Q",
+            "\\E",
+            "[:alpha:]",
+            "[:^digit:]",
+            "[:word:]",
+            "^",
+            "$",
+            ".",
+            "\\x{41}",
+            "\\x4",
+            "\\101",
+            "\\0",
+            "\\A",
+            "\\z",
+            "\\C",
+            "\\Z",
+            "\\1",
+            "\\n",
+            "\\.",
+            "\\_",
+            "\\-",
+            "\\é",
+            "_",
+            "1",
+            "٣",
+            " ",
+        ];
+        let body: String = if self.chance(500) {
+            let n = self.rng.random_range(0..8);
+            (0..n).map(|_| *self.pick(PIECES)).collect()
+        } else {
+            self.well_formed_pattern(2)
+        };
+        format!("r'{body}'")
+    }
+
+    /// A pattern with balanced groups and classes, so most are valid and the match decides.
+    fn well_formed_pattern(&mut self, depth: u32) -> String {
+        const ATOMS: &[&str] = &[
+            "a",
+            "é",
+            "k",
+            "K",
+            "ſ",
+            "_",
+            "1",
+            "٣",
+            "-",
+            " ",
+            ".",
+            "^",
+            "$",
+            "\\d",
+            "\\w",
+            "\\s",
+            "\\b",
+            "\\B",
+            "\\W",
+            "\\D",
+            "\\S",
+            "\\pL",
+            "\\p{Greek}",
+            "\\PL",
+            "\\pN",
+            "\\p{Lu}",
+            "\\x{E9}",
+            "\\141",
+            "\\Qa.\\E",
+            "\\A",
+            "\\z",
+            "\\.",
+            "\\n",
+            "{",
+            "}",
+            "{,2}",
+        ];
+        const CLASS_ITEMS: &[&str] = &[
+            "a",
+            "z",
+            "a-z",
+            "A-Z",
+            "é",
+            "k",
+            "\\d",
+            "\\w",
+            "\\s",
+            "\\W",
+            "[:alpha:]",
+            "[:^digit:]",
+            "[:word:]",
+            "\\pL",
+            "\\p{Greek}",
+            "-",
+            "\\d-z",
+            "_",
+            "٣",
+            "\\x{212A}",
+        ];
+        const QUANTIFIERS: &[&str] = &["", "", "", "*", "+", "?", "*?", "{2}", "{0,2}", "{1,}"];
+        const FLAGS: &[&str] = &["", "", "(?i)", "(?s)", "(?m)", "(?U)", "(?i:", "(?:", "("];
+        let n = self.rng.random_range(1..5);
+        let mut out = String::new();
+        for _ in 0..n {
+            let atom = match self.rng.random_range(0..6) {
+                0 if depth > 0 => {
+                    let open = *self.pick(FLAGS);
+                    let inner = self.well_formed_pattern(depth - 1);
+                    match open {
+                        "(?i:" | "(?:" | "(" => format!("{open}{inner})"),
+                        "" => format!("(?:{inner}|{})", self.well_formed_pattern(depth - 1)),
+                        flag => format!("{flag}{inner}"),
+                    }
+                }
+                1 => {
+                    let neg = if self.chance(300) { "^" } else { "" };
+                    let k = self.rng.random_range(1..4);
+                    let items: String = (0..k).map(|_| *self.pick(CLASS_ITEMS)).collect();
+                    format!("[{neg}{items}]")
+                }
+                _ => (*self.pick(ATOMS)).to_owned(),
+            };
+            let q = *self.pick(QUANTIFIERS);
+            out.push_str(&atom);
+            out.push_str(q);
+        }
+        out
+    }
+
+    /// A whole expression of the environment's type around one `matches()` call.
+    pub fn regex_case(&mut self) -> String {
+        let call = format!("{}.matches({})", self.subject(), self.pattern());
+        match self.env {
+            Env::Trigger => call,
+            Env::Ranking => format!("{call} ? 1.0 : 0.0"),
+        }
+    }
+
+    /// A string for a pattern to match: ASCII and non-ASCII letters, digits, case pairs.
+    fn subject(&mut self) -> String {
+        const PIECES: &[&str] = &[
+            "a", "b", "A", "é", "K", "ſ", "k", "_", "-", "1", "٣", " ", "\\n", "x{", "{2}", "αβ",
+            "aé", "[", "\\\\",
+        ];
+        let n = self.rng.random_range(0..6);
+        let body: String = (0..n).map(|_| *self.pick(PIECES)).collect();
+        format!("'{body}'")
+    }
+
     fn numeric(&mut self) -> Ty {
         *self.pick(&[Ty::Int, Ty::Uint, Ty::Double])
     }
@@ -331,6 +529,7 @@ impl<'a> Gen<'a> {
                 self.expr(Ty::ClassMap, d)
             ),
             8 => format!("{} in {}", self.expr(Ty::Int, d), self.expr(Ty::ListInt, d)),
+            9 if self.chance(500) => format!("{}.matches({})", self.subject(), self.pattern()),
             9 => {
                 let f = *self.pick(&["startsWith", "endsWith", "contains", "matches"]);
                 format!("{}.{f}({})", self.paren(Ty::Str, d), self.expr(Ty::Str, d))

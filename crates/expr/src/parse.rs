@@ -106,20 +106,95 @@ fn plain_call<const N: usize>(
     })
 }
 
+/// Where cel-go's grammar reads a `-` before the number at byte `at` as the literal's own sign
+/// (`literal: '-'? NUM_INT`): the offset of that `-`. Not when the `-` is binary (`1 -2`) or
+/// one of a run (`--2`, which is the unary rule), though `1 - -2` has a signed literal.
+fn literal_sign(source: &str, at: usize) -> Option<usize> {
+    let mut minuses = Vec::new();
+    let mut before = source.get(..at)?;
+    loop {
+        let trimmed = before.trim_end();
+        match trimmed.strip_suffix('-') {
+            Some(rest) => {
+                minuses.push(rest.len());
+                before = rest;
+            }
+            None => {
+                before = trimmed;
+                break;
+            }
+        }
+    }
+    let binary = before.chars().next_back().is_some_and(|c| {
+        c.is_alphanumeric() || matches!(c, '_' | ')' | ']' | '}' | '\'' | '"' | '`')
+    });
+    let unary = minuses.len() - usize::from(binary && !minuses.is_empty());
+    (unary == 1).then(|| minuses.first().copied()).flatten()
+}
+
+/// The hex digits of a literal at `at` worth exactly 2^63 (`0x8000000000000000`, leading zeros
+/// allowed), which cel-go takes with a sign (`-0x8000000000000000` is the smallest int) and
+/// `cel-core` refuses as out of range: its byte range.
+fn hex_int_min_digits(source: &str, at: usize) -> Option<std::ops::Range<usize>> {
+    let rest = source.get(at..)?;
+    let digits = rest.strip_prefix("0x")?;
+    let len = digits.bytes().take_while(u8::is_ascii_hexdigit).count();
+    let hex = digits.get(..len)?;
+    let next = digits.as_bytes().get(len);
+    if next.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        || u128::from_str_radix(hex, 16).ok()? != 1u128 << 63
+    {
+        return None;
+    }
+    Some(at + 2..at + 2 + len)
+}
+
 /// Parses with Talos's macros; syntax errors as diagnostics.
 pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
-    let parsed =
-        cel_core::parser::parse_with_options(source, ParseOptions::with_macros(talos_macros()));
+    // `-0x8000000000000000`: parsed with the digits of `0x7FFF…` (same length, so every offset
+    // stays), then made the smallest int again.
+    let mut text = std::borrow::Cow::Borrowed(source);
+    let mut int_min = Vec::new();
+    let parsed = loop {
+        let parsed =
+            cel_core::parser::parse_with_options(&text, ParseOptions::with_macros(talos_macros()));
+        let patch = parsed.errors.iter().find_map(|e| {
+            let digits = hex_int_min_digits(source, e.span.start)?;
+            let sign = literal_sign(source, e.span.start)?;
+            Some((e.span.start, sign, digits))
+        });
+        match patch {
+            Some((at, sign, digits)) if !int_min.iter().any(|(a, _)| *a == at) => {
+                let width = digits.len();
+                let mut patched = text.into_owned();
+                // 2^63 takes 16 hex digits; more are leading zeros.
+                let max = format!("{}7FFFFFFFFFFFFFFF", "0".repeat(width.saturating_sub(16)));
+                patched.replace_range(digits, &max);
+                text = std::borrow::Cow::Owned(patched);
+                int_min.push((at, sign));
+            }
+            _ => break parsed,
+        }
+    };
     if !parsed.errors.is_empty() {
         return Err(parsed
             .errors
             .iter()
-            .map(|e| Diagnostic::at(e.span.start, syntax_message(&e.message)))
+            .map(|e| {
+                let message = syntax_message(&e.message);
+                // cel-go points at the sign of an out-of-range signed literal.
+                let at = match literal_sign(source, e.span.start) {
+                    Some(sign) if message == "invalid int literal" => sign,
+                    _ => e.span.start,
+                };
+                Diagnostic::at(at, message)
+            })
             .collect());
     }
     let Some(mut expr) = parsed.ast else {
         return Err(vec![Diagnostic::at(0, "Syntax error: empty expression")]);
     };
+    restore_int_min(&mut expr, &int_min);
     rebalance(&mut expr);
     // cel-go's parser allows one level more than its recursion limit in the tree it builds
     // (measured: a chain of 251 `+` terms is accepted, 252 are not). Checked before the
@@ -130,6 +205,30 @@ pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
     normalize(&mut expr, source).map_err(|d| vec![d])?;
     check_literals(&expr, source).map_err(|d| vec![d])?;
     Ok(expr)
+}
+
+/// Makes each `-0x7FFF…` patched in by [`parse`] the smallest int, a signed literal spanning
+/// its sign. `int_min` holds (offset of the digits, offset of the sign).
+fn restore_int_min(root: &mut SpannedExpr, int_min: &[(usize, usize)]) {
+    if int_min.is_empty() {
+        return;
+    }
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        if let Expr::Unary {
+            op: UnaryOp::Neg,
+            expr,
+        } = &e.node
+            && matches!(expr.node, Expr::Int(i64::MAX))
+            && let Some(&(_, sign)) = int_min.iter().find(|(at, _)| *at == expr.span.start)
+        {
+            let end = expr.span.end;
+            e.node = Expr::Int(i64::MIN);
+            e.span = sign..end;
+            continue;
+        }
+        stack.extend(crate::tree::children_mut(e));
+    }
 }
 
 /// Literals cel-core takes and cel-go v0.31.0 refuses (measured with the oracle): a hex
@@ -158,6 +257,13 @@ fn check_literals(e: &SpannedExpr, source: &str) -> Result<(), Diagnostic> {
             expr,
         } if matches!(expr.node, Expr::Float(v) if !v.is_finite()) => {
             return Err(Diagnostic::at(e.span.start, "invalid double literal"));
+        }
+        Expr::Bytes(_) if text.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("rb")) => {
+            // cel-go's lexer knows `br'…'` only: `rb` is an identifier, then a string.
+            return Err(Diagnostic::at(
+                e.span.start + 2,
+                "Syntax error: mismatched input: a raw bytes literal is written br'…'",
+            ));
         }
         Expr::Bytes(_) => {
             let raw = text

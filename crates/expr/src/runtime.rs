@@ -23,6 +23,8 @@ use cel_core::{
 use crate::check::types::Type;
 
 const NS_PER_SECOND: i64 = 1_000_000_000;
+/// Go's zero `time.Time`, 0001-01-01T00:00:00Z, in seconds from the Unix epoch.
+const GO_ZERO_TIME_SECONDS: i64 = -62_135_596_800;
 
 fn error(kind: EvalErrorKind, message: impl Into<String>) -> Value {
     Value::Error(Arc::new(CelEvalError::new(kind, message)))
@@ -219,7 +221,7 @@ pub(crate) fn register(env: &mut Env) {
         );
     }
     // (name, arity counting the receiver, member, implementation)
-    let simple: [Builtin; 21] = [
+    let simple: [Builtin; 26] = [
         // Any ordering comparison with NaN is false in cel-go, an error in cel-core.
         ("@oomwarden.unordered", 2, false, |a| {
             Value::Bool(
@@ -298,6 +300,33 @@ pub(crate) fn register(env: &mut Env) {
             Value::Bool(a.iter().all(|v| matches!(v, Value::String(_))))
         }),
         ("@oomwarden.matches", 2, false, go_matches),
+        ("@oomwarden.equal", 2, false, |a| {
+            first_error(a).unwrap_or_else(|| match a {
+                [x, y] => Value::Bool(go_equal(x, y)),
+                _ => error(EvalErrorKind::NoMatchingOverload, "no such overload"),
+            })
+        }),
+        // cel-go's zero values that `cel-core` does not take for zero: a zero duration and
+        // Go's zero time (0001-01-01T00:00:00Z), for `optional.ofNonZeroValue`.
+        ("@oomwarden.go_zero", 1, false, |a| {
+            Value::Bool(match a.first() {
+                Some(Value::Duration(d)) => d.to_nanos() == 0,
+                Some(Value::Timestamp(t)) => t.seconds == GO_ZERO_TIME_SECONDS && t.nanos == 0,
+                _ => false,
+            })
+        }),
+        ("@oomwarden.none", 0, false, |_| {
+            Value::Optional(cel_core::OptionalValue::None)
+        }),
+        ("@oomwarden.is_list", 1, false, |a| {
+            Value::Bool(matches!(a.first(), Some(Value::List(_))))
+        }),
+        ("@oomwarden.in_list", 2, false, |a| {
+            first_error(a).unwrap_or_else(|| match a {
+                [x, Value::List(items)] => Value::Bool(items.iter().any(|e| go_equal(x, e))),
+                _ => error(EvalErrorKind::NoMatchingOverload, "no such overload"),
+            })
+        }),
         ("@oomwarden.duration_add", 2, false, |a| {
             duration_op(a, i64::checked_add)
         }),
@@ -324,6 +353,38 @@ type Builtin = (&'static str, usize, bool, fn(&[Value]) -> Value);
 
 fn dyns(n: usize) -> Vec<cel_core::CelType> {
     vec![cel_core::CelType::Dyn; n]
+}
+
+/// cel-go's `==`: numbers of different types compare as doubles (an int or uint converted to
+/// float64, so `9007199254740993 == 9007199254740992.0` holds, where `cel-core` requires the
+/// conversion to be exact), lists and maps element by element with the same rule.
+#[allow(clippy::cast_precision_loss, reason = "cel-go converts exactly so")]
+fn go_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Int(i), Value::Double(d)) | (Value::Double(d), Value::Int(i)) => *i as f64 == *d,
+        (Value::UInt(u), Value::Double(d)) | (Value::Double(d), Value::UInt(u)) => *u as f64 == *d,
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| go_equal(a, b))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len()
+                && x.iter().all(|(k, v)| {
+                    y.get_with_numeric_coercion(k)
+                        .is_some_and(|w| go_equal(v, w))
+                })
+        }
+        (Value::Optional(x), Value::Optional(y)) => match (x.as_value(), y.as_value()) {
+            (Some(a), Some(b)) => go_equal(a, b),
+            (None, None) => true,
+            _ => false,
+        },
+        _ => a == b,
+    }
+}
+
+/// The first error among `args`, as cel-go's operators hand it on.
+fn first_error(args: &[Value]) -> Option<Value> {
+    args.iter().find(|v| matches!(v, Value::Error(_))).cloned()
 }
 
 /// `matches()` with Go's regexp dialect; a pattern Go refuses is an error with Go's text.
@@ -695,6 +756,34 @@ struct Rewriter<'a> {
     patterns: Vec<String>,
 }
 
+/// Whether `callee` names `namespace.function` (a qualified identifier or a member chain).
+fn is_qualified_call(callee: &Expr, namespace: &str, function: &str) -> bool {
+    match callee {
+        Expr::Ident(name) => name
+            .strip_prefix(namespace)
+            .and_then(|r| r.strip_prefix('.'))
+            .is_some_and(|f| f == function),
+        Expr::Member {
+            expr,
+            field,
+            optional: false,
+        } => field == function && matches!(&expr.node, Expr::Ident(n) if n == namespace),
+        _ => false,
+    }
+}
+
+/// Whether values of this checked type may be of any type at run time (so `==` may meet an
+/// int and a double).
+fn has_dyn(t: &Type) -> bool {
+    match t {
+        Type::Dyn | Type::Any | Type::Param(_) => true,
+        Type::List(e) | Type::Wrapper(e) => has_dyn(e),
+        Type::Map(k, v) => has_dyn(k) || has_dyn(v),
+        Type::Opaque(_, params) => params.iter().any(has_dyn),
+        _ => false,
+    }
+}
+
 fn node(id: i64, span: &std::ops::Range<usize>, expr: Expr) -> SpannedExpr {
     SpannedExpr {
         id,
@@ -835,6 +924,80 @@ impl Rewriter<'_> {
                     body: Box::new(node(id, &span, choice)),
                 }
             }
+            // `optional.ofNonZeroValue(x)`: cel-go's zero duration and zero time are zero.
+            Expr::Call { expr, args }
+                if args.len() == 1
+                    && is_qualified_call(&expr.node, "optional", "ofNonZeroValue")
+                    && args.first().is_some_and(|a| {
+                        matches!(
+                            self.type_of(a),
+                            Type::Duration
+                                | Type::Timestamp
+                                | Type::Dyn
+                                | Type::Any
+                                | Type::Param(_)
+                        )
+                    }) =>
+            {
+                let arg = args.remove(0);
+                let callee = std::mem::replace(&mut **expr, node(id, &span, Expr::Null));
+                let v = self.fresh_var();
+                let ident = || node(id, &span, Expr::Ident(v.clone()));
+                let choice = Expr::Ternary {
+                    cond: Box::new(node(
+                        id,
+                        &span,
+                        call(id, &span, "@oomwarden.go_zero", vec![ident()]),
+                    )),
+                    then_expr: Box::new(node(
+                        id,
+                        &span,
+                        call(id, &span, "@oomwarden.none", vec![]),
+                    )),
+                    else_expr: Box::new(node(
+                        id,
+                        &span,
+                        Expr::Call {
+                            expr: Box::new(callee),
+                            args: vec![ident()],
+                        },
+                    )),
+                };
+                Expr::Bind {
+                    var_name: v,
+                    init: Box::new(arg),
+                    body: Box::new(node(id, &span, choice)),
+                }
+            }
+            // cel-go compares an int or uint with a double as doubles (`go_equal`).
+            Expr::Binary { op, left, right }
+                if matches!(op, cel_core::BinaryOp::Eq | cel_core::BinaryOp::Ne)
+                    && (has_dyn(&self.type_of(left)) || has_dyn(&self.type_of(right))) =>
+            {
+                let negate = *op == cel_core::BinaryOp::Ne;
+                let l = std::mem::replace(&mut **left, node(id, &span, Expr::Null));
+                let r = std::mem::replace(&mut **right, node(id, &span, Expr::Null));
+                let equal = call(id, &span, "@oomwarden.equal", vec![l, r]);
+                if negate {
+                    Expr::Unary {
+                        op: cel_core::UnaryOp::Not,
+                        expr: Box::new(node(id, &span, equal)),
+                    }
+                } else {
+                    equal
+                }
+            }
+            Expr::Binary {
+                op: cel_core::BinaryOp::In,
+                left,
+                right,
+            } if matches!(self.type_of(right), Type::List(_))
+                && (has_dyn(&self.type_of(left)) || has_dyn(&self.type_of(right))) =>
+            {
+                let l = std::mem::replace(&mut **left, node(id, &span, Expr::Null));
+                let r = std::mem::replace(&mut **right, node(id, &span, Expr::Null));
+                call(id, &span, "@oomwarden.in_list", vec![l, r])
+            }
             Expr::Binary {
                 op: cel_core::BinaryOp::In,
                 left,
@@ -853,10 +1016,27 @@ impl Rewriter<'_> {
                     container,
                     "@oomwarden.unusable_key",
                     |_| Expr::Bool(false),
-                    |a, b| Expr::Binary {
-                        op: cel_core::BinaryOp::In,
-                        left: Box::new(a),
-                        right: Box::new(b),
+                    // A list reached through `dyn` compares as cel-go's `==` (`go_equal`).
+                    |a, b| Expr::Ternary {
+                        cond: Box::new(node(
+                            id,
+                            &span,
+                            call(id, &span, "@oomwarden.is_list", vec![b.clone()]),
+                        )),
+                        then_expr: Box::new(node(
+                            id,
+                            &span,
+                            call(id, &span, "@oomwarden.in_list", vec![a.clone(), b.clone()]),
+                        )),
+                        else_expr: Box::new(node(
+                            id,
+                            &span,
+                            Expr::Binary {
+                                op: cel_core::BinaryOp::In,
+                                left: Box::new(a),
+                                right: Box::new(b),
+                            },
+                        )),
                     },
                 )
             }

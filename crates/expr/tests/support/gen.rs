@@ -203,6 +203,9 @@ impl<'a> Gen<'a> {
                     "-9223372036854775808",
                     "4611686018427387904",
                     "0x10",
+                    "-0x8000000000000000",
+                    "9007199254740993",
+                    "0x7FFFFFFFFFFFFFFF",
                 ])
                 .to_string(),
             Ty::Uint => self
@@ -213,12 +216,27 @@ impl<'a> Gen<'a> {
                     "10u",
                     "18446744073709551615u",
                     "9223372036854775808u",
+                    "9007199254740993u",
                 ])
                 .to_string(),
             Ty::Double => self
                 .pick(&[
-                    "0.0", "1.0", "-1.0", "0.5", "2.5", "1e308", "-1e308", "1e-320", "0.1", "3.0",
-                    "1.5e3", "100.0",
+                    "0.0",
+                    "1.0",
+                    "-1.0",
+                    "0.5",
+                    "2.5",
+                    "1e308",
+                    "-1e308",
+                    "1e-320",
+                    "0.1",
+                    "3.0",
+                    "1.5e3",
+                    "100.0",
+                    "9007199254740992.0",
+                    "9223372036854775808.0",
+                    "18446744073709551616.0",
+                    "-9223372036854775808.0",
                 ])
                 .to_string(),
             Ty::Str => self
@@ -292,7 +310,17 @@ impl<'a> Gen<'a> {
                 ])
                 .to_string(),
             Ty::Dyn => self
-                .pick(&["dyn(1)", "dyn(1.0)", "dyn('a')", "dyn(1u)"])
+                .pick(&[
+                    "dyn(1)",
+                    "dyn(1.0)",
+                    "dyn('a')",
+                    "dyn(1u)",
+                    "dyn(9007199254740993)",
+                    "dyn(9007199254740992.0)",
+                    "dyn(18446744073709551615u)",
+                    "dyn([1, 2.0])",
+                    "dyn(duration('0s'))",
+                ])
                 .to_string(),
         }
     }
@@ -475,6 +503,42 @@ impl<'a> Gen<'a> {
         out
     }
 
+    /// Numbers of different types compared through `dyn`, near and past 2^53, 2^63, 2^64.
+    fn wide_numbers(&mut self) -> String {
+        const INTS: &[&str] = &[
+            "9007199254740993",
+            "9007199254740992",
+            "-9007199254740993",
+            "9223372036854775807",
+            "-0x8000000000000000",
+            "9007199254740993u",
+            "18446744073709551615u",
+            "1",
+        ];
+        const DOUBLES: &[&str] = &[
+            "9007199254740992.0",
+            "9007199254740994.0",
+            "-9007199254740992.0",
+            "9223372036854775808.0",
+            "-9223372036854775808.0",
+            "18446744073709551616.0",
+            "1.0",
+            "0.0 / 0.0",
+        ];
+        let (i, d) = (*self.pick(INTS), *self.pick(DOUBLES));
+        match self.rng.random_range(0..6) {
+            0 => format!("dyn({i}) == {d}"),
+            1 => format!("dyn({d}) != {i}"),
+            2 => format!("dyn({i}) in [{d}]"),
+            3 => format!("[dyn({i})] == [{d}]"),
+            4 => format!("{{1: dyn({i})}} == {{1: {d}}}"),
+            _ => {
+                let op = *self.pick(&["<", "<=", ">", ">="]);
+                format!("dyn({i}) {op} {d}")
+            }
+        }
+    }
+
     /// A whole expression of the environment's type around one `matches()` call.
     pub fn regex_case(&mut self) -> String {
         let call = format!("{}.matches({})", self.subject(), self.pattern());
@@ -512,6 +576,7 @@ impl<'a> Gen<'a> {
 
     fn bool_form(&mut self, d: u32) -> String {
         match self.rng.random_range(0..22) {
+            0..=3 if self.chance(200) => self.wide_numbers(),
             0..=3 => {
                 let t = self.comparable();
                 let op = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);

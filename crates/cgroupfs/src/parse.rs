@@ -139,8 +139,8 @@ pub enum PsiValue {
 
 /// A `*.pressure` file: lines like `some avg10=2.82 avg60=5.95 avg300=1.97 total=12172340`.
 /// The `some` and `full` lines and their four fields are kept (other lines and fields, which
-/// newer kernels could add, are checked for syntax and ignored); [`Pressure::value`] applies
-/// Talos's completeness rules. Parsing allocates nothing: it runs every cycle per subtree.
+/// newer kernels could add, are checked for syntax as Talos checks them, and ignored);
+/// [`Pressure::value`] applies Talos's completeness rules.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Pressure {
     /// `[some, full]`, each `None` when the line is absent; fields in `PsiSpan` order.
@@ -178,32 +178,93 @@ impl Pressure {
     }
 }
 
+/// Talos's `cgroups.ParseValue`: `max`, or an integer with at most one `.` taken out and the
+/// digits after it counted as decimals, read by Go's `strconv.ParseInt` (a sign is allowed):
+/// `2.82` is 282 / 10², `1.` is 1, `-1` is -1, `+1` is 1, `.5` is 0.5; `1.2.3`, `1e3` and
+/// anything over an int64 are not values.
 fn psi_value(text: &str) -> Option<PsiValue> {
     if text == "max" {
         return Some(PsiValue::Max);
     }
-    // The kernel writes integers and fixed-point decimals; nothing else is accepted.
     let (int, frac) = text.split_once('.').unwrap_or((text, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if int.is_empty() || !digits(int) || !digits(frac) || (text.contains('.') && frac.is_empty()) {
+    let (negative, int) = match int.as_bytes().first() {
+        Some(b'-') => (true, int.get(1..).unwrap_or("")),
+        Some(b'+') => (false, int.get(1..).unwrap_or("")),
+        _ => (false, int),
+    };
+    // ParseInt of the digits joined: at least one, all ASCII digits, within an int64.
+    let mut count = 0usize;
+    let mut magnitude: u64 = 0;
+    for d in int.bytes().chain(frac.bytes()) {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u64::from(d - b'0'))?;
+        count += 1;
+    }
+    let limit = if negative {
+        1u64 << 63
+    } else {
+        (1u64 << 63) - 1
+    };
+    if count == 0 || magnitude > limit {
         return None;
     }
-    text.parse().ok().map(PsiValue::Number)
+    #[allow(clippy::cast_precision_loss, reason = "Go's float64(v.Val)")]
+    let value = if negative {
+        -(magnitude as f64)
+    } else {
+        magnitude as f64
+    };
+    Some(PsiValue::Number(value / pow10(frac.len())))
 }
 
-/// Parses a pressure file (nested keyed format).
+/// Go's `math.Pow10`: exact powers of ten as float64 (infinite past 308).
+fn pow10(n: usize) -> f64 {
+    const EXACT: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    match EXACT.get(n) {
+        Some(&p) => p,
+        None if n > 308 => f64::INFINITY,
+        // Rare (a value with over 22 decimals): the correctly rounded power, as Go's table.
+        None => format!("1e{n}").parse().unwrap_or(f64::INFINITY),
+    }
+}
+
+/// The lines of a file as Go's `bufio.Scanner` splits them: at `\n`, a `\r` before it
+/// dropped, the last line counted only when not empty.
+fn go_lines(text: &str) -> impl Iterator<Item = &str> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let empty = text.is_empty();
+    body.split('\n')
+        .filter(move |_| !empty)
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+}
+
+/// Go's `bufio.MaxScanTokenSize`: a longer line stops Talos's scanner with an error.
+const GO_MAX_LINE: usize = 64 * 1024;
+
+/// Parses a pressure file (nested keyed format) as Talos's `ParseNestedKeyedValues` does:
+/// each line a key, one space, then `subkey=value` fields; a line without a space (a blank
+/// line too), a field without `=` or a value that is not one is an error, which Talos (and
+/// the collector) reads as every value of that subtree 0. Later lines and fields win.
+/// Allocates nothing unless it fails: it runs every cycle per subtree.
 pub fn pressure(text: &str) -> Result<Pressure, ParseError> {
     let mut out = Pressure::default();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let mut words = line.split_whitespace();
-        let Some(name) = words.next() else { continue };
+    for (i, line) in go_lines(text).enumerate() {
+        if line.len() >= GO_MAX_LINE {
+            return Err(error(i + 1, "line too long"));
+        }
+        let (name, values) = line
+            .split_once(' ')
+            .ok_or_else(|| error(i + 1, format!("invalid format: no space in {line:?}")))?;
         let kind = PsiKind::ALL.into_iter().find(|k| k.name() == name);
         let mut fields = [None; 4];
-        for word in words {
+        for word in values.split_whitespace() {
             let (key, value) = word
                 .split_once('=')
                 .ok_or_else(|| error(i + 1, format!("expected key=value, found {word:?}")))?;

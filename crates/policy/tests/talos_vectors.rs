@@ -712,6 +712,64 @@ fn d14_missing_or_garbage_pressure_reads_zero() {
     );
 }
 
+/// Issue 37: Talos's parser (`ParseNestedKeyedValues`) fails a file with a line without a
+/// space, a blank line or a field without `=`, and then reads the subtree as 0; it takes `1.`,
+/// `-1` and `+1` as values. The cycle goes on either way.
+#[test]
+fn malformed_pressure_lines_read_as_talos_reads_them() {
+    let full = "full avg10=1 avg60=1 avg300=1 total=7\n";
+    // System is `init` (106 µs of full stall in the fixture) plus `system`.
+    for (text, system_full_total) in [
+        ("garbage\n".to_owned(), 106.0),
+        (
+            format!("some avg10=1 avg60=1 avg300=1 total=1\n\n{full}"),
+            106.0,
+        ),
+        (
+            format!("some avg10=1 avg60 avg300=1 total=1\n{full}"),
+            106.0,
+        ),
+        (
+            format!("some avg10=1. avg60=-1 avg300=+1 total=1\n{full}"),
+            113.0,
+        ),
+    ] {
+        let dir = copy("trigger-false");
+        std::fs::write(dir.path().join("system/memory.pressure"), &text).unwrap();
+        let (s, problems) = collector(dir.path()).metrics(0);
+        let ctx = build_context(&s, &mut State::new()).unwrap();
+        assert_eq!(
+            classes(ctx.class_map(PerClass::QosMemoryFullTotal))[4],
+            system_full_total,
+            "{text:?}"
+        );
+        assert_eq!(
+            problems.len(),
+            usize::from(system_full_total == 106.0),
+            "{text:?}"
+        );
+    }
+    // The values Talos reads where this parser once refused them (init's values subtracted).
+    let system = |text: &str| {
+        let dir = copy("trigger-false");
+        std::fs::write(dir.path().join("system/memory.pressure"), text).unwrap();
+        let (s, _) = collector(dir.path()).metrics(0);
+        let ctx = build_context(&s, &mut State::new()).unwrap();
+        [
+            PerClass::QosMemorySomeAvg10,
+            PerClass::QosMemorySomeAvg60,
+            PerClass::QosMemorySomeAvg300,
+        ]
+        .map(|m| classes(ctx.class_map(m))[4])
+    };
+    let zero = system(&format!("some avg10=0 avg60=0 avg300=0 total=1\n{full}"));
+    let read = system(&format!("some avg10=1. avg60=-1 avg300=+1 total=1\n{full}"));
+    // Sums of doubles: compared to a millionth.
+    for ((r, z), want) in read.iter().zip(zero).zip([1.0, -1.0, 1.0]) {
+        assert!((r - z - want).abs() < 1e-6, "{r} - {z} is not {want}");
+    }
+}
+
 #[test]
 fn d25_swapped_multiply_arguments_give_the_same_value() {
     let ctx = t3_context("trigger-true", Some(6000));

@@ -82,6 +82,9 @@ pub struct Engine {
     hooks: Box<dyn Hooks + Send>,
     /// Times a kill's verification (the real clock but in replays and tests).
     clock: Box<dyn Clock + Send>,
+    /// In a replay: when the recorded daemon's trigger of the coming cycle fired (the time
+    /// its cooldown counts from), if it fired.
+    recorded_trigger: Option<u64>,
     /// Lines that could repeat every cycle: once a minute per key (see `ratelimit`).
     limiter: LogLimiter,
     /// Bounds already said in the log (each is said once).
@@ -264,6 +267,7 @@ impl Engine {
             actuator,
             hooks,
             clock,
+            recorded_trigger: None,
             limiter: LogLimiter::new(PROBLEM_LOG_EVERY_NS),
             bounds: BoundLog::new(Arc::clone(&metrics)),
             metrics,
@@ -440,6 +444,12 @@ impl Engine {
         outcome
     }
 
+    /// For a replay: when the recorded daemon's trigger fired in the coming cycle (`None`: it
+    /// did not, or the recording does not say). Used if this engine's trigger fires there.
+    pub fn set_recorded_trigger(&mut self, at_ns: Option<u64>) {
+        self.recorded_trigger = at_ns;
+    }
+
     /// Runs one cycle. `now_ns` is the monotonic clock; `wall` the RFC 3339 time for records.
     pub fn cycle(&mut self, now_ns: u64, wall: &str) -> CycleOutcome {
         self.last_context = None;
@@ -521,9 +531,6 @@ impl Engine {
             }
         }
         self.log_ranking(&plan, now_ns);
-        if let Some(r) = &self.recorder {
-            r.triggered(now_ns);
-        }
         let id = self.history.next_id();
         self.ask_about_unknown_pods(&plan, &identities);
         let target = plan.victim().map(|(c, score)| {
@@ -535,7 +542,19 @@ impl Engine {
                 self.kill_scope(),
             )
         });
+        let started = self.clock.now();
         let acted = target.as_ref().map(|t| self.act(id, t));
+        // Talos sets `ActionTriggered` after the kill attempt: the cooldown counts from the end
+        // of the kill (its verification can take seconds), not from the cycle's start. A replay
+        // takes the time the recording says.
+        let after_kill = self.recorded_trigger.take().unwrap_or_else(|| {
+            let took = self.clock.now().saturating_duration_since(started);
+            now_ns.saturating_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX))
+        });
+        self.state.triggered(after_kill);
+        if let Some(r) = &self.recorder {
+            r.triggered(after_kill);
+        }
         // The flight window ends with this cycle and is saved under the record's id.
         self.end_recorded_cycle(now_ns);
         let recording = self.recorder.as_ref().and_then(|r| r.save(id));

@@ -217,13 +217,13 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
     });
     let mut out = Replay::default();
     let mut next_tick: Option<u64> = None;
-    let cycles: Vec<(u64, Wakeup)> = playback
+    let cycles: Vec<(u64, Wakeup, Option<u64>)> = playback
         .recording()
         .cycles
         .iter()
-        .map(|c| (c.at_ns, c.wakeup))
+        .map(|c| (c.at_ns, c.wakeup, c.triggered_at))
         .collect();
-    for (index, (at_ns, wakeup)) in cycles.into_iter().enumerate() {
+    for (index, (at_ns, wakeup, triggered_at)) in cycles.into_iter().enumerate() {
         let run = match wakeup {
             Wakeup::Pressure => psi_triggers,
             Wakeup::Tick => next_tick.is_none_or(|t| at_ns.saturating_add(slack) >= t),
@@ -240,6 +240,9 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             identity.replace(ids);
         }
         let wall = wall_time(playback.recording(), at_ns);
+        // Where the recorded daemon's trigger fired, its cooldown counts from the end of its
+        // kill, which the recording gives.
+        engine.set_recorded_trigger(triggered_at);
         let outcome = match wakeup {
             Wakeup::Tick => engine.cycle(at_ns, &wall),
             Wakeup::Pressure => engine.cycle_on_pressure(at_ns, &wall),

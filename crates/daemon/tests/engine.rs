@@ -2423,3 +2423,35 @@ fn the_growth_scan_runs_only_when_named_and_once_a_second() {
     e.cycle(2 * S, "2026-12-04T00:00:02.000Z");
     assert_eq!(e.growth_remembered(), 2, "the removed cgroup is forgotten");
 }
+
+/// Talos sets `ActionTriggered` after the kill attempt: the cooldown counts from the end of the
+/// kill, here a verification that waits out a 5 s `killTimeout` (on a virtual clock).
+#[test]
+fn the_cooldown_counts_from_the_end_of_the_kill() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let s = settings(
+        "triggerExpression: time_since_trigger > duration(\"5s\")\n",
+        "killTimeout: 5s\n",
+        state.path(),
+    );
+    let mut p = parts(
+        cg.path(),
+        proc.path(),
+        s,
+        RecordingActuator::new(KillEffect::Nothing),
+    );
+    p.clock = Box::new(oomwarden_actuate::VirtualClock::new());
+    let mut e = Engine::new(p);
+    let r = acted(e.cycle(10_000_000_000, "t"));
+    assert_eq!(r.outcome, Outcome::NotVerified, "the kill waited its 5 s");
+    assert_eq!(
+        e.cycle(15_500_000_000, "t"),
+        CycleOutcome::Quiet,
+        "5.5 s after the cycle began, 0.5 s after the kill ended: cooling down"
+    );
+    assert!(
+        matches!(e.cycle(20_500_000_000, "t"), CycleOutcome::Acted(_)),
+        "5.5 s after the kill ended"
+    );
+}

@@ -13,11 +13,15 @@
 //! D 4 2                                       listing directory 4 failed with errno 2
 //! i 5 1                                       directory 5 exists (1) or not (0)
 //! n {"pods":{…},"containers":{…}}             who the pods are from this cycle on (version 3)
+//! t 5026871000                                the trigger fired in this cycle; its cooldown
+//!                                             counts from this time, after the kill (version 4)
 //! # …                                         comment; empty lines are ignored too
 //! end                                         the recording is complete (the last line)
 //! ```
 //!
-//! Version 3 adds `n`: the pod identities (namespace, name, labels, container names) the
+//! Version 4 adds `t`: when the trigger fired, the monotonic time its cooldown counts from (as
+//! Talos's `ActionTriggered`, after the kill attempt, which can take seconds), so that a
+//! replay's `time_since_trigger` is the daemon's. Version 3 adds `n`: the pod identities (namespace, name, labels, container names) the
 //! daemon ranked with, written in the cycle where they changed and again at each segment
 //! start, so that a replay ranks with the identities the daemon had. Version 2 adds `end`, written when a recording is closed properly: a version 2 recording
 //! without it, or whose last line has no newline, was cut short (a killed recorder, a full
@@ -44,7 +48,7 @@ use serde::{Deserialize, Serialize};
 /// The first word of every recording.
 pub const FORMAT_NAME: &str = "oomwarden-recording";
 /// The version this code writes; it reads this one and version 1.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// At most this many bytes of identities per `n` line: beyond, the recorded copy drops the
 /// pods' annotations, then their labels (a ranking on those replays without them).
@@ -151,6 +155,8 @@ pub struct Cycle {
     /// The pod identities in force from this cycle on, when given (recorded: the daemon's
     /// snapshot; parsed: only where an `n` line is).
     pub identities: Option<Arc<Identities>>,
+    /// When the trigger fired in this cycle: the monotonic time its cooldown counts from.
+    pub triggered_at: Option<u64>,
 }
 
 /// A parsed recording.
@@ -375,6 +381,9 @@ impl Encoder {
             }
         }
         self.encode_identities(identities, segment, out);
+        if let Some(at) = cycle.triggered_at {
+            let _ = writeln!(out, "t {at}");
+        }
     }
 
     /// The `n` line: when the identities changed, and at a segment start (the last known).
@@ -521,6 +530,19 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
             cycle.identities = Some(Arc::new(ids));
             continue;
         }
+        if tag == "t" && version >= 4 {
+            let at: u64 = rest
+                .parse()
+                .map_err(|_| err(n, format!("bad trigger time {rest:?}")))?;
+            let cycle = cycles
+                .last_mut()
+                .ok_or_else(|| err(n, "a trigger before the first cycle".to_owned()))?;
+            if at < cycle.at_ns {
+                return Err(err(n, "a trigger before its cycle".to_owned()));
+            }
+            cycle.triggered_at = Some(at);
+            continue;
+        }
         if tag == "c" {
             let mut words = rest.split(' ');
             let at_ns = words
@@ -540,6 +562,7 @@ pub fn parse(text: &str) -> Result<Recording, ParseError> {
                 wakeup,
                 reads: Vec::new(),
                 identities: None,
+                triggered_at: None,
             });
             continue;
         }
@@ -642,6 +665,7 @@ mod tests {
                 .map(|(p, o)| (Arc::from(*p), o.clone()))
                 .collect(),
             identities: None,
+            triggered_at: None,
         }
     }
 
@@ -703,7 +727,11 @@ mod tests {
             ]
         );
         // Not in version 2.
-        let v2 = text.replacen(&format!("{FORMAT_NAME} 3"), &format!("{FORMAT_NAME} 2"), 1);
+        let v2 = text.replacen(
+            &format!("{FORMAT_NAME} {FORMAT_VERSION}"),
+            &format!("{FORMAT_NAME} 2"),
+            1,
+        );
         assert!(parse(&v2).is_err());
     }
 
@@ -779,10 +807,10 @@ mod tests {
             assert!(e.starts_with(want), "{body:?}: {e}");
         }
         assert!(
-            parse("oomwarden-recording 4\n")
+            parse("oomwarden-recording 5\n")
                 .unwrap_err()
                 .to_string()
-                .contains("format version 4")
+                .contains("format version 5")
         );
         assert!(
             parse("hello\n")
@@ -858,6 +886,7 @@ mod tests {
                 wakeup: Wakeup::Pressure,
                 reads: reads.iter().map(|(p, o)| (Arc::from(p.as_str()), o.clone())).collect(),
                 identities: None,
+                triggered_at: None,
             }).collect();
             for c in &originals {
                 enc.encode(c.clone(), true, &mut text);

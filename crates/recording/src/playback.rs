@@ -300,6 +300,7 @@ mod tests {
                     wakeup: Wakeup::Tick,
                     reads: reads.into_iter().map(|(p, o)| (Arc::from(p), o)).collect(),
                     identities: None,
+                    triggered_at: None,
                 })
                 .collect(),
             truncated: None,

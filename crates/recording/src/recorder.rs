@@ -27,6 +27,8 @@ pub struct Recorder {
     window_ns: Option<u64>,
     ring: VecDeque<Segment>,
     last_trigger: Option<u64>,
+    /// The trigger of the cycle being recorded, for its `t` line.
+    pending_trigger: Option<u64>,
 }
 
 impl Recorder {
@@ -39,6 +41,7 @@ impl Recorder {
             window_ns,
             ring: VecDeque::new(),
             last_trigger: None,
+            pending_trigger: None,
         }
     }
 
@@ -89,6 +92,7 @@ impl Recorder {
                 wakeup,
                 reads,
                 identities,
+                triggered_at: self.pending_trigger.take(),
             },
             new_segment,
             &mut text,
@@ -116,9 +120,11 @@ impl Recorder {
         text
     }
 
-    /// The trigger fired in the cycle at `at_ns` (a window starting later carries it).
+    /// The trigger fired in the cycle being recorded, its cooldown counting from `at_ns` (a
+    /// window starting later carries it; the cycle's `t` line says it).
     pub fn triggered(&mut self, at_ns: u64) {
         self.last_trigger = Some(at_ns);
+        self.pending_trigger = Some(at_ns);
     }
 
     /// The in-memory window as a recording (at least the last `window`, from a segment start).
@@ -179,6 +185,31 @@ mod tests {
         // It starts at a segment boundary: its first cycle lists its read.
         assert_eq!(window.cycles[0].reads.len(), 1);
         assert!(r.window_bytes() > 0);
+    }
+
+    /// Version 4: the cycle where the trigger fired says when its cooldown counts from.
+    #[test]
+    fn a_cycle_says_when_its_trigger_fired() {
+        let mut r = Recorder::new(meta(), None);
+        let mut text = r.header();
+        for i in 0..3u64 {
+            let at = i * 1_000_000_000;
+            if i == 1 {
+                // After a kill that took 0.4 s.
+                r.triggered(at + 400_000_000);
+            }
+            text.push_str(&r.cycle(at, Wakeup::Tick, Vec::new()));
+        }
+        text.push_str(crate::END_LINE);
+        assert!(text.contains("\nt 1400000000\n"), "{text}");
+        let parsed = parse(&text).unwrap();
+        let triggers: Vec<_> = parsed.cycles.iter().map(|c| c.triggered_at).collect();
+        assert_eq!(triggers, [None, Some(1_400_000_000), None]);
+        // A trigger before its cycle, or before any cycle, is refused.
+        for bad in ["t 1\nc 5 tick\n", "c 5 tick\nt 4\n"] {
+            let text = format!("{}{bad}{}", r.header(), crate::END_LINE);
+            assert!(parse(&text).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -212,6 +212,23 @@ pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, C
     let texts: Vec<Option<ScalarText>> = read_documents(text).unwrap_or_default();
     // Where each key is written, to list the errors in the order of the file.
     let orders: Vec<Option<WrittenOrder>> = read_documents(text).unwrap_or_default();
+    // The line each document's mapping starts on, for Talos's repeated-document message.
+    let lines: Vec<Option<u64>> =
+        read_documents::<Option<serde_saphyr::Spanned<serde::de::IgnoredAny>>>(text)
+            .map(|docs| {
+                docs.into_iter()
+                    .map(|d| d.map(|s| s.referenced.line()))
+                    .collect()
+            })
+            .unwrap_or_default();
+    // Talos's decoder: `duplicate document <apiVersion>/<kind>/<name> is not allowed (line N)`.
+    let duplicate = |i: usize, api_version: &str, kind: &str| match lines.get(i).copied().flatten()
+    {
+        Some(line) => {
+            format!("duplicate document {api_version}/{kind}/ is not allowed (line {line})")
+        }
+        None => format!("duplicate document {api_version}/{kind}/ is not allowed"),
+    };
     let mut raw = Raw::default();
     let (mut seen_oom, mut seen_warden) = (false, false);
     for (i, doc) in documents.into_iter().enumerate() {
@@ -236,7 +253,8 @@ pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, C
         match (api_version.as_deref(), kind.as_deref()) {
             (Some(OOM_CONFIG_API_VERSION), Some(OOM_CONFIG_KIND)) => {
                 if std::mem::replace(&mut seen_oom, true) {
-                    errors.push(n, kind.as_deref(), None, "duplicate document: OOMConfig/");
+                    let message = duplicate(i, OOM_CONFIG_API_VERSION, OOM_CONFIG_KIND);
+                    errors.push(n, kind.as_deref(), None, message);
                     continue;
                 }
                 let texts = texts.get(i).cloned().flatten().unwrap_or_default();
@@ -251,7 +269,8 @@ pub(crate) fn load(text: &str, file: &str, reader: Reader) -> Result<Settings, C
             ),
             (Some(WARDEN_API_VERSION), Some(WARDEN_KIND)) => {
                 if std::mem::replace(&mut seen_warden, true) {
-                    errors.push(n, kind.as_deref(), None, "duplicate document: OOMWardenConfig/");
+                    let message = duplicate(i, WARDEN_API_VERSION, WARDEN_KIND);
+                    errors.push(n, kind.as_deref(), None, message);
                     continue;
                 }
                 let problems = crate::warden::document(doc, &mut raw.warden);

@@ -177,7 +177,7 @@ fn every_error_is_reported_with_document_and_key() {
             "oom.yaml: document 1 (OOMConfig): sampleInterval: OOM sample interval must be longer than 0",
             "oom.yaml: document 1 (OOMConfig): strictCgroupClassOrdering: expected true or false (or yes, no, on, off), found string \"maybe\"",
             "oom.yaml: document 2 (Pod): unknown document apiVersion \"v1\" kind \"Pod\"; supported: apiVersion \"v1alpha1\" kind \"OOMConfig\", apiVersion \"oomwarden/v1alpha1\" kind \"OOMWardenConfig\"",
-            "oom.yaml: document 3 (OOMConfig): duplicate document: OOMConfig/",
+            "oom.yaml: document 3 (OOMConfig): duplicate document v1alpha1/OOMConfig/ is not allowed (line 11)",
         ]
     );
 }
@@ -248,7 +248,7 @@ fn warden_document() {
         messages(
             "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n"
         ),
-        ["duplicate document: OOMWardenConfig/"]
+        ["duplicate document oomwarden/v1alpha1/OOMWardenConfig/ is not allowed (line 4)"]
     );
 }
 

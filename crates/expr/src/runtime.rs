@@ -843,33 +843,17 @@ impl Rewriter<'_> {
                 expr,
             } if matches!(self.type_of(expr), Type::Dyn | Type::Any | Type::Param(_)) => {
                 let operand = std::mem::replace(&mut **expr, node(id, &span, Expr::Null));
-                let v = self.fresh_var();
-                let ident = || node(id, &span, Expr::Ident(v.clone()));
-                let choice = Expr::Ternary {
-                    cond: Box::new(node(
-                        id,
-                        &span,
-                        call(id, &span, "@oomwarden.is_duration", vec![ident()]),
-                    )),
-                    then_expr: Box::new(node(
-                        id,
-                        &span,
-                        call(id, &span, "@oomwarden.negate_duration", vec![ident()]),
-                    )),
-                    else_expr: Box::new(node(
-                        id,
-                        &span,
-                        Expr::Unary {
-                            op: cel_core::UnaryOp::Neg,
-                            expr: Box::new(ident()),
-                        },
-                    )),
-                };
-                Expr::Bind {
-                    var_name: v,
-                    init: Box::new(operand),
-                    body: Box::new(node(id, &span, choice)),
-                }
+                self.bound_choice(
+                    id,
+                    &span,
+                    operand,
+                    "@oomwarden.is_duration",
+                    |v| call(id, &span, "@oomwarden.negate_duration", vec![v]),
+                    |v| Expr::Unary {
+                        op: cel_core::UnaryOp::Neg,
+                        expr: Box::new(v),
+                    },
+                )
             }
             // cel-go's `or` and `orValue` do not evaluate their argument when the receiver has
             // a value (`decorateOptionalOr`): `opt.or(x)` is
@@ -941,33 +925,17 @@ impl Rewriter<'_> {
             {
                 let arg = args.remove(0);
                 let callee = std::mem::replace(&mut **expr, node(id, &span, Expr::Null));
-                let v = self.fresh_var();
-                let ident = || node(id, &span, Expr::Ident(v.clone()));
-                let choice = Expr::Ternary {
-                    cond: Box::new(node(
-                        id,
-                        &span,
-                        call(id, &span, "@oomwarden.go_zero", vec![ident()]),
-                    )),
-                    then_expr: Box::new(node(
-                        id,
-                        &span,
-                        call(id, &span, "@oomwarden.none", vec![]),
-                    )),
-                    else_expr: Box::new(node(
-                        id,
-                        &span,
-                        Expr::Call {
-                            expr: Box::new(callee),
-                            args: vec![ident()],
-                        },
-                    )),
-                };
-                Expr::Bind {
-                    var_name: v,
-                    init: Box::new(arg),
-                    body: Box::new(node(id, &span, choice)),
-                }
+                self.bound_choice(
+                    id,
+                    &span,
+                    arg,
+                    "@oomwarden.go_zero",
+                    |_| call(id, &span, "@oomwarden.none", vec![]),
+                    |v| Expr::Call {
+                        expr: Box::new(callee),
+                        args: vec![v],
+                    },
+                )
             }
             // cel-go compares an int or uint with a double as doubles (`go_equal`).
             Expr::Binary { op, left, right }
@@ -1370,6 +1338,31 @@ impl Rewriter<'_> {
             var_name: a,
             init: Box::new(first),
             body: Box::new(node(id, span, inner)),
+        }
+    }
+
+    /// `cel.bind(@v, init, test(@v) ? then(@v) : otherwise(@v))`: `init` evaluated once, then
+    /// a test of ours picks cel-go's meaning or the builtin's.
+    fn bound_choice(
+        &mut self,
+        id: i64,
+        span: &std::ops::Range<usize>,
+        init: SpannedExpr,
+        test: &str,
+        then: impl FnOnce(SpannedExpr) -> Expr,
+        otherwise: impl FnOnce(SpannedExpr) -> Expr,
+    ) -> Expr {
+        let v = self.fresh_var();
+        let ident = || node(id, span, Expr::Ident(v.clone()));
+        let choice = Expr::Ternary {
+            cond: Box::new(node(id, span, call(id, span, test, vec![ident()]))),
+            then_expr: Box::new(node(id, span, then(ident()))),
+            else_expr: Box::new(node(id, span, otherwise(ident()))),
+        };
+        Expr::Bind {
+            var_name: v,
+            init: Box::new(init),
+            body: Box::new(node(id, span, choice)),
         }
     }
 

@@ -355,23 +355,14 @@ fn reserved_identifiers_are_refused_as_cel_go_does() {
 /// of our ranges are in cel-go's set, the code points just outside them are not.
 #[test]
 fn unicode_sets_match_cel_go() {
-    let oracle = match celgo::locate() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("SKIPPED the comparison of Unicode sets with cel-go: {why}");
-            return;
-        }
+    let Some((oracle, act)) = oracle_and_activation("the comparison of Unicode sets") else {
+        return;
     };
     let literal = |chars: &[char]| -> String {
         chars
             .iter()
             .map(|c| format!("\\U{:08X}", u32::from(*c)))
             .collect()
-    };
-    let act = Activation::Trigger {
-        scalars: [0.0; 16],
-        maps: Box::new([[0.0; 5]; 22]),
-        time_since_trigger_ns: None,
     };
     let mut requests = Vec::new();
     let mut what = Vec::new();
@@ -427,12 +418,8 @@ fn unicode_sets_match_cel_go() {
 /// outside the orbits of eight letters matches any of them (a class of the eight).
 #[test]
 fn case_folding_matches_cel_go() {
-    let oracle = match celgo::locate() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("SKIPPED the comparison of case folding with cel-go: {why}");
-            return;
-        }
+    let Some((oracle, act)) = oracle_and_activation("the comparison of case folding") else {
+        return;
     };
     let cased: Vec<char> = oomwarden_goregexp::unicode_ranges("LC")
         .expect("LC")
@@ -441,11 +428,6 @@ fn case_folding_matches_cel_go() {
         .collect();
     let lit = |c: char| format!("\\U{:08X}", u32::from(c));
     let x = |c: char| format!("\\x{{{:X}}}", u32::from(c));
-    let act = Activation::Trigger {
-        scalars: [0.0; 16],
-        maps: Box::new([[0.0; 5]; 22]),
-        time_since_trigger_ns: None,
-    };
     let mut requests = Vec::new();
     let mut what = Vec::new();
     for chunk in cased.chunks(50) {
@@ -498,4 +480,23 @@ fn case_folding_matches_cel_go() {
         cased.len()
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The oracle and a trigger activation of zeros for a test that asks cel-go about literals
+/// only; `None` (said on stderr) when the oracle is absent.
+fn oracle_and_activation(what: &str) -> Option<(std::path::PathBuf, Activation)> {
+    match celgo::locate() {
+        Ok(oracle) => Some((
+            oracle,
+            Activation::Trigger {
+                scalars: [0.0; 16],
+                maps: Box::new([[0.0; 5]; 22]),
+                time_since_trigger_ns: None,
+            },
+        )),
+        Err(why) => {
+            eprintln!("SKIPPED {what} with cel-go: {why}");
+            None
+        }
+    }
 }

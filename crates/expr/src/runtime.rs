@@ -64,7 +64,7 @@ fn go_duration_units(ns: i64, unit: i64) -> i64 {
     (whole as f64 + rest as f64 / unit as f64) as i64
 }
 
-const SPECIALS: [Special; 11] = [
+const SPECIALS: [Special; 12] = [
     Special {
         member: true,
         function: "getHours",
@@ -106,6 +106,17 @@ const SPECIALS: [Special; 11] = [
             Value::String(s) => go_parse_float(s)
                 .map_or_else(|| conversion_error("string", "double"), Value::Double),
             _ => conversion_error("dyn", "double"),
+        },
+    },
+    // Go's `time.Parse(time.RFC3339, …)` with its strict checks, then cel-go's year range.
+    Special {
+        member: false,
+        function: "timestamp",
+        applies: |t| *t == Type::String,
+        matches: |v| matches!(v, Value::String(_)),
+        convert: |v| match v {
+            Value::String(s) => go_timestamp(s),
+            _ => conversion_error("dyn", "google.protobuf.Timestamp"),
         },
     },
     // Go's `strconv.ParseUint` takes no sign at all (`uint('+1')` is an error).
@@ -221,7 +232,7 @@ pub(crate) fn register(env: &mut Env) {
         );
     }
     // (name, arity counting the receiver, member, implementation)
-    let simple: [Builtin; 26] = [
+    let simple: [Builtin; 27] = [
         // Any ordering comparison with NaN is false in cel-go, an error in cel-core.
         ("@oomwarden.unordered", 2, false, |a| {
             Value::Bool(
@@ -327,11 +338,18 @@ pub(crate) fn register(env: &mut Env) {
                 _ => error(EvalErrorKind::NoMatchingOverload, "no such overload"),
             })
         }),
+        ("@oomwarden.both_durations_or_timestamps", 2, false, |a| {
+            Value::Bool(
+                a.iter().all(|v| matches!(v, Value::Duration(_)))
+                    || a.iter().all(|v| matches!(v, Value::Timestamp(_))),
+            )
+        }),
         ("@oomwarden.duration_add", 2, false, |a| {
             duration_op(a, i64::checked_add)
         }),
-        ("@oomwarden.duration_sub", 2, false, |a| {
-            duration_op(a, i64::checked_sub)
+        ("@oomwarden.duration_sub", 2, false, |a| match a {
+            [Value::Timestamp(x), Value::Timestamp(y)] => timestamp_difference(x, y),
+            _ => duration_op(a, i64::checked_sub),
         }),
         ("first", 1, true, |a| list_end(a, true)),
         ("last", 1, true, |a| list_end(a, false)),
@@ -353,6 +371,93 @@ type Builtin = (&'static str, usize, bool, fn(&[Value]) -> Value);
 
 fn dyns(n: usize) -> Vec<cel_core::CelType> {
     vec![cel_core::CelType::Dyn; n]
+}
+
+/// `timestamp(string)` as cel-go reads it: Go's RFC 3339 layout exactly (`T` and `Z` upper
+/// case, two-digit fields, a `.` and digits for the fraction, `Z` or `±hh:mm` with hh < 24;
+/// no leap second, no 24:00, real dates only), years 0001 to 9999.
+fn go_timestamp(text: &str) -> Value {
+    let invalid = || {
+        error(
+            EvalErrorKind::InvalidArgument,
+            format!("invalid RFC 3339 timestamp {text:?}"),
+        )
+    };
+    let b = text.as_bytes();
+    let num = |from: usize, len: usize| -> Option<u32> {
+        let digits = b.get(from..from + len)?;
+        digits
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| digits.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        num(0, 4),
+        num(5, 2),
+        num(8, 2),
+        num(11, 2),
+        num(14, 2),
+        num(17, 2),
+    ) else {
+        return invalid();
+    };
+    if !(at(4, b'-') && at(7, b'-') && at(10, b'T') && at(13, b':') && at(16, b':')) {
+        return invalid();
+    }
+    let mut i = 19;
+    let mut nanos: u32 = 0;
+    if at(i, b'.') {
+        let digits = b
+            .get(i + 1..)
+            .map_or(0, |r| r.iter().take_while(|d| d.is_ascii_digit()).count());
+        if digits == 0 {
+            return invalid();
+        }
+        // Nanoseconds: the first nine digits, the rest dropped (Go's parseNanoseconds).
+        for k in 0..9 {
+            let d = if k < digits {
+                b.get(i + 1 + k).map_or(0, |d| u32::from(d - b'0'))
+            } else {
+                0
+            };
+            nanos = nanos * 10 + d;
+        }
+        i += 1 + digits;
+    }
+    let offset_seconds: i64 = match b.get(i) {
+        Some(b'Z') if b.len() == i + 1 => 0,
+        Some(&sign @ (b'+' | b'-')) if b.len() == i + 6 && at(i + 3, b':') => {
+            let (Some(h), Some(m)) = (num(i + 1, 2), num(i + 4, 2)) else {
+                return invalid();
+            };
+            if h >= 24 || m >= 60 {
+                return invalid();
+            }
+            let s = i64::from(h * 3600 + m * 60);
+            if sign == b'-' { -s } else { s }
+        }
+        _ => return invalid(),
+    };
+    let Some(date) = chrono::NaiveDate::from_ymd_opt(i32::try_from(year).unwrap_or(0), month, day)
+    else {
+        return conversion_error("string", "google.protobuf.Timestamp");
+    };
+    if hour > 23 || minute > 59 || second > 59 {
+        return invalid();
+    }
+    let Some(time) = chrono::NaiveTime::from_hms_nano_opt(hour, minute, second, nanos) else {
+        return invalid();
+    };
+    let seconds = date.and_time(time).and_utc().timestamp() - offset_seconds;
+    // cel-go's range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z.
+    if !(-62_135_596_800..=253_402_300_799).contains(&seconds) {
+        return error(EvalErrorKind::Overflow, "timestamp overflow");
+    }
+    Value::Timestamp(cel_core::Timestamp::new(
+        seconds,
+        i32::try_from(nanos).unwrap_or(0),
+    ))
 }
 
 /// cel-go's `==`: numbers of different types compare as doubles (an int or uint converted to
@@ -396,6 +501,18 @@ fn go_matches(args: &[Value]) -> Value {
         },
         _ => error(EvalErrorKind::NoMatchingOverload, "no such overload"),
     }
+}
+
+/// `t1 - t2` as cel-go computes it: Go's `Time.Sub` in int64 nanoseconds, an overflow past
+/// about 292 years.
+fn timestamp_difference(x: &cel_core::Timestamp, y: &cel_core::Timestamp) -> Value {
+    let ns = |t: &cel_core::Timestamp| {
+        i128::from(t.seconds) * i128::from(NS_PER_SECOND) + i128::from(t.nanos)
+    };
+    i64::try_from(ns(x) - ns(y)).map_or_else(
+        |_| overflow(),
+        |d| Value::Duration(cel_core::Duration::from_nanos(d)),
+    )
 }
 
 fn duration_op(args: &[Value], op: fn(i64, i64) -> Option<i64>) -> Value {
@@ -1134,19 +1251,25 @@ impl Rewriter<'_> {
                 if matches!(op, cel_core::BinaryOp::Add | cel_core::BinaryOp::Sub) =>
             {
                 let (lt, rt) = (self.type_of(left), self.type_of(right));
-                let maybe =
-                    |t: &Type| matches!(t, Type::Duration | Type::Dyn | Type::Any | Type::Param(_));
+                let add = *op == cel_core::BinaryOp::Add;
+                // Durations added or subtracted, and (subtraction only) timestamps: both are
+                // int64 nanoseconds in cel-go, out of range an overflow.
+                let maybe = |t: &Type| {
+                    matches!(t, Type::Duration | Type::Dyn | Type::Any | Type::Param(_))
+                        || (!add && *t == Type::Timestamp)
+                };
                 if !(maybe(&lt) && maybe(&rt)) {
                     return;
                 }
-                let name = if *op == cel_core::BinaryOp::Add {
+                let name = if add {
                     "@oomwarden.duration_add"
                 } else {
                     "@oomwarden.duration_sub"
                 };
                 let l = std::mem::replace(&mut **left, node(id, &span, Expr::Null));
                 let r = std::mem::replace(&mut **right, node(id, &span, Expr::Null));
-                if lt == Type::Duration && rt == Type::Duration {
+                let same = |t: Type| lt == t && rt == t;
+                if same(Type::Duration) || (!add && same(Type::Timestamp)) {
                     call(id, &span, name, vec![l, r])
                 } else {
                     let op = *op;
@@ -1155,7 +1278,11 @@ impl Rewriter<'_> {
                         &span,
                         l,
                         r,
-                        "@oomwarden.both_durations",
+                        if add {
+                            "@oomwarden.both_durations"
+                        } else {
+                            "@oomwarden.both_durations_or_timestamps"
+                        },
                         |(a, b)| call(id, &span, name, vec![a, b]),
                         |a, b| Expr::Binary {
                             op,

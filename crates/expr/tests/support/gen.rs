@@ -539,6 +539,38 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// Timestamps parsed from text Go's RFC 3339 layout takes or refuses, compared,
+    /// subtracted, printed (UTC ones only: an offset is kept by cel-go's `string()`, C14).
+    fn timestamps(&mut self) -> String {
+        const TEXTS: &[&str] = &[
+            "2024-01-01T00:00:00Z",
+            "2024-01-01T00:00:00.5Z",
+            "2024-01-01T00:00:00.123456789123Z",
+            "2024-01-01T00:00:00+02:00",
+            "2024-01-01T00:00:00-00:00",
+            "2024-02-29T23:59:59Z",
+            "2023-02-29T00:00:00Z",
+            "2024-01-01t00:00:00z",
+            "2024-01-01 00:00:00Z",
+            "2024-01-01T24:00:00Z",
+            "2024-01-01T23:59:60Z",
+            "2024-01-01T00:00:00+24:00",
+            "2024-01-01T00:00:00.Z",
+            "2024-1-1T00:00:00Z",
+            "0001-01-01T00:00:00Z",
+            "0000-01-01T00:00:00Z",
+            "9999-12-31T23:59:59.999999999Z",
+            "10000-01-01T00:00:00Z",
+        ];
+        let (a, b) = (*self.pick(TEXTS), *self.pick(TEXTS));
+        match self.rng.random_range(0..4) {
+            0 => format!("timestamp('{a}') < timestamp('{b}')"),
+            1 => format!("timestamp('{a}') == timestamp('{b}')"),
+            2 => format!("timestamp('{a}') - timestamp('{b}') > duration('0s')"),
+            _ => format!("string(timestamp('{a}')) == '{b}'").replace("+02:00'))", "Z'))"),
+        }
+    }
+
     /// A whole expression of the environment's type around one `matches()` call.
     pub fn regex_case(&mut self) -> String {
         let call = format!("{}.matches({})", self.subject(), self.pattern());
@@ -577,6 +609,7 @@ impl<'a> Gen<'a> {
     fn bool_form(&mut self, d: u32) -> String {
         match self.rng.random_range(0..22) {
             0..=3 if self.chance(200) => self.wide_numbers(),
+            0..=3 if self.chance(150) => self.timestamps(),
             0..=3 => {
                 let t = self.comparable();
                 let op = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);

@@ -108,7 +108,7 @@ def main():
         line = line.rstrip("\n")
         if not line or line.startswith("#"):
             continue
-        kind, label, expr = line.split("\t")
+        kind, label, expr = line.split("\t", 2)
         print(run(kind, label, expr.replace("\\n", "\n")))
 
 

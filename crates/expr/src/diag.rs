@@ -53,13 +53,30 @@ impl Diagnostic {
             .split('\n')
             .next()
             .unwrap_or("");
+        let head = format!("ERROR: <input>:{line_no}:{column}: {}", self.message);
+        // cel-go leaves out the snippet of a line over 16 KiB.
+        if line_text.len() > MAX_SNIPPET_BYTES {
+            return head;
+        }
+        // cel-go shows tabs as spaces, and marks a character of more than one UTF-8 byte with
+        // full-width dots and caret (`．`, `＾`).
+        let mark = |c: char, narrow: char, wide: char| if c.len_utf8() > 1 { wide } else { narrow };
+        let mut chars = line_text.chars();
+        let dots: String = chars
+            .by_ref()
+            .take(column - 1)
+            .map(|c| mark(c, '.', '．'))
+            .collect();
+        let caret = chars.next().map_or('^', |c| mark(c, '^', '＾'));
         format!(
-            "ERROR: <input>:{line_no}:{column}: {}\n | {line_text}\n | {}^",
-            self.message,
-            ".".repeat(column - 1)
+            "{head}\n | {}\n | {dots}{caret}",
+            line_text.replace('\t', " ")
         )
     }
 }
+
+/// The longest line cel-go quotes in an error (measured: 16,384 bytes quoted, 16,385 not).
+const MAX_SNIPPET_BYTES: usize = 16_384;
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
@@ -159,4 +176,34 @@ pub(crate) fn node_offset(source: &str, node: &SpannedExpr) -> usize {
         _ => None,
     };
     found.unwrap_or(node.span.start)
+}
+
+#[cfg(test)]
+mod rendering_tests {
+    use super::*;
+
+    /// Measured with cel-go: a line of 16,384 bytes is quoted, 16,385 are not.
+    #[test]
+    fn a_line_over_16_kib_is_not_quoted() {
+        let line = |len: usize| format!("x{}+ 1", " ".repeat(len - 4));
+        let d = Diagnostic::at(0, "undeclared reference to 'x' (in container '')");
+        assert_eq!(d.render(&line(16_384)).lines().count(), 3);
+        assert_eq!(
+            d.render(&line(16_385)),
+            "ERROR: <input>:1:1: undeclared reference to 'x' (in container '')"
+        );
+    }
+
+    /// Blanks and comments alone: cel-go's error is at the end of the input, its `<EOF>`.
+    #[test]
+    fn a_blank_input_is_reported_at_its_end() {
+        for (source, at) in [(" ", "1:2"), ("// c", "1:5"), ("\n", "2:1")] {
+            let e = crate::parse::parse(source).unwrap_err();
+            let text = e[0].render(source);
+            assert!(
+                text.starts_with(&format!("ERROR: <input>:{at}: ")),
+                "{source:?}: {text}"
+            );
+        }
+    }
 }

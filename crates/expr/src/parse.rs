@@ -182,9 +182,11 @@ pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
             .iter()
             .map(|e| {
                 let message = syntax_message(&e.message);
-                // cel-go points at the sign of an out-of-range signed literal.
+                // cel-go points at the sign of an out-of-range signed literal, and at the end
+                // of an input of blanks and comments (its `<EOF>` token).
                 let at = match literal_sign(source, e.span.start) {
                     Some(sign) if message == "invalid int literal" => sign,
+                    _ if e.message.contains("empty input") => source.len(),
                     _ => e.span.start,
                 };
                 Diagnostic::at(at, message)

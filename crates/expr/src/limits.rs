@@ -5,7 +5,7 @@
 //! parentheses on a 2 MiB debug thread). cel-go's defaults are the model: at most 100,000 code
 //! points and a recursion depth of 250. Depth is estimated here from the tokens (brackets,
 //! runs of unary operators, ternaries) so that the parser never sees anything deeper; the AST
-//! depth is checked again after parsing (see `tree::ast_depth`).
+//! depth is checked again after parsing, as cel-go's visitor counts it (see `tree::cel_go_depth`).
 
 /// cel-go's default `ExpressionSizeCodePointLimit`.
 pub const MAX_CODE_POINTS: usize = 100_000;

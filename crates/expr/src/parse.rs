@@ -125,9 +125,17 @@ fn literal_sign(source: &str, at: usize) -> Option<usize> {
             }
         }
     }
-    let binary = before.chars().next_back().is_some_and(|c| {
-        c.is_alphanumeric() || matches!(c, '_' | ')' | ']' | '}' | '\'' | '"' | '`')
-    });
+    // The `-` is binary after an operand: a name, number, literal or closing bracket (not
+    // after the keyword `in`, an operator).
+    let last_word: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let binary = last_word != "ni"
+        && before.chars().next_back().is_some_and(|c| {
+            c.is_alphanumeric() || matches!(c, '_' | ')' | ']' | '}' | '\'' | '"' | '`')
+        });
     let unary = minuses.len() - usize::from(binary && !minuses.is_empty());
     (unary == 1).then(|| minuses.first().copied()).flatten()
 }
@@ -148,6 +156,10 @@ fn hex_int_min_digits(source: &str, at: usize) -> Option<std::ops::Range<usize>>
     }
     Some(at + 2..at + 2 + len)
 }
+
+/// A bound on the tree's depth, for the recursive passes after parsing (they run on a 64 MiB
+/// stack): far above what cel-go's per-rule limits let through.
+const MAX_TREE_DEPTH: usize = 20_000;
 
 /// Parses with Talos's macros; syntax errors as diagnostics.
 pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
@@ -198,10 +210,13 @@ pub(crate) fn parse(source: &str) -> Result<SpannedExpr, Vec<Diagnostic>> {
     };
     restore_int_min(&mut expr, &int_min);
     rebalance(&mut expr);
-    // cel-go's parser allows one level more than its recursion limit in the tree it builds
-    // (measured: a chain of 251 `+` terms is accepted, 252 are not). Checked before the
-    // recursive passes below.
-    if crate::tree::ast_depth(&expr) > crate::MAX_RECURSION_DEPTH + 1 {
+    // cel-go's visitor counts some kinds of node against its recursion limit (250: a chain of
+    // 251 `+` terms is accepted, 252 are not; 249 indexes and a comparison, not 250). The
+    // tree's own depth is bounded too, before the recursive passes below: the grammar's
+    // limits keep what cel-go takes far below it.
+    if crate::tree::cel_go_depth(&expr) > crate::MAX_RECURSION_DEPTH
+        || crate::tree::ast_depth(&expr) > MAX_TREE_DEPTH
+    {
         return Err(vec![Diagnostic::nowhere("max recursion depth exceeded")]);
     }
     normalize(&mut expr, source).map_err(|d| vec![d])?;
@@ -240,6 +255,28 @@ fn restore_int_min(root: &mut SpannedExpr, int_min: &[(usize, usize)]) {
 fn check_literals(e: &SpannedExpr, source: &str) -> Result<(), Diagnostic> {
     let text = source.get(e.span.clone()).unwrap_or("");
     match &e.node {
+        // cel-go's grammar: `cond ? conditionalOr : expr`. A ternary in the middle needs
+        // parentheses (cel-core takes it without): a syntax error at its `?`. A ternary a
+        // macro generated (`optMap`) carries its call's span on its condition too.
+        Expr::Ternary {
+            cond: outer_cond,
+            then_expr,
+            ..
+        } if matches!(&then_expr.node, Expr::Ternary { cond, .. } if cond.span != then_expr.span) =>
+        {
+            if let Expr::Ternary { cond, .. } = &then_expr.node {
+                // Each `?` follows its condition (past closing parentheses, if any).
+                let question =
+                    |end: usize| end + source.get(end..).and_then(|r| r.find('?')).unwrap_or(0);
+                let (outer, inner) = (question(outer_cond.span.end), question(cond.span.end));
+                if paren_depth(source.get(outer..inner).unwrap_or("")) <= 0 {
+                    return Err(Diagnostic::at(
+                        inner,
+                        "Syntax error: mismatched input '?' expecting ':'",
+                    ));
+                }
+            }
+        }
         Expr::Int(_) | Expr::UInt(_) => {
             let digits = text.trim_start_matches('-').trim_start();
             if digits.starts_with("0X") {
@@ -281,6 +318,33 @@ fn check_literals(e: &SpannedExpr, source: &str) -> Result<(), Diagnostic> {
         check_literals(child, source)?;
     }
     Ok(())
+}
+
+/// How many parentheses `text` leaves open (those in string literals not counted).
+fn paren_depth(text: &str) -> i64 {
+    let mut depth = 0i64;
+    let mut quote = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            },
+        }
+    }
+    depth
 }
 
 /// Whether a literal's text holds a `\u` or `\U` escape (a backslash not itself escaped).

@@ -1,5 +1,5 @@
-//! Walking `cel-core`'s tree without recursion: its depth, checked against cel-go's limit
-//! after macro expansion.
+//! Walking `cel-core`'s tree without recursion: its depth, and the depth cel-go's parser
+//! counts against its limit, after macro expansion.
 
 use cel_core::{Expr, SpannedExpr};
 
@@ -80,4 +80,49 @@ pub(crate) fn children_mut(e: &mut SpannedExpr) -> Vec<&mut SpannedExpr> {
         Expr::Bind { init, body, .. } => vec![&mut **init, &mut **body],
         _ => Vec::new(),
     }
+}
+
+/// The depth cel-go's parser counts against its recursion limit (`antlrVisitor.Visit`): only
+/// ternaries, comparisons and `in`, arithmetic, field selections, member calls and indexes
+/// nest; `&&`, `||`, `!`, `-`, global calls, list and map literals and parentheses do not
+/// (their nesting is bounded by the grammar's own limit, see `limits`). Nodes a macro
+/// generated (they carry the macro call's span, as their parent does) count nothing, so a
+/// macro counts as the member call it was written as.
+pub(crate) fn cel_go_depth(root: &SpannedExpr) -> usize {
+    let mut max = 0;
+    // (node, depth of its counted ancestors, the parent's span, whether it is a callee)
+    let mut stack = vec![(root, 0usize, None, false)];
+    while let Some((node, above, parent_span, callee)) = stack.pop() {
+        let generated = parent_span == Some(&node.span);
+        let counts = !generated
+            && !callee
+            && match &node.node {
+                Expr::Ternary { .. }
+                | Expr::Member { .. }
+                | Expr::MemberTestOnly { .. }
+                | Expr::Index { .. }
+                | Expr::Comprehension(_) => true,
+                Expr::Binary { op, .. } => {
+                    !matches!(op, cel_core::BinaryOp::And | cel_core::BinaryOp::Or)
+                }
+                // A member call (`x.f()`, `optional.of(x)`); a global call does not count.
+                Expr::Call { expr, .. } => match &expr.node {
+                    Expr::Member { .. } => true,
+                    Expr::Ident(name) => name.contains('.'),
+                    _ => false,
+                },
+                _ => false,
+            };
+        let depth = above + usize::from(counts);
+        max = max.max(depth);
+        let callee_of = match &node.node {
+            Expr::Call { expr, .. } => Some(&**expr),
+            _ => None,
+        };
+        for child in children(node) {
+            let is_callee = callee_of.is_some_and(|c| std::ptr::eq(c, child));
+            stack.push((child, depth, Some(&node.span), is_callee));
+        }
+    }
+    max
 }

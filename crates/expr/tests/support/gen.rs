@@ -539,6 +539,37 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// Expressions at cel-go's depth limits: nested lists (the grammar's limit), index and
+    /// arithmetic chains and ternaries (the visitor's count), and their mixtures.
+    fn near_the_depth_limits(&mut self) -> String {
+        let near = |g: &mut Self| g.rng.random_range(240..256usize);
+        match self.rng.random_range(0..5) {
+            0 => {
+                let (a, b) = (
+                    self.rng.random_range(150..252usize),
+                    self.rng.random_range(150..252usize),
+                );
+                let b = b.min(a);
+                format!(
+                    "dyn({}1{}){} == 1",
+                    "[".repeat(a),
+                    "]".repeat(a),
+                    "[0]".repeat(b)
+                )
+            }
+            1 => format!("dyn([]){} == 1", "[0]".repeat(near(self))),
+            2 => format!("{} > 0", vec!["1"; near(self)].join(" + ")),
+            3 => {
+                let n = near(self);
+                format!("{}true{}", "1 > 0 ? ".repeat(n), " : false".repeat(n))
+            }
+            _ => {
+                let n = self.rng.random_range(115..130usize);
+                format!("[[0]].all(x, x.all(y, {}1 > 0))", "y + ".repeat(n))
+            }
+        }
+    }
+
     /// Timestamps parsed from text Go's RFC 3339 layout takes or refuses, compared,
     /// subtracted, printed (UTC ones only: an offset is kept by cel-go's `string()`, C14).
     fn timestamps(&mut self) -> String {
@@ -610,6 +641,7 @@ impl<'a> Gen<'a> {
         match self.rng.random_range(0..22) {
             0..=3 if self.chance(200) => self.wide_numbers(),
             0..=3 if self.chance(150) => self.timestamps(),
+            0..=3 if self.chance(40) => self.near_the_depth_limits(),
             0..=3 => {
                 let t = self.comparable();
                 let op = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);

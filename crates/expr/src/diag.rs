@@ -127,6 +127,70 @@ pub(crate) fn type_name(t: &CelType) -> String {
 /// The byte offset cel-go reports for a node: the operator of a binary or ternary
 /// expression, the `(` of a call, the `[` of an index, the `.` of a selection, otherwise the
 /// start of the node.
+/// The nodes a macro expansion generated (they carry the macro call's span, as their parent
+/// does), each with the offset cel-go reports their errors at: the macro's `(`
+/// (`list.exists_one(`, `opt.optMap(`), where cel-go's expansion places them.
+pub(crate) fn generated_positions(
+    source: &str,
+    root: &SpannedExpr,
+) -> std::collections::HashMap<i64, usize> {
+    let mut out = std::collections::HashMap::new();
+    // (node, the parent's span, the open parenthesis of the macro it belongs to)
+    let mut stack = vec![(root, None, None)];
+    while let Some((node, parent_span, open)) = stack.pop() {
+        let generated = parent_span == Some(&node.span);
+        let open = if generated {
+            if let Some(at) = open {
+                out.insert(node.id, at);
+            }
+            open
+        } else if crate::tree::children(node)
+            .iter()
+            .any(|c| c.span == node.span)
+        {
+            // A macro's root, reported at its `(` too: its receiver is the first of the
+            // user's subtrees under the generated nodes (the comprehension's range,
+            // `optMap`'s `hasValue` target).
+            let at = first_written(node).and_then(|r| macro_open(source, r.span.end));
+            if let Some(at) = at {
+                out.insert(node.id, at);
+            }
+            at
+        } else {
+            None
+        };
+        for child in crate::tree::children(node) {
+            stack.push((child, Some(&node.span), open));
+        }
+    }
+    out
+}
+
+/// Under `root`, in the order written, the first node that does not carry `root`'s span.
+fn first_written(root: &SpannedExpr) -> Option<&SpannedExpr> {
+    let mut stack: Vec<&SpannedExpr> = crate::tree::children(root).into_iter().rev().collect();
+    while let Some(node) = stack.pop() {
+        if node.span != root.span {
+            return Some(node);
+        }
+        stack.extend(crate::tree::children(node).into_iter().rev());
+    }
+    None
+}
+
+/// After a receiver ending at `from`: `.name(`, the offset of the `(`.
+fn macro_open(source: &str, from: usize) -> Option<usize> {
+    let rest = source.get(from..)?;
+    let rest_trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ')');
+    let after_dot = rest_trimmed.strip_prefix('.')?.trim_start();
+    let name_len = after_dot
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(after_dot.len());
+    let after_name = after_dot.get(name_len..)?;
+    let paren = after_name.trim_start();
+    paren.starts_with('(').then(|| source.len() - paren.len())
+}
+
 pub(crate) fn node_offset(source: &str, node: &SpannedExpr) -> usize {
     let find_after = |from: usize, token: &str| -> Option<usize> {
         let rest = source.get(from..)?;

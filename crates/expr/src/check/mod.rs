@@ -43,6 +43,7 @@ pub(crate) fn check(decls: &Decls, source: &str, root: &SpannedExpr) -> Checked 
         errors: Vec::new(),
         types: HashMap::new(),
         cross_type: false,
+        generated: crate::diag::generated_positions(source, root),
     };
     let t = checker.check(root);
     let output = substitute(&checker.mappings, &t, true);
@@ -80,6 +81,8 @@ struct Checker<'a> {
     /// filter: from the first comprehension (any macro but `has`) on, in checking order,
     /// `1 < 1.0` type-checks. Talos inherits this, so it is reproduced.
     cross_type: bool,
+    /// Nodes a macro generated, by id: where cel-go reports their errors (the macro's `(`).
+    generated: HashMap<i64, usize>,
 }
 
 /// The arguments of an operator call, receiver-less.
@@ -117,7 +120,10 @@ fn qualified_name(e: &SpannedExpr) -> Option<String> {
 
 impl Checker<'_> {
     fn offset(&self, e: &SpannedExpr) -> usize {
-        node_offset(self.source, e)
+        self.generated
+            .get(&e.id)
+            .copied()
+            .unwrap_or_else(|| node_offset(self.source, e))
     }
 
     fn error(&mut self, at: &SpannedExpr, message: String) {

@@ -312,6 +312,23 @@ pub fn difference(oracle: &Json, ours: &Json) -> Option<String> {
             ));
         }
     }
+    // A type error: the first one's line, column and message as cel-go's (the caret lines
+    // follow from them; a syntax error's words are cel-core's, C2).
+    if field(oracle, "stage") == json!("check") {
+        let first = |j: &Json| {
+            j.get("error")
+                .and_then(Json::as_str)
+                .and_then(|e| e.lines().next())
+                .map(str::to_owned)
+        };
+        if first(oracle) != first(ours) {
+            return Some(format!(
+                "first type error: cel-go {:?} / ours {:?}",
+                first(oracle),
+                first(ours)
+            ));
+        }
+    }
     let (ov, uv) = (field(oracle, "value"), field(ours, "value"));
     let (oe, ue) = (oracle.get("eval_error"), ours.get("eval_error"));
     match (oe, ue) {

@@ -42,6 +42,10 @@ impl Diagnostic {
         let Some(offset) = self.offset else {
             return format!("ERROR: <input>:-1:0: {}", self.message);
         };
+        // An empty text: cel-go's `<EOF>` is at column 0, with no line to quote.
+        if source.is_empty() {
+            return format!("ERROR: <input>:1:0: {}", self.message);
+        }
         let offset = floor_char_boundary(source, offset.min(source.len()));
         let before = source.get(..offset).unwrap_or("");
         let line_no = before.matches('\n').count() + 1;
@@ -261,7 +265,7 @@ mod rendering_tests {
     /// Blanks and comments alone: cel-go's error is at the end of the input, its `<EOF>`.
     #[test]
     fn a_blank_input_is_reported_at_its_end() {
-        for (source, at) in [(" ", "1:2"), ("// c", "1:5"), ("\n", "2:1")] {
+        for (source, at) in [("", "1:0"), (" ", "1:2"), ("// c", "1:5"), ("\n", "2:1")] {
             let e = crate::parse::parse(source).unwrap_err();
             let text = e[0].render(source);
             assert!(

@@ -657,7 +657,19 @@ pub fn restored_trigger(
         - chrono::DateTime::parse_from_rfc3339(&last.time)
             .ok()?
             .to_utc();
-    ((mono_elapsed - wall_elapsed).abs() <= SAME_BOOT_SLACK).then_some(last.monotonic_ns)
+    // The cooldown counts from the end of the kill (Talos's `ActionTriggered`): the cycle's
+    // time plus the kill's duration (the hooks' time, not in the record, left out).
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a finite, non-negative number of milliseconds, clamped"
+    )]
+    let kill_ns = last
+        .kill_duration_ms
+        .filter(|ms| ms.is_finite() && *ms > 0.0)
+        .map_or(0, |ms| (ms * 1e6).min(u64::MAX as f64) as u64);
+    ((mono_elapsed - wall_elapsed).abs() <= SAME_BOOT_SLACK)
+        .then_some(last.monotonic_ns.saturating_add(kill_ns))
 }
 
 #[cfg(test)]
@@ -783,6 +795,18 @@ mod tests {
             restored_trigger(&r, 1_003_000_000_000, wall("2026-11-29T12:00:03.000Z")),
             Some(1_000_000_000_000)
         );
+        // A kill that took 2.5 s: the cooldown counts from its end.
+        r.kill_duration_ms = Some(2_500.0);
+        assert_eq!(
+            restored_trigger(&r, 1_003_000_000_000, wall("2026-11-29T12:00:03.000Z")),
+            Some(1_002_500_000_000)
+        );
+        r.kill_duration_ms = Some(f64::NAN);
+        assert_eq!(
+            restored_trigger(&r, 1_003_000_000_000, wall("2026-11-29T12:00:03.000Z")),
+            Some(1_000_000_000_000)
+        );
+        r.kill_duration_ms = None;
         // The monotonic clock is behind the record: another boot.
         assert_eq!(
             restored_trigger(&r, 5_000_000_000, wall("2026-11-29T12:00:03.000Z")),

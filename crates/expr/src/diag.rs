@@ -142,7 +142,7 @@ pub(crate) fn generated_positions(
     // (node, the parent's span, the open parenthesis of the macro it belongs to)
     let mut stack = vec![(root, None, None)];
     while let Some((node, parent_span, open)) = stack.pop() {
-        let generated = parent_span == Some(&node.span);
+        let generated = crate::tree::generated_by_macro(node, parent_span);
         let open = if generated {
             if let Some(at) = open {
                 out.insert(node.id, at);

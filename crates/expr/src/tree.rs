@@ -93,7 +93,7 @@ pub(crate) fn cel_go_depth(root: &SpannedExpr) -> usize {
     // (node, depth of its counted ancestors, the parent's span, whether it is a callee)
     let mut stack = vec![(root, 0usize, None, false)];
     while let Some((node, above, parent_span, callee)) = stack.pop() {
-        let generated = parent_span == Some(&node.span);
+        let generated = generated_by_macro(node, parent_span);
         let counts = !generated
             && !callee
             && match &node.node {
@@ -125,4 +125,14 @@ pub(crate) fn cel_go_depth(root: &SpannedExpr) -> usize {
         }
     }
     max
+}
+
+/// Whether a macro expansion made `node`: `cel-core` gives every node it generates the macro
+/// call's span, which its parent (the expansion's root or another generated node) carries too;
+/// a node written by the user has a span of its own.
+pub(crate) fn generated_by_macro(
+    node: &SpannedExpr,
+    parent_span: Option<&std::ops::Range<usize>>,
+) -> bool {
+    parent_span == Some(&node.span)
 }

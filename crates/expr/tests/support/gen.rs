@@ -598,7 +598,11 @@ impl<'a> Gen<'a> {
             0 => format!("timestamp('{a}') < timestamp('{b}')"),
             1 => format!("timestamp('{a}') == timestamp('{b}')"),
             2 => format!("timestamp('{a}') - timestamp('{b}') > duration('0s')"),
-            _ => format!("string(timestamp('{a}')) == '{b}'").replace("+02:00'))", "Z'))"),
+            // A UTC text only: cel-go prints an offset as written (C14).
+            _ => {
+                let utc = *self.pick(&TEXTS[..3]);
+                format!("string(timestamp('{utc}')) == '{b}'")
+            }
         }
     }
 

@@ -7,11 +7,14 @@
 //!
 //! Races are normal: a cgroup can vanish between listing and reading. A missing file or cgroup
 //! (`ENOENT`, `ENODEV`) is [`ReadError::NotFound`], which callers treat as an ordinary outcome;
-//! malformed content is [`ReadError::Parse`], naming the file. This crate never writes.
+//! malformed content is [`ReadError::Parse`], naming the file. This crate writes nothing a
+//! node sees: its two writes are per-descriptor subscriptions (a PSI trigger, [`PressureTriggers`];
+//! a reset of the reader's own high-water mark, [`PeakMarks`]).
 
 mod files;
 pub mod names;
 pub mod parse;
+mod peaks;
 mod regular;
 mod triggers;
 
@@ -21,6 +24,7 @@ use std::sync::Arc;
 
 pub use files::{Disk, Files, KEPT_AT_MOST, KEPT_IDLE, Kept, MAX_FILE_BYTES};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
+pub use peaks::{Mark, PeakMarks};
 pub use regular::read_regular;
 pub use triggers::{PressureTriggers, TriggerSpec};
 

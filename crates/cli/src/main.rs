@@ -49,6 +49,9 @@ enum Command {
     /// Every cgroup's memory numbers, the node as the kubelet and node-exporter see it, and the
     /// kubelet's eviction order.
     Top(commands::top::Args),
+    /// Requests and limits fitted to what each pod and container on this node really used,
+    /// spikes included (the daemon's usage history; with --pods, against what they ask for).
+    Rightsize(commands::rightsize::Args),
     /// The OOM handler's action records (from the running daemon, else its history file).
     Actions(commands::actions::ActionsArgs),
     /// The running daemon's state: configuration, layout, last cycle, last trigger, errors.
@@ -145,6 +148,7 @@ fn dispatch(command: Command, mut out: impl Write, mut err: impl Write) -> ExitC
         Command::Score(args) => commands::score::run(&args, &mut out),
         Command::Audit(args) => commands::audit::run(&args, &mut out),
         Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
+        Command::Rightsize(args) => commands::rightsize::run(&args, &mut out, &mut err),
         Command::Actions(args) => commands::actions::actions(&args, &mut out, &mut err),
         Command::Status(args) => commands::actions::status(&args, &mut out),
         Command::Explain(args) => commands::explain::run(&args, &mut out),

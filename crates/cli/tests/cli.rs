@@ -2321,3 +2321,49 @@ fn top_shows_swap() {
     assert_eq!(row["swapBytes"], 314_572_800);
     assert_eq!(row["swapMaxBytes"], 536_870_912);
 }
+
+#[test]
+fn rightsize_on_a_real_kernel_history() {
+    // The history the daemon saved in the VM scenario s26-rightsize (Debian's 6.12 kernel),
+    // with the pod list it ran from; MemTotal from S9's snapshot of the same VM.
+    let args = |o: &'static str| {
+        vec![
+            "rightsize",
+            "--from",
+            "testdata/rightsize/usage.json",
+            "--pods",
+            "testdata/rightsize/pods.json",
+            "--proc-root",
+            "testdata/top/vm-6.12/proc",
+            "-o",
+            o,
+        ]
+    };
+    golden("rightsize-table", &args("table"), None);
+    golden("rightsize-wide", &args("wide"), None);
+    golden("rightsize-json", &args("json"), None);
+    // Without the pod list: names and limits from the node alone.
+    golden(
+        "rightsize-no-pods",
+        &[
+            "rightsize",
+            "--from",
+            "testdata/rightsize/usage.json",
+            "--proc-root",
+            "testdata/top/vm-6.12/proc",
+        ],
+        None,
+    );
+    // Not a history: the file and the reason.
+    golden(
+        "rightsize-not-a-history",
+        &["rightsize", "--from", "testdata/rightsize/pods.json"],
+        None,
+    );
+    // No daemon and no file: the state directory is named.
+    golden(
+        "rightsize-nothing",
+        &["rightsize", "--state-dir", "testdata/rightsize/no-such-dir"],
+        None,
+    );
+}

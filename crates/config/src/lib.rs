@@ -37,7 +37,7 @@ pub use warden::{
     DEFAULT_PRE_KILL_TIMEOUT, DEFAULT_TAINT_AFTER_KILLS, DEFAULT_TAINT_HOLD_DOWN,
     DEFAULT_TERMINATE_GRACE, EventsSettings, FlightRecorderSettings, Hook, Hooks,
     KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, Stage,
-    StageAction, WardenSettings,
+    StageAction, UsageHistorySettings, WardenSettings,
 };
 
 /// Talos 1.14's `DefaultOOMTriggerExpression`, in the form cel-go's unparser prints it.

@@ -5,7 +5,9 @@
 //! - `actions\n` → the records kept in memory (the last 50), oldest first;
 //! - `actions since=N\n` → those with an id above N (for `oomwarden actions --follow`);
 //! - `recording\n` → `{"recording": "<text>"}`: the flight recorder's window, a recording
-//!   `oomwarden replay` reads (for `oomwarden record --from-daemon`).
+//!   `oomwarden replay` reads (for `oomwarden record --from-daemon`);
+//! - `usage\n` → the usage history as `<stateDir>/usage.json` holds it (for
+//!   `oomwarden rightsize`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -104,6 +106,8 @@ pub struct Shared {
     pub records: Vec<ActionRecord>,
     /// The flight recorder, when it is on.
     pub flight_recorder: Option<Arc<Mutex<oomwarden_recording::Recorder>>>,
+    /// The usage history, when it is kept.
+    pub usage: Option<crate::usage::SharedUsage>,
 }
 
 /// The shared state, locked briefly by the loop and by each request.
@@ -281,6 +285,20 @@ fn answer(line: &str, shared: &SharedState) -> String {
                 })),
             }
         }
+        Ok(Request::Usage) => {
+            let usage = lock().usage.clone();
+            match usage {
+                Some(usage) => {
+                    let state = usage.lock().unwrap_or_else(PoisonError::into_inner);
+                    let now = chrono::Utc::now().timestamp();
+                    return oomwarden_usage::to_json(&state.history, &state.params, now)
+                        .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string());
+                }
+                None => serde_json::to_string(&serde_json::json!({
+                    "error": "the usage history is off; usageHistory.enabled is false in the OOMWardenConfig document"
+                })),
+            }
+        }
         Err(message) => serde_json::to_string(&serde_json::json!({ "error": message })),
     }
     .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
@@ -298,6 +316,8 @@ pub enum Request {
     },
     /// `recording`.
     Recording,
+    /// `usage`.
+    Usage,
 }
 
 /// Parses a request line.
@@ -306,6 +326,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
     match (words.next(), words.next(), words.next()) {
         (Some("status"), None, _) => Ok(Request::Status),
         (Some("recording"), None, _) => Ok(Request::Recording),
+        (Some("usage"), None, _) => Ok(Request::Usage),
         (Some("actions"), None, _) => Ok(Request::Actions { since: None }),
         (Some("actions"), Some(arg), None) => arg
             .strip_prefix("since=")
@@ -313,7 +334,7 @@ pub fn parse_request(line: &str) -> Result<Request, String> {
             .map(|since| Request::Actions { since: Some(since) })
             .ok_or_else(|| format!("bad argument {arg:?}; expected since=ID")),
         _ => Err(format!(
-            "unknown request {line:?}; expected status, actions, actions since=ID or recording"
+            "unknown request {line:?}; expected status, actions, actions since=ID, recording or usage"
         )),
     }
 }
@@ -337,6 +358,7 @@ mod tests {
     fn requests() {
         assert_eq!(parse_request("status"), Ok(Request::Status));
         assert_eq!(parse_request("recording"), Ok(Request::Recording));
+        assert_eq!(parse_request("usage"), Ok(Request::Usage));
         assert_eq!(
             parse_request("actions"),
             Ok(Request::Actions { since: None })
@@ -345,7 +367,14 @@ mod tests {
             parse_request("actions since=7"),
             Ok(Request::Actions { since: Some(7) })
         );
-        for bad in ["", "actions since=x", "actions 3", "kill", "status now"] {
+        for bad in [
+            "",
+            "actions since=x",
+            "actions 3",
+            "kill",
+            "status now",
+            "usage now",
+        ] {
             assert!(parse_request(bad).is_err(), "{bad:?}");
         }
     }

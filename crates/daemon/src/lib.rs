@@ -15,6 +15,7 @@ mod report;
 mod run;
 mod slots;
 pub mod statedir;
+pub mod usage;
 
 pub use engine::{CycleOutcome, Engine, EngineParts, RankedCandidate};
 

@@ -277,6 +277,29 @@ pub struct FindingLabels {
     pub severity: &'static str,
 }
 
+/// A container's labels on its usage series: who it is, and the workload that made its pod
+/// (as kill records name it), so a fleet's Prometheus aggregates a workload over its nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ContainerLabels {
+    /// The pod's namespace (empty when the node does not know it).
+    pub namespace: String,
+    /// The pod's name (its UID when the node does not know it).
+    pub pod: String,
+    /// The container's name (its ID when the node does not know it).
+    pub container: String,
+    /// The workload's kind (`Deployment`, `StatefulSet`, `DaemonSet`, `Job`, `Pod`).
+    pub workload_kind: String,
+    /// The workload's name.
+    pub workload: String,
+}
+
+/// `reason` label of the usage history's dropped series.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DropLabel {
+    /// `evicted` (the series limit) or `expired` (no reading within the history's span).
+    pub reason: &'static str,
+}
+
 /// `version` label of the build info.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct VersionLabel {
@@ -330,6 +353,12 @@ pub struct Metrics {
     node_updates: Counter,
     node_updates_dropped: Family<WatchProblemLabels, Counter>,
     doctor_findings: Family<FindingLabels, Gauge>,
+    usage_series: Gauge,
+    usage_dropped: Family<DropLabel, Counter>,
+    usage_save_failures: Counter,
+    container_peak: Family<ContainerLabels, Gauge>,
+    container_request: Family<ContainerLabels, Gauge>,
+    container_limit: Family<ContainerLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -572,6 +601,48 @@ impl Metrics {
             "oomwarden doctor's findings about this node at the daemon's start, by id and severity: how many of each (docs/operations.md, Doctor)",
             doctor_findings.clone(),
         );
+        let usage_series = Gauge::default();
+        registry.register(
+            "usage_history_series",
+            "Pod and container series the usage history keeps (usageHistory; oomwarden rightsize)",
+            usage_series.clone(),
+        );
+        let usage_dropped = Family::<DropLabel, Counter>::default();
+        registry.register(
+            "usage_history_series_dropped",
+            "Usage history series dropped: evicted (the maxSeries bound, the longest unseen first) or expired (no reading within the history's span)",
+            usage_dropped.clone(),
+        );
+        let usage_save_failures = Counter::default();
+        registry.register(
+            "usage_history_save_failures",
+            "Saves of <stateDir>/usage.json that failed (a full disk): the last saved file stays",
+            usage_save_failures.clone(),
+        );
+        let container_peak = Family::<ContainerLabels, Gauge>::default();
+        registry.register_with_unit(
+            "container_memory_peak",
+            "The highest memory.peak of the container over the history kept (spikes between readings included), for the containers read last, at most 1000",
+            Unit::Bytes,
+            container_peak.clone(),
+        );
+        let container_request = Family::<ContainerLabels, Gauge>::default();
+        registry.register_with_unit(
+            "container_memory_recommended_request",
+            "oomwarden rightsize's recommended memory request of the container (a high percentile of its unreclaimable usage plus a margin)",
+            Unit::Bytes,
+            container_request.clone(),
+        );
+        let container_limit = Family::<ContainerLabels, Gauge>::default();
+        registry.register_with_unit(
+            "container_memory_recommended_limit",
+            "oomwarden rightsize's recommended memory limit of the container (its true peak plus a margin, raised after OOM kills)",
+            Unit::Bytes,
+            container_limit.clone(),
+        );
+        for reason in ["evicted", "expired"] {
+            drop(usage_dropped.get_or_create(&DropLabel { reason }));
+        }
         let build = Family::<VersionLabel, Gauge>::default();
         build
             .get_or_create(&VersionLabel {
@@ -660,6 +731,72 @@ impl Metrics {
             node_updates,
             node_updates_dropped,
             doctor_findings,
+            usage_series,
+            usage_dropped,
+            usage_save_failures,
+            container_peak,
+            container_request,
+            container_limit,
+        }
+    }
+
+    /// The usage history's size after a reading, and the series it dropped.
+    pub fn usage_history(&self, series: usize, evicted: usize, expired: usize) {
+        self.usage_series
+            .set(i64::try_from(series).unwrap_or(i64::MAX));
+        for (reason, n) in [("evicted", evicted), ("expired", expired)] {
+            self.usage_dropped
+                .get_or_create(&DropLabel { reason })
+                .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Counts a failed save of the usage history.
+    pub fn usage_save_failed(&self) {
+        self.usage_save_failures.inc();
+    }
+
+    /// The containers' peaks and recommendations, replacing the last (a container gone is
+    /// gone from the exposition).
+    pub fn container_usage(
+        &self,
+        rows: &[(
+            oomwarden_usage::PodRef,
+            String,
+            String,
+            i64,
+            oomwarden_usage::Recommendation,
+        )],
+    ) {
+        for family in [
+            &self.container_peak,
+            &self.container_request,
+            &self.container_limit,
+        ] {
+            family.clear();
+        }
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        for (pod, uid, container, _, r) in rows {
+            let labels = ContainerLabels {
+                namespace: pod.namespace.clone(),
+                pod: if pod.name.is_empty() {
+                    uid.clone()
+                } else {
+                    pod.name.clone()
+                },
+                container: container.clone(),
+                workload_kind: pod.owner_kind.clone(),
+                workload: pod.owner_name.clone(),
+            };
+            self.container_peak
+                .get_or_create(&labels)
+                .set(gauge(r.peak_bytes));
+            self.container_request
+                .get_or_create(&labels)
+                .set(gauge(r.request_bytes));
+            self.container_limit
+                .get_or_create(&labels)
+                .set(gauge(r.limit_bytes));
         }
     }
 

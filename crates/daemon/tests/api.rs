@@ -43,6 +43,7 @@ fn the_socket_is_root_only_and_answers() {
         },
         records: vec![record(0), record(1), record(2)],
         flight_recorder: None,
+        usage: None,
     }));
     let path = api::serve(dir.path(), shared.clone()).unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;

@@ -25,6 +25,28 @@ fn exported() -> BTreeSet<String> {
     // The doctor's family has a series only for a finding made; a started daemon has at least
     // the `layout` note.
     metrics.doctor_findings(&[("layout", "info")]);
+    // Likewise the containers' usage series, for a container read.
+    let r = oomwarden_usage::Recommendation {
+        request_bytes: 1,
+        limit_bytes: 2,
+        peak_bytes: 2,
+        peak_after: None,
+        peak_before: 0,
+        read_max_bytes: 1,
+        scraped_max_bytes: 1,
+        unreclaimable_percentile_bytes: 1,
+        oom_kills: 0,
+        oom_floor_bytes: 0,
+        history_seconds: 0,
+        reason: String::new(),
+    };
+    metrics.container_usage(&[(
+        oomwarden_usage::PodRef::default(),
+        "uid".into(),
+        "app".into(),
+        0,
+        r,
+    )]);
     let text = metrics.encode();
     let mut names = BTreeSet::new();
     for line in text.lines() {
@@ -139,16 +161,21 @@ fn the_dashboard_uses_only_exported_metrics() {
     assert!(query.contains("oomwarden_build_info"), "{query}");
 }
 
-#[test]
-fn the_alert_rules_use_only_exported_metrics_and_match_the_prometheusrule() {
-    let rules: serde_json::Value =
-        serde_saphyr::from_str(&file("deploy/prometheus/oomwarden-rules.yaml")).unwrap();
-    let exprs: Vec<String> = rules["groups"][0]["rules"]
+/// A rule file and the expressions of its first group.
+fn rule_exprs(rel: &str) -> (serde_json::Value, Vec<String>) {
+    let rules: serde_json::Value = serde_saphyr::from_str(&file(rel)).unwrap();
+    let exprs = rules["groups"][0]["rules"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["expr"].as_str().unwrap().to_owned())
         .collect();
+    (rules, exprs)
+}
+
+#[test]
+fn the_alert_rules_use_only_exported_metrics_and_match_the_prometheusrule() {
+    let (rules, exprs) = rule_exprs("deploy/prometheus/oomwarden-rules.yaml");
     assert_known("deploy/prometheus/oomwarden-rules.yaml", &exprs);
     let object: serde_json::Value =
         serde_saphyr::from_str(&file("deploy/prometheus/oomwarden-prometheusrule.yaml")).unwrap();
@@ -157,6 +184,19 @@ fn the_alert_rules_use_only_exported_metrics_and_match_the_prometheusrule() {
         object["spec"]["groups"], rules["groups"],
         "the PrometheusRule's groups are the rule file's"
     );
+}
+
+#[test]
+fn the_rightsize_rules_read_only_exported_oomwarden_metrics() {
+    let (_, exprs) = rule_exprs("deploy/prometheus/rightsize-rules.yaml");
+    // The seed's queries read cAdvisor, the scheduler and kube-state-metrics; oomwarden's
+    // own names must be ones it exports.
+    let ours: Vec<String> = exprs
+        .into_iter()
+        .filter(|e| metrics_in(e).iter().any(|m| m.starts_with("oomwarden_")))
+        .collect();
+    assert_eq!(ours.len(), 3, "{ours:?}");
+    assert_known("deploy/prometheus/rightsize-rules.yaml", &ours);
 }
 
 #[test]

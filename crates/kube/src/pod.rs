@@ -127,6 +127,30 @@ pub struct PodSpec {
 pub struct PodStatus {
     /// `qosClass`.
     pub qos_class: Option<String>,
+    /// `containerStatuses`: which container ID runs which container now.
+    pub container_statuses: Vec<ContainerStatus>,
+    /// `initContainerStatuses`.
+    pub init_container_statuses: Vec<ContainerStatus>,
+}
+
+/// A container's status: its name and the ID its cgroup is named by.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContainerStatus {
+    /// `name`.
+    pub name: String,
+    /// `containerID` (`containerd://<64 hex digits>`; empty before it runs).
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+}
+
+impl ContainerStatus {
+    /// The ID without the runtime's scheme.
+    pub fn id(&self) -> &str {
+        self.container_id
+            .split_once("://")
+            .map_or(self.container_id.as_str(), |(_, id)| id)
+    }
 }
 
 /// A container.

@@ -11,6 +11,7 @@ pub(crate) mod layout;
 pub(crate) mod oomlog;
 pub(crate) mod record;
 pub(crate) mod replay;
+pub(crate) mod rightsize;
 pub(crate) mod run;
 pub(crate) mod score;
 pub(crate) mod top;

@@ -12,6 +12,7 @@ mod kernel_oom_watch;
 mod metrics;
 mod psi_triggers;
 mod stages;
+mod usage_history;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,6 +31,7 @@ pub use metrics::MetricsSettings;
 pub(crate) use metrics::listen_from_text;
 pub use psi_triggers::PsiTriggerSettings;
 pub use stages::{DEFAULT_TAINT_HOLD_DOWN, DEFAULT_TERMINATE_GRACE, Stage, StageAction};
+pub use usage_history::UsageHistorySettings;
 
 use crate::fields::{
     self, AbsolutePath, Field, Flag, KeyPath, Problem, Section, format_duration, text,
@@ -41,7 +43,7 @@ use crate::{
 };
 
 /// Our own settings (`OOMWardenConfig`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WardenSettings {
     /// Decide and record, but never kill.
     pub dry_run: bool,
@@ -71,6 +73,8 @@ pub struct WardenSettings {
     pub events: EventsSettings,
     /// Responses before the kill (`warn`, `terminate`), in order.
     pub stages: Vec<Stage>,
+    /// What every pod and container used, for `oomwarden rightsize`.
+    pub usage_history: UsageHistorySettings,
 }
 
 impl Default for WardenSettings {
@@ -90,6 +94,7 @@ impl Default for WardenSettings {
             kernel_oom_watch: KernelOomWatchSettings::default(),
             events: EventsSettings::default(),
             stages: Vec::new(),
+            usage_history: UsageHistorySettings::default(),
         }
     }
 }
@@ -114,6 +119,7 @@ struct WardenIn {
     kernel_oom_watch: Field<Section<kernel_oom_watch::KernelOomWatchIn>>,
     events: Field<Section<events::EventsIn>>,
     stages: Field<stages::StagesIn>,
+    usage_history: Field<Section<usage_history::UsageHistoryIn>>,
 }
 
 #[derive(Debug)]
@@ -179,6 +185,7 @@ pub(crate) struct WardenRaw {
     kernel_oom_watch: Option<KernelOomWatchSettings>,
     events: Option<EventsSettings>,
     stages: Option<Vec<Stage>>,
+    usage_history: Option<UsageHistorySettings>,
 }
 
 impl WardenRaw {
@@ -200,6 +207,7 @@ impl WardenRaw {
             kernel_oom_watch: self.kernel_oom_watch.unwrap_or(d.kernel_oom_watch),
             events: self.events.unwrap_or(d.events),
             stages: self.stages.unwrap_or(d.stages),
+            usage_history: self.usage_history.unwrap_or(d.usage_history),
         }
     }
 }
@@ -239,6 +247,10 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
         .section()
         .map(kernel_oom_watch::KernelOomWatchIn::settings);
     raw.events = doc.events.section().map(events::EventsIn::settings);
+    raw.usage_history = doc
+        .usage_history
+        .section()
+        .map(usage_history::UsageHistoryIn::settings);
     raw.stages = doc
         .stages
         .into_option()
@@ -282,6 +294,7 @@ pub(crate) struct WardenOut<'a> {
     events: events::EventsOut,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     stages: Vec<stages::StageOut>,
+    usage_history: usage_history::UsageHistoryOut,
 }
 
 impl<'a> WardenOut<'a> {
@@ -303,6 +316,7 @@ impl<'a> WardenOut<'a> {
             kernel_oom_watch: kernel_oom_watch::KernelOomWatchOut::of(&s.kernel_oom_watch),
             events: events::EventsOut::of(&s.events),
             stages: s.stages.iter().map(stages::StageOut::of).collect(),
+            usage_history: usage_history::UsageHistoryOut::of(&s.usage_history),
         }
     }
 }

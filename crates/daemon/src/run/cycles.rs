@@ -23,12 +23,14 @@ pub(super) fn cycle_until_stopped(
     shared: &crate::api::SharedState,
     config_watch: &mut ConfigWatch,
     mut declared: Declared,
+    state: Option<&crate::statedir::StateDir>,
 ) {
     let mut kernel = crate::kernel::KernelWatch::start(
         engine,
         &engine.settings().warden.kernel_oom_watch.clone(),
         monotonic_ns(),
     );
+    let mut usage = start_usage(engine, shared, state);
     // Its reads at start are no cycle's.
     engine.discard_reads();
     let metrics = engine.metrics();
@@ -94,6 +96,7 @@ pub(super) fn cycle_until_stopped(
         }
         reloaded_since_cycle = false;
         rewatch_if_changed(engine, &mut kernel);
+        reusage_if_changed(engine, &mut usage, state, shared);
         let started = Instant::now();
         last_cycle = Some(started);
         let wall = wall_clock();
@@ -105,17 +108,10 @@ pub(super) fn cycle_until_stopped(
         let took = started.elapsed();
         metrics.cycle(took.as_secs_f64());
         // After the cycle and outside its timing: the kernel's kills are recorded, not acted on.
-        let kernel_records = match kernel.as_mut() {
-            Some(k) => {
-                let written = k.poll(engine, monotonic_ns());
-                // Its counter reads are no cycle's: kept out of the recording.
-                engine.discard_reads();
-                written
-            }
-            None => Vec::new(),
-        };
+        let new_kernel_records = kernel_after_cycle(kernel.as_mut(), engine);
+        usage_after_cycle(usage.as_mut(), engine, &outcome);
         publish(shared, engine, &outcome, &wall, took);
-        publish_kernel(shared, engine, kernel.as_ref(), !kernel_records.is_empty());
+        publish_kernel(shared, engine, kernel.as_ref(), new_kernel_records);
         done += 1;
         if options.cycles.is_some_and(|n| done >= n) {
             break;
@@ -134,6 +130,98 @@ pub(super) fn cycle_until_stopped(
             );
         }
         tick = next;
+    }
+    // The history's last readings are kept for the next start.
+    if let Some(mut u) = usage {
+        u.save(chrono::Utc::now().timestamp(), &engine.metrics())
+    }
+}
+
+/// After a cycle and outside its timing: the kernel's kills are recorded, not acted on.
+/// Whether records were written.
+fn kernel_after_cycle(
+    kernel: Option<&mut crate::kernel::KernelWatch>,
+    engine: &mut Engine,
+) -> bool {
+    let Some(k) = kernel else {
+        return false;
+    };
+    let written = k.poll(engine, monotonic_ns());
+    // Its counter reads are no cycle's: kept out of the recording.
+    engine.discard_reads();
+    !written.is_empty()
+}
+
+/// The usage history at start, shared with the action API.
+fn start_usage(
+    engine: &Engine,
+    shared: &crate::api::SharedState,
+    state: Option<&crate::statedir::StateDir>,
+) -> Option<crate::usage::UsageWatch> {
+    let usage = crate::usage::UsageWatch::start(
+        &engine.settings().warden.usage_history,
+        state,
+        monotonic_ns(),
+    );
+    share_usage(shared, usage.as_ref());
+    usage
+}
+
+/// After a cycle: its kill joins the usage history, which reads the pods when due.
+fn usage_after_cycle(
+    usage: Option<&mut crate::usage::UsageWatch>,
+    engine: &Engine,
+    outcome: &CycleOutcome,
+) {
+    let Some(u) = usage else {
+        return;
+    };
+    let unix = chrono::Utc::now().timestamp();
+    if let CycleOutcome::Acted(record) = outcome {
+        u.record(record, unix);
+    }
+    u.poll(engine, monotonic_ns(), unix);
+    // Its reads are no cycle's either.
+    engine.discard_reads();
+}
+
+/// Tells the action API which usage history to serve (none when it is off).
+fn share_usage(shared: &crate::api::SharedState, usage: Option<&crate::usage::UsageWatch>) {
+    shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .usage = usage.map(crate::usage::UsageWatch::shared);
+}
+
+/// Applies a reload's `usageHistory`: the parameters change in place (the history is kept);
+/// turned off, the history is saved and dropped; turned on, it is loaded (the action API told
+/// either way).
+fn reusage_if_changed(
+    engine: &Engine,
+    usage: &mut Option<crate::usage::UsageWatch>,
+    state: Option<&crate::statedir::StateDir>,
+    shared: &crate::api::SharedState,
+) {
+    let wanted = engine.settings().warden.usage_history;
+    let replaced = match usage.as_mut() {
+        Some(u) if *u.settings() == wanted => false,
+        Some(u) if wanted.enabled => {
+            u.set_settings(wanted);
+            false
+        }
+        Some(u) => {
+            u.save(chrono::Utc::now().timestamp(), &engine.metrics());
+            *usage = None;
+            true
+        }
+        None if wanted.enabled => {
+            *usage = crate::usage::UsageWatch::start(&wanted, state, monotonic_ns());
+            true
+        }
+        None => false,
+    };
+    if replaced {
+        share_usage(shared, usage.as_ref());
     }
 }
 

@@ -147,6 +147,7 @@ pub fn run(
         &shared,
         &mut config_watch,
         declared,
+        state.as_ref(),
     );
     handle.close();
     wind_down(&mut engine, socket.as_deref());

@@ -813,3 +813,77 @@ fn an_unquoted_inf_expression_is_refused_by_the_cel_check() {
         "{errors}"
     );
 }
+
+#[test]
+fn usage_history_settings() {
+    let w = "apiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\n";
+    let d = load("").unwrap().warden.usage_history;
+    assert!(d.enabled, "on by default");
+    assert_eq!(d.save_every, Duration::from_secs(300));
+    assert_eq!(d.params, oomwarden_usage::Params::default());
+    let u = load(&format!(
+        "{w}usageHistory: {{enabled: false, interval: 30s, aggregationInterval: 1h, intervals: 24, halfLife: 12h, requestPercentile: 0.9, requestMargin: 0, limitMargin: 0.3, oomBumpUpRatio: 1.5, oomMinBumpUp: 256Mi, maxSeries: 100, saveEvery: 1m}}\n"
+    ))
+    .unwrap()
+    .warden
+    .usage_history;
+    assert!(!u.enabled);
+    let p = u.params;
+    assert_eq!(
+        (p.interval_s, p.aggregation_s, p.intervals, p.half_life_s),
+        (30, 3600, 24, 43_200)
+    );
+    assert_eq!(
+        (
+            p.request_percentile,
+            p.request_margin,
+            p.limit_margin,
+            p.oom_bump_ratio
+        ),
+        (0.9, 0.0, 0.3, 1.5)
+    );
+    assert_eq!((p.oom_min_bump, p.max_series), (256 << 20, 100));
+    assert_eq!(u.save_every, Duration::from_secs(60));
+    // A number is a quantity in bytes too.
+    let n = load(&format!("{w}usageHistory: {{oomMinBumpUp: 1048576}}\n")).unwrap();
+    assert_eq!(n.warden.usage_history.params.oom_min_bump, 1 << 20);
+    // Every error names its key path and the range.
+    let e: Vec<(String, String)> = load(&format!(
+        "{w}usageHistory: {{enabled: 1, interval: 0s, aggregationInterval: 8d, intervals: 0, halfLife: 1s, requestPercentile: 0.2, requestMargin: -1, limitMargin: 2, oomBumpUpRatio: 0.5, oomMinBumpUp: 2Ti, maxSeries: 0, saveEvery: 2h, window: 1}}\n"
+    ))
+    .unwrap_err()
+    .0
+    .into_iter()
+    .map(|e| (e.key.unwrap_or_default(), e.message))
+    .collect();
+    assert_eq!(e.len(), 13, "{e:?}");
+    let has = |key: &str, text: &str| e.iter().any(|(k, m)| k == key && m.contains(text));
+    assert!(
+        has("usageHistory.enabled", "expected true or false"),
+        "{e:?}"
+    );
+    assert!(has("usageHistory.interval", "\"1s\" to \"10m0s\""), "{e:?}");
+    assert!(
+        has(
+            "usageHistory.aggregationInterval",
+            "\"1m0s\" to \"168h0m0s\""
+        ),
+        "{e:?}"
+    );
+    assert!(has("usageHistory.intervals", "from 1 to 60"), "{e:?}");
+    assert!(has("usageHistory.halfLife", "\"1m0s\""), "{e:?}");
+    assert!(
+        has("usageHistory.requestPercentile", "from 0.5 to 1"),
+        "{e:?}"
+    );
+    assert!(has("usageHistory.requestMargin", "from 0 to 1"), "{e:?}");
+    assert!(has("usageHistory.limitMargin", "from 0 to 1"), "{e:?}");
+    assert!(has("usageHistory.oomBumpUpRatio", "from 1 to 10"), "{e:?}");
+    assert!(has("usageHistory.oomMinBumpUp", "0 to 1Ti"), "{e:?}");
+    assert!(has("usageHistory.maxSeries", "from 1 to 100000"), "{e:?}");
+    assert!(
+        has("usageHistory.saveEvery", "\"10s\" to \"1h0m0s\""),
+        "{e:?}"
+    );
+    assert!(has("usageHistory.window", "unknown field"), "{e:?}");
+}

@@ -293,6 +293,19 @@ pub struct ContainerLabels {
     pub workload: String,
 }
 
+/// A container's usage series as exported: who, and its recommendation.
+#[derive(Debug, Clone)]
+pub struct ContainerUsage {
+    /// Its pod (empty when the node does not know it).
+    pub pod: oomwarden_usage::PodRef,
+    /// Its pod's UID.
+    pub pod_uid: String,
+    /// Its name (its ID when the node does not know it).
+    pub container: String,
+    /// Its peak and recommendation.
+    pub recommendation: oomwarden_usage::Recommendation,
+}
+
 /// `reason` label of the usage history's dropped series.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct DropLabel {
@@ -758,16 +771,7 @@ impl Metrics {
 
     /// The containers' peaks and recommendations, replacing the last (a container gone is
     /// gone from the exposition).
-    pub fn container_usage(
-        &self,
-        rows: &[(
-            oomwarden_usage::PodRef,
-            String,
-            String,
-            i64,
-            oomwarden_usage::Recommendation,
-        )],
-    ) {
+    pub fn container_usage(&self, rows: &[ContainerUsage]) {
         for family in [
             &self.container_peak,
             &self.container_request,
@@ -776,7 +780,13 @@ impl Metrics {
             family.clear();
         }
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        for (pod, uid, container, _, r) in rows {
+        for ContainerUsage {
+            pod,
+            pod_uid: uid,
+            container,
+            recommendation: r,
+        } in rows
+        {
             let labels = ContainerLabels {
                 namespace: pod.namespace.clone(),
                 pod: if pod.name.is_empty() {
@@ -790,7 +800,7 @@ impl Metrics {
             };
             self.container_peak
                 .get_or_create(&labels)
-                .set(gauge(r.peak_bytes));
+                .set(gauge(r.seen.peak_bytes));
             self.container_request
                 .get_or_create(&labels)
                 .set(gauge(r.request_bytes));

@@ -107,9 +107,10 @@ impl UsageWatch {
     }
 
     /// After a cycle: reads every pod and container when the interval is due, saves when
-    /// `saveEvery` is.
-    pub fn poll(&mut self, engine: &Engine, now_ns: u64, now_unix: i64) {
-        if now_ns >= self.next_read_ns {
+    /// `saveEvery` is. Whether it read.
+    pub fn poll(&mut self, engine: &Engine, now_ns: u64, now_unix: i64) -> bool {
+        let due = now_ns >= self.next_read_ns;
+        if due {
             let interval =
                 Duration::from_secs(u64::try_from(self.settings.params.interval_s).unwrap_or(10));
             self.next_read_ns = now_ns.saturating_add(nanos(interval));
@@ -131,6 +132,7 @@ impl UsageWatch {
             self.next_save_ns = now_ns.saturating_add(nanos(self.settings.save_every));
             self.save(now_unix, &engine.metrics());
         }
+        due
     }
 
     /// Adds oomwarden's kill of a record to the history.
@@ -363,28 +365,28 @@ fn export(
     observed: oomwarden_usage::Observed,
 ) {
     metrics.usage_history(history.len(), observed.evicted, observed.expired);
-    let mut rows = Vec::new();
-    for u in oomwarden_usage::usages(history) {
-        // Containers seen at the last reading only: a gone pod's series would linger.
-        let Some(container) = &u.container else {
-            continue;
-        };
-        let Some(r) = oomwarden_usage::recommend(&u, params) else {
-            continue;
-        };
-        if rows.len() >= MAX_EXPORTED_CONTAINERS {
-            break;
-        }
-        rows.push((
-            u.pod.clone().unwrap_or_default(),
-            u.pod_uid.clone(),
-            container.clone(),
-            u.last_seen(),
-            r,
-        ));
-    }
-    let newest = rows.iter().map(|r| r.3).max().unwrap_or(0);
-    rows.retain(|r| r.3 == newest);
+    let usages = oomwarden_usage::usages(history);
+    // Containers seen at the last reading only: a gone pod's series stay in the history (a
+    // restart takes them over) but not in the exposition.
+    let newest = usages
+        .iter()
+        .map(oomwarden_usage::Usage::last_seen)
+        .max()
+        .unwrap_or(0);
+    let rows: Vec<_> = usages
+        .iter()
+        .filter(|u| u.container.is_some() && u.last_seen() == newest)
+        .take(MAX_EXPORTED_CONTAINERS)
+        .filter_map(|u| {
+            let r = oomwarden_usage::recommend(u, params)?;
+            Some(crate::metrics::ContainerUsage {
+                pod: u.pod.clone().unwrap_or_default(),
+                pod_uid: u.pod_uid.clone(),
+                container: u.container.clone().unwrap_or_default(),
+                recommendation: r,
+            })
+        })
+        .collect();
     metrics.container_usage(&rows);
 }
 
@@ -527,5 +529,136 @@ mod tests {
             "the unreadable file is kept for a person to look at"
         );
         assert!(!dir.exists(oomwarden_usage::FILE_NAME));
+    }
+
+    fn settings() -> UsageHistorySettings {
+        UsageHistorySettings::default()
+    }
+
+    #[test]
+    fn only_the_containers_of_the_last_reading_are_exported() {
+        let root = tempfile::tempdir().unwrap();
+        let pod = format!("kubepods/burstable/pod{UID}");
+        cgroup(root.path(), &pod, 120 * MIB, 130 * MIB, 0, 0);
+        cgroup(
+            root.path(),
+            &format!("{pod}/{APP}"),
+            100 * MIB,
+            300 * MIB,
+            0,
+            0,
+        );
+        let fs = CgroupFs::new(root.path());
+        let mut marks = PeakMarks::new(16);
+        let params = Params::default();
+        let mut h = History::default();
+        h.observe(
+            &read_all(
+                &fs,
+                std::slice::from_ref(&pod),
+                &identities(),
+                &mut marks,
+                1_700_000_000,
+            ),
+            &params,
+        );
+        let metrics = Metrics::new();
+        export(&metrics, &h, &params, oomwarden_usage::Observed::default());
+        let text = metrics.encode();
+        assert!(
+            text.contains("oomwarden_container_memory_peak_bytes{namespace=\"shop\",pod=\"web-7d9f8-x2x2x\",container=\"app\",workload_kind=\"Deployment\",workload=\"web\"}"),
+            "{text}"
+        );
+        assert!(text.contains("oomwarden_usage_history_series 2"), "{text}");
+        // The container is gone at the next reading: its series stays in the history, not in
+        // the exposition.
+        std::fs::remove_dir_all(root.path().join(format!("{pod}/{APP}"))).unwrap();
+        h.observe(
+            &read_all(
+                &fs,
+                std::slice::from_ref(&pod),
+                &identities(),
+                &mut marks,
+                1_700_000_010,
+            ),
+            &params,
+        );
+        export(&metrics, &h, &params, oomwarden_usage::Observed::default());
+        assert_eq!(h.len(), 2);
+        assert!(!metrics.encode().contains("container=\"app\""));
+    }
+
+    #[test]
+    fn a_failed_save_keeps_the_last_file_and_is_counted_then_retried() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("state");
+        let dir = StateDir::open(&path, &mut Vec::new()).unwrap();
+        let metrics = Metrics::new();
+        let mut watch = UsageWatch::start(&settings(), Some(&dir), 0).unwrap();
+        // Nothing read yet: nothing to save.
+        watch.save(1_700_000_000, &metrics);
+        assert!(!dir.exists(oomwarden_usage::FILE_NAME));
+        // oomwarden's kill of a pod joins its series.
+        let fs_root = tempfile::tempdir().unwrap();
+        let pod = format!("kubepods/pod{UID}");
+        cgroup(fs_root.path(), &pod, 10 * MIB, 10 * MIB, 0, 0);
+        let readings = read_all(
+            &CgroupFs::new(fs_root.path()),
+            std::slice::from_ref(&pod),
+            &Identities::default(),
+            &mut PeakMarks::new(4),
+            1_700_000_000,
+        );
+        watch
+            .shared()
+            .lock()
+            .unwrap()
+            .history
+            .observe(&readings, &Params::default());
+        let mut record =
+            ActionRecord::empty(RecordKind::Oomwarden, Outcome::Killed, String::new(), 0);
+        record.victim = Some(format!("/sys/fs/cgroup/{pod}"));
+        watch.record(&record, 1_700_000_005);
+        // A dry run is no kill.
+        let mut dry = record.clone();
+        dry.outcome = Outcome::DryRun;
+        watch.record(&dry, 1_700_000_006);
+        let kills = |w: &UsageWatch| {
+            w.shared()
+                .lock()
+                .unwrap()
+                .history
+                .series()
+                .map(|s| s.kills.len())
+                .sum::<usize>()
+        };
+        assert_eq!(kills(&watch), 1);
+        // The temporary name taken by a directory: the write fails, nothing is left behind.
+        std::fs::create_dir(path.join(TMP_NAME)).unwrap();
+        watch.save(1_700_000_010, &metrics);
+        assert!(!dir.exists(oomwarden_usage::FILE_NAME));
+        assert!(
+            metrics
+                .encode()
+                .contains("oomwarden_usage_history_save_failures_total 1")
+        );
+        std::fs::remove_dir(path.join(TMP_NAME)).unwrap();
+        watch.save(1_700_000_020, &metrics);
+        assert_eq!(load(&dir), watch.shared().lock().unwrap().history);
+        // A reload's parameters reach what the API serves; the history is kept.
+        let mut other = settings();
+        other.params.request_percentile = 0.8;
+        watch.set_settings(other);
+        assert_eq!(
+            watch.shared().lock().unwrap().params.request_percentile,
+            0.8
+        );
+        assert_eq!(kills(&watch), 1);
+        // Turned off: no watch at all.
+        other.enabled = false;
+        assert!(UsageWatch::start(&other, Some(&dir), 0).is_none());
+        // Started again: the saved history is loaded.
+        let again = UsageWatch::start(&settings(), Some(&dir), 0).unwrap();
+        assert_eq!(kills(&again), 1);
     }
 }

@@ -80,6 +80,26 @@ fn the_socket_is_root_only_and_answers() {
     let window = oomwarden_recording::parse(text).unwrap();
     assert_eq!(window.meta.source, "flight-recorder");
     assert_eq!(window.cycles.len(), 1);
+    // The usage history: refused while it is off, served (as usage.json holds it) once on.
+    let off: serde_json::Value =
+        serde_json::from_str(&api::request(dir.path(), "usage").unwrap()).unwrap();
+    assert!(
+        off["error"].as_str().unwrap().contains("usageHistory"),
+        "{off}"
+    );
+    let params = oomwarden_usage::Params {
+        request_percentile: 0.9,
+        ..Default::default()
+    };
+    shared.lock().unwrap().usage = Some(std::sync::Arc::new(std::sync::Mutex::new(
+        oomwarden_daemon::usage::UsageState {
+            history: oomwarden_usage::History::default(),
+            params,
+        },
+    )));
+    let usage = oomwarden_usage::from_json(&api::request(dir.path(), "usage").unwrap()).unwrap();
+    assert_eq!(usage.params, params);
+    assert!(usage.history.is_empty());
     let bad: serde_json::Value =
         serde_json::from_str(&api::request(dir.path(), "kill everything").unwrap()).unwrap();
     assert!(bad["error"].as_str().unwrap().contains("unknown request"));

@@ -29,24 +29,22 @@ fn exported() -> BTreeSet<String> {
     let r = oomwarden_usage::Recommendation {
         request_bytes: 1,
         limit_bytes: 2,
-        peak_bytes: 2,
-        peak_after: None,
-        peak_before: 0,
-        read_max_bytes: 1,
-        scraped_max_bytes: 1,
+        seen: oomwarden_usage::Seen {
+            peak_bytes: 2,
+            ..Default::default()
+        },
         unreclaimable_percentile_bytes: 1,
         oom_kills: 0,
         oom_floor_bytes: 0,
         history_seconds: 0,
         reason: String::new(),
     };
-    metrics.container_usage(&[(
-        oomwarden_usage::PodRef::default(),
-        "uid".into(),
-        "app".into(),
-        0,
-        r,
-    )]);
+    metrics.container_usage(&[oomwarden_daemon::metrics::ContainerUsage {
+        pod: oomwarden_usage::PodRef::default(),
+        pod_uid: "uid".into(),
+        container: "app".into(),
+        recommendation: r,
+    }]);
     let text = metrics.encode();
     let mut names = BTreeSet::new();
     for line in text.lines() {

@@ -114,12 +114,12 @@ pub struct Now {
     pub max_bytes: Option<u64>,
 }
 
-/// One aggregation interval (24 h by default) of a series.
+/// What the readings of a span saw: the kernel's highest mark and when, the highest reading,
+/// and what a scrape a minute would have seen. One definition for an interval of a series
+/// ([`Window`]) and for a whole history ([`crate::Recommendation`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Window {
-    /// Its start (Unix seconds, a multiple of the interval's length).
-    pub start: i64,
+pub struct Seen {
     /// The highest usage the kernel saw (`memory.peak`; the readings where it has none).
     pub peak_bytes: u64,
     /// The peak happened after this reading (Unix seconds); `None`: at any time since the
@@ -133,8 +133,30 @@ pub struct Window {
     /// The highest working set of the first reading in each minute: what a scrape every
     /// minute (Prometheus's default, metrics-server's) would have seen.
     pub scraped_max_bytes: u64,
-    /// The highest unreclaimable usage a reading saw.
-    pub unreclaimable_max_bytes: u64,
+}
+
+impl Seen {
+    /// Takes the larger of each of `other`'s (another interval, or another incarnation's).
+    pub(crate) fn merge(&mut self, other: &Seen) {
+        if other.peak_bytes > self.peak_bytes {
+            self.peak_bytes = other.peak_bytes;
+            self.peak_after = other.peak_after;
+            self.peak_before = other.peak_before;
+        }
+        self.read_max_bytes = self.read_max_bytes.max(other.read_max_bytes);
+        self.scraped_max_bytes = self.scraped_max_bytes.max(other.scraped_max_bytes);
+    }
+}
+
+/// One aggregation interval (24 h by default) of a series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    /// Its start (Unix seconds, a multiple of the interval's length).
+    pub start: i64,
+    /// What its readings saw.
+    #[serde(flatten)]
+    pub seen: Seen,
     /// The minute (Unix seconds / 60) of the last reading.
     #[serde(default)]
     pub last_minute: i64,
@@ -228,11 +250,6 @@ impl Series {
         }
     }
 
-    /// The highest peak kept, with its window.
-    pub fn peak_window(&self) -> Option<&Window> {
-        self.windows.iter().max_by_key(|w| (w.peak_bytes, w.start))
-    }
-
     /// Seconds of history.
     pub fn history_seconds(&self) -> i64 {
         self.last_seen.saturating_sub(self.first_seen)
@@ -301,7 +318,7 @@ impl Series {
         };
         let interval_peak = interval_peak.max(r.current);
         self.window_at(r.at, params)
-            .take(interval_peak, after, r, working_set, unreclaimable);
+            .take(interval_peak, after, r, working_set);
         if let Some(count) = r.oom_kills {
             let new = match self.last_oom_kills {
                 Some(last) => count.saturating_sub(last),
@@ -365,7 +382,7 @@ impl Series {
         for w in self.windows.drain(..) {
             windows
                 .entry(w.start)
-                .and_modify(|o| o.merge(&w))
+                .and_modify(|o| o.seen.merge(&w.seen))
                 .or_insert(w);
         }
         self.windows = windows.into_values().collect();
@@ -385,40 +402,19 @@ impl Series {
 }
 
 impl Window {
-    fn take(
-        &mut self,
-        peak: u64,
-        after: Option<i64>,
-        r: &Reading,
-        working_set: u64,
-        unreclaimable: u64,
-    ) {
-        if peak > self.peak_bytes || self.peak_before == 0 {
-            self.peak_bytes = peak;
-            self.peak_after = after;
-            self.peak_before = r.at;
+    fn take(&mut self, peak: u64, after: Option<i64>, r: &Reading, working_set: u64) {
+        let seen = &mut self.seen;
+        if peak > seen.peak_bytes || seen.peak_before == 0 {
+            seen.peak_bytes = peak;
+            seen.peak_after = after;
+            seen.peak_before = r.at;
         }
-        self.read_max_bytes = self.read_max_bytes.max(r.current);
-        self.unreclaimable_max_bytes = self.unreclaimable_max_bytes.max(unreclaimable);
+        seen.read_max_bytes = seen.read_max_bytes.max(r.current);
         let minute = r.at.div_euclid(60);
         if minute != self.last_minute {
-            self.scraped_max_bytes = self.scraped_max_bytes.max(working_set);
+            seen.scraped_max_bytes = seen.scraped_max_bytes.max(working_set);
             self.last_minute = minute;
         }
-    }
-
-    /// Takes the larger of each of `other`'s (the same interval of another incarnation).
-    pub(crate) fn merge(&mut self, other: &Window) {
-        if other.peak_bytes > self.peak_bytes {
-            self.peak_bytes = other.peak_bytes;
-            self.peak_after = other.peak_after;
-            self.peak_before = other.peak_before;
-        }
-        self.read_max_bytes = self.read_max_bytes.max(other.read_max_bytes);
-        self.scraped_max_bytes = self.scraped_max_bytes.max(other.scraped_max_bytes);
-        self.unreclaimable_max_bytes = self
-            .unreclaimable_max_bytes
-            .max(other.unreclaimable_max_bytes);
     }
 }
 
@@ -530,7 +526,7 @@ impl History {
                     .is_some_and(|rest| rest.starts_with('/'));
             if below {
                 let usage = s.windows.last().map_or(s.now.current_bytes, |w| {
-                    w.read_max_bytes.max(s.now.current_bytes)
+                    w.seen.read_max_bytes.max(s.now.current_bytes)
                 });
                 s.push_kill(OomKill {
                     at,

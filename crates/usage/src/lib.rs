@@ -20,8 +20,8 @@ pub mod compare;
 
 pub use histogram::{DecayingHistogram, HistogramOptions};
 pub use history::{
-    History, KilledBy, MAX_KILLS, Now, Observed, OomKill, Peak, PodRef, Reading, Series, SeriesKey,
-    Window,
+    History, KilledBy, MAX_KILLS, Now, Observed, OomKill, Peak, PodRef, Reading, Seen, Series,
+    SeriesKey, Window,
 };
 pub use params::Params;
 pub use recommend::{Recommendation, Usage, mib, recommend, stamp, usages};

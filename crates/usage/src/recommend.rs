@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{History, KilledBy, Now, OomKill, PodRef, Series, Window, u64_f64};
+use crate::history::{History, KilledBy, Now, OomKill, PodRef, Seen, Series, u64_f64};
 use crate::params::Params;
 
 const MIB: u64 = 1024 * 1024;
@@ -84,17 +84,10 @@ pub struct Recommendation {
     pub request_bytes: u64,
     /// The recommended limit, bytes.
     pub limit_bytes: u64,
-    /// The highest `memory.peak` kept.
-    pub peak_bytes: u64,
-    /// When (Unix seconds): after this reading …
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_after: Option<i64>,
-    /// … and before this one.
-    pub peak_before: i64,
-    /// The highest `memory.current` the readings saw.
-    pub read_max_bytes: u64,
-    /// The highest working set of a reading a minute: what a scrape a minute saw.
-    pub scraped_max_bytes: u64,
+    /// What the readings of the whole history saw (the highest `memory.peak` kept and when,
+    /// the highest reading, what a scrape a minute saw).
+    #[serde(flatten)]
+    pub seen: Seen,
     /// The percentile of the unreclaimable usage the request is fitted to.
     pub unreclaimable_percentile_bytes: u64,
     /// OOM kills in the history.
@@ -107,27 +100,25 @@ pub struct Recommendation {
     pub reason: String,
 }
 
-/// A container's incarnations merged: one histogram, one window per start, every kill.
+/// A container's incarnations merged: one histogram, what all their intervals saw, every
+/// kill.
 struct Merged {
     hist: crate::histogram::DecayingHistogram,
-    windows: BTreeMap<i64, Window>,
+    seen: Option<Seen>,
     kills: Vec<OomKill>,
     history: i64,
 }
 
 fn merged(usage: &Usage, params: &Params) -> Merged {
     let mut hist = crate::histogram::DecayingHistogram::default();
-    let mut windows: BTreeMap<i64, Window> = BTreeMap::new();
+    let mut seen: Option<Seen> = None;
     let mut kills: Vec<OomKill> = Vec::new();
     let mut first = i64::MAX;
     let mut last = 0i64;
     for s in &usage.series {
         hist.merge(&s.unreclaimable, params.half_life_s);
         for w in &s.windows {
-            windows
-                .entry(w.start)
-                .and_modify(|e| e.merge(w))
-                .or_insert(*w);
+            seen.get_or_insert_with(Seen::default).merge(&w.seen);
         }
         kills.extend(s.kills.iter().copied());
         first = first.min(s.first_seen);
@@ -135,7 +126,7 @@ fn merged(usage: &Usage, params: &Params) -> Merged {
     }
     Merged {
         hist,
-        windows,
+        seen,
         kills,
         history: last.saturating_sub(first),
     }
@@ -145,25 +136,12 @@ fn merged(usage: &Usage, params: &Params) -> Merged {
 pub fn recommend(usage: &Usage, params: &Params) -> Option<Recommendation> {
     let Merged {
         hist,
-        windows,
+        seen,
         kills,
         history,
     } = merged(usage, params);
     let percentile = hist.percentile(&params.histogram, params.request_percentile)?;
-    let peak = windows
-        .values()
-        .max_by_key(|w| (w.peak_bytes, w.start))
-        .copied()?;
-    let read_max = windows
-        .values()
-        .map(|w| w.read_max_bytes)
-        .max()
-        .unwrap_or(0);
-    let scraped_max = windows
-        .values()
-        .map(|w| w.scraped_max_bytes)
-        .max()
-        .unwrap_or(0);
+    let seen = seen?;
     let request = round_up_mib(percentile * (1.0 + params.request_margin));
     let oom_floor = kills
         .iter()
@@ -173,15 +151,11 @@ pub fn recommend(usage: &Usage, params: &Params) -> Option<Recommendation> {
         })
         .max()
         .unwrap_or(0);
-    let from_peak = round_up_mib(u64_f64(peak.peak_bytes) * (1.0 + params.limit_margin));
+    let from_peak = round_up_mib(u64_f64(seen.peak_bytes) * (1.0 + params.limit_margin));
     let mut r = Recommendation {
         request_bytes: request,
         limit_bytes: from_peak.max(oom_floor).max(request),
-        peak_bytes: peak.peak_bytes,
-        peak_after: peak.peak_after,
-        peak_before: peak.peak_before,
-        read_max_bytes: read_max,
-        scraped_max_bytes: scraped_max,
+        seen,
         unreclaimable_percentile_bytes: round_up_mib(percentile),
         oom_kills: kills.len(),
         oom_floor_bytes: oom_floor,
@@ -203,15 +177,15 @@ fn reason(r: &Recommendation, kills: &[OomKill], params: &Params) -> String {
     );
     reason.push_str(&format!(
         "; limit: peaked at {} {}",
-        mib(r.peak_bytes),
-        when(r.peak_after, r.peak_before),
+        mib(r.seen.peak_bytes),
+        when(r.seen.peak_after, r.seen.peak_before),
     ));
-    if r.peak_bytes > r.scraped_max_bytes {
+    if r.seen.peak_bytes > r.seen.scraped_max_bytes {
         reason.push_str(&format!(
             " (the {} s readings saw at most {}, the 1-minute samples a Prometheus sees never passed {})",
             params.interval_s,
-            mib(r.read_max_bytes),
-            mib(r.scraped_max_bytes),
+            mib(r.seen.read_max_bytes),
+            mib(r.seen.scraped_max_bytes),
         ));
     }
     reason.push_str(&format!(" + {:.0} %", params.limit_margin * 100.0));
@@ -340,7 +314,7 @@ mod tests {
         let u = usages(&h);
         assert_eq!(u.len(), 1);
         let r = recommend(&u[0], &params).unwrap();
-        assert_eq!(r.peak_bytes, 300 * MIB);
+        assert_eq!(r.seen.peak_bytes, 300 * MIB);
         assert_eq!(r.limit_bytes, 345 * MIB, "300 MiB + 15 %");
         // Unreclaimable: 60 MiB; its bucket's end, + 15 %.
         assert!(
@@ -348,7 +322,7 @@ mod tests {
             "{}",
             r.request_bytes
         );
-        assert_eq!(r.read_max_bytes, 100 * MIB);
+        assert_eq!(r.seen.read_max_bytes, 100 * MIB);
         assert!(
             r.reason.contains("peaked at 300 MiB between"),
             "{}",
@@ -402,7 +376,11 @@ mod tests {
         assert_eq!(s.restarts, 1);
         assert_eq!(s.first_seen, 1_000_000);
         let r = recommend(&usages(&h)[0], &params).unwrap();
-        assert_eq!(r.peak_bytes, 500 * MIB, "the predecessor's peak is kept");
+        assert_eq!(
+            r.seen.peak_bytes,
+            500 * MIB,
+            "the predecessor's peak is kept"
+        );
         assert!(r.reason.contains("at some time before"), "{}", r.reason);
     }
 
@@ -420,13 +398,13 @@ mod tests {
         let s = h.series().next().unwrap();
         assert!(!s.peak_resets);
         let w = s.windows.last().unwrap();
-        assert_eq!(w.peak_bytes, 450 * MIB);
+        assert_eq!(w.seen.peak_bytes, 450 * MIB);
         assert_eq!(
-            w.peak_after,
+            w.seen.peak_after,
             Some(2_000_010),
             "the rise was seen between these readings"
         );
-        assert_eq!(w.peak_before, 2_000_020);
+        assert_eq!(w.seen.peak_before, 2_000_020);
     }
 
     #[test]

@@ -103,12 +103,10 @@ struct ContainerRow {
     unreclaimable_bytes: u64,
     file_bytes: u64,
     swap_bytes: u64,
-    /// The highest `memory.peak` kept: the kernel's mark, a spike between readings included.
-    peak_bytes: u64,
-    /// The highest `memory.current` a reading saw.
-    read_max_bytes: u64,
-    /// The highest working set of a reading a minute: what a scrape a minute saw.
-    scraped_max_bytes: u64,
+    /// The highest `memory.peak` kept (the kernel's mark, a spike between readings included)
+    /// and the two readings it fell between, the highest reading, what a scrape a minute saw.
+    #[serde(flatten)]
+    seen: oomwarden_usage::Seen,
     recommended_request_bytes: u64,
     recommended_limit_bytes: u64,
     /// The `oom_score_adj` the kubelet gives it now (from `--pods`).
@@ -301,7 +299,7 @@ fn pod_row(
         .collect();
     let peak = own
         .and_then(|u| oomwarden_usage::recommend(u, params))
-        .map(|r| r.peak_bytes);
+        .map(|r| r.seen.peak_bytes);
     let request = score_now
         .as_ref()
         .map(|s| u64::try_from(s.memory_request_bytes).unwrap_or(u64::MAX))
@@ -384,9 +382,7 @@ fn container_row(
         unreclaimable_bytes: n.unreclaimable_bytes,
         file_bytes: n.file_bytes,
         swap_bytes: n.swap_bytes,
-        peak_bytes: r.peak_bytes,
-        read_max_bytes: r.read_max_bytes,
-        scraped_max_bytes: r.scraped_max_bytes,
+        seen: r.seen,
         recommended_request_bytes: r.request_bytes,
         recommended_limit_bytes: r.limit_bytes,
         oom_score_adj: c_now.as_ref().map(|c| c.oom_score_adj),
@@ -447,7 +443,7 @@ fn print_table(report: &Report, wide: bool, out: &mut impl Write) -> std::io::Re
                 opt(c.limit_bytes),
                 bytes(c.working_set_bytes),
                 bytes(c.unreclaimable_bytes),
-                bytes(c.peak_bytes),
+                bytes(c.seen.peak_bytes),
                 bytes(c.recommended_request_bytes),
                 bytes(c.recommended_limit_bytes),
                 c.oom_kills.to_string(),

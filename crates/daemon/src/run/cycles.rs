@@ -180,9 +180,10 @@ fn usage_after_cycle(
     if let CycleOutcome::Acted(record) = outcome {
         u.record(record, unix);
     }
-    u.poll(engine, monotonic_ns(), unix);
-    // Its reads are no cycle's either.
-    engine.discard_reads();
+    if u.poll(engine, monotonic_ns(), unix) {
+        // Its reads are no cycle's either.
+        engine.discard_reads();
+    }
 }
 
 /// Tells the action API which usage history to serve (none when it is off).

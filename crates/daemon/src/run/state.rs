@@ -70,7 +70,7 @@ pub fn open_state(path: &Path) -> Result<StateSetup, RunError> {
     let read_only = |warnings: Vec<String>, history: History| {
         tracing::error!(
             state_dir = %path.display(),
-            "the state directory is on a read-only filesystem: running WITHOUT action history (records are kept in memory only), lock, action API socket or saved flight windows"
+            "the state directory is on a read-only filesystem: running WITHOUT action history (records are kept in memory only), lock, action API socket, saved flight windows or a saved usage history"
         );
         StateSetup {
             dir: None,

@@ -108,10 +108,6 @@ fn range(values: &[f64]) -> String {
 
 #[test]
 fn rightsize_covers_the_spikes_that_scrapes_miss_and_asks_less_for_page_cache() {
-    if !dir().join("rightsize.json").exists() {
-        eprintln!("SKIPPED: testdata/rightsize has no recording of s26-rightsize");
-        return;
-    }
     println!(
         "| pod | true peak (memory.peak) | rightsize request | rightsize limit | VPA-style target (60 s scrape; range over the 60 phases) | phases where VPA covers the peak | max_over_time [7d:5m] | phases covering | quantile_over_time(0.95) |"
     );

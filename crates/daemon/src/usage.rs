@@ -552,16 +552,17 @@ mod tests {
         let mut marks = PeakMarks::new(16);
         let params = Params::default();
         let mut h = History::default();
-        h.observe(
-            &read_all(
+        let mut read = |h: &mut History, at| {
+            let readings = read_all(
                 &fs,
                 std::slice::from_ref(&pod),
                 &identities(),
                 &mut marks,
-                1_700_000_000,
-            ),
-            &params,
-        );
+                at,
+            );
+            h.observe(&readings, &params);
+        };
+        read(&mut h, 1_700_000_000);
         let metrics = Metrics::new();
         export(&metrics, &h, &params, oomwarden_usage::Observed::default());
         let text = metrics.encode();
@@ -573,16 +574,7 @@ mod tests {
         // The container is gone at the next reading: its series stays in the history, not in
         // the exposition.
         std::fs::remove_dir_all(root.path().join(format!("{pod}/{APP}"))).unwrap();
-        h.observe(
-            &read_all(
-                &fs,
-                std::slice::from_ref(&pod),
-                &identities(),
-                &mut marks,
-                1_700_000_010,
-            ),
-            &params,
-        );
+        read(&mut h, 1_700_000_010);
         export(&metrics, &h, &params, oomwarden_usage::Observed::default());
         assert_eq!(h.len(), 2);
         assert!(!metrics.encode().contains("container=\"app\""));

@@ -125,14 +125,16 @@ impl Input {
                 None => return Err(bad("no kind".to_owned())),
             };
             for (j, item) in items.iter().enumerate() {
-                self.item(item)
+                self.add_value(item)
                     .map_err(|m| bad(format!("items[{j}]: {m}")))?;
             }
         }
         Ok(())
     }
 
-    fn item(&mut self, item: &Value) -> Result<(), String> {
+    /// Adds one object (a Pod, a workload or a Namespace; other kinds are ignored), as the API
+    /// server or a `List`'s `items` give it.
+    pub fn add_value(&mut self, item: &Value) -> Result<(), String> {
         let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
         let kind = s(item.get("kind"));
         let meta = item.get("metadata");

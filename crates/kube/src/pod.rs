@@ -718,7 +718,7 @@ pub enum ManifestError {
 /// node and event budget that grows with the text (a node takes at least a byte or two, so a
 /// real file never meets it), while aliases, which are what let a small text expand, keep
 /// the parser's default caps.
-pub(crate) fn documents(text: &str) -> Result<Vec<Value>, ManifestError> {
+pub fn documents(text: &str) -> Result<Vec<Value>, ManifestError> {
     let json_error = if text.trim_start().starts_with(['{', '[']) {
         match serde_json::Deserializer::from_str(text)
             .into_iter::<Value>()

@@ -469,7 +469,11 @@ fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) 
             return;
         }
     };
-    let client = runtime.block_on(client(options));
+    let client = runtime.block_on(client(
+        options.kubeconfig.as_deref(),
+        &Timeouts::all(options.timeout),
+        Some(MAX_RESPONSE_BYTES),
+    ));
     let client = match client {
         Ok(c) => {
             tracing::info!(
@@ -746,8 +750,39 @@ fn check_referenced(kubeconfig: &kube::config::Kubeconfig) -> Result<(), String>
     Ok(())
 }
 
-async fn client(options: &Options) -> Result<kube::Client, String> {
-    let mut config = match &options.kubeconfig {
+/// The deadlines of a client's requests.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// To connect.
+    pub connect: Duration,
+    /// Between two reads of an answer (a watch waits up to its own `timeoutSeconds` between
+    /// events, so a watching client needs more than that).
+    pub read: Duration,
+    /// To write a request.
+    pub write: Duration,
+}
+
+impl Timeouts {
+    /// The same deadline for each.
+    pub fn all(d: Duration) -> Timeouts {
+        Timeouts {
+            connect: d,
+            read: d,
+            write: d,
+        }
+    }
+}
+
+/// A client of the API server from `kubeconfig` (`None`: the pod's service account), every
+/// file it names checked first (a regular file of at most [`MAX_CREDENTIAL_BYTES`]), kube's own
+/// retries off; with `max_response`, each answer read to at most that many bytes (not for a
+/// client that watches: a watch is one long answer).
+pub async fn client(
+    kubeconfig: Option<&Path>,
+    timeouts: &Timeouts,
+    max_response: Option<usize>,
+) -> Result<kube::Client, String> {
+    let mut config = match kubeconfig {
         Some(path) => {
             check_credential("kubeconfig", path)?;
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -767,23 +802,27 @@ async fn client(options: &Options) -> Result<kube::Client, String> {
                 check_credential("service account CA", &account.join("ca.crt"))?;
             }
             kube::Config::incluster().map_err(|e| {
-                format!("not in a cluster (no service account: {e}); set events.kubeconfig")
+                format!("not in a cluster (no service account: {e}); give a kubeconfig (events.kubeconfig; --kubeconfig for limits)")
             })?
         }
     };
-    config.connect_timeout = Some(options.timeout);
-    config.read_timeout = Some(options.timeout);
-    config.write_timeout = Some(options.timeout);
+    config.connect_timeout = Some(timeouts.connect);
+    config.read_timeout = Some(timeouts.read);
+    config.write_timeout = Some(timeouts.write);
     // kube's own retry layer waits up to 1,000 s over 15 tries; ours is bounded and counted.
     config.default_retry = false;
-    let bounded =
-        tower::util::MapResponseLayer::new(|r: http::Response<Box<kube::client::DynBody>>| {
-            r.map(|body| http_body_util::Limited::new(body, MAX_RESPONSE_BYTES))
-        });
-    Ok(kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| e.to_string())?
-        .with_layer(&bounded)
-        .build())
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+    Ok(match max_response {
+        Some(max) => {
+            let bounded = tower::util::MapResponseLayer::new(
+                move |r: http::Response<Box<kube::client::DynBody>>| {
+                    r.map(|body| http_body_util::Limited::new(body, max))
+                },
+            );
+            builder.with_layer(&bounded).build()
+        }
+        None => builder.build(),
+    })
 }
 
 /// The Node's name: `configured`, else `$NODE_NAME`, else the host name.

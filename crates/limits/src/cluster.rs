@@ -42,7 +42,13 @@ impl LimitRangeView {
             if scope != "Container" && scope != "Pod" {
                 continue;
             }
-            for field in ["default", "defaultRequest", "max", "min", "maxLimitRequestRatio"] {
+            for field in [
+                "default",
+                "defaultRequest",
+                "max",
+                "min",
+                "maxLimitRequestRatio",
+            ] {
                 if item.get(field).and_then(|f| f.get("memory")).is_some() {
                     out.push(format!("{scope}.{field}"));
                 }

@@ -226,7 +226,10 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
             "LimitRange/{} is there without the label {}: it is neither overwritten nor adopted, and the namespace gets no default until the name is free",
             names.limit_range, names.managed_by
         );
-        withdraw(&mut d, "its name is taken by a LimitRange not the controller's");
+        withdraw(
+            &mut d,
+            "its name is taken by a LimitRange not the controller's",
+        );
         d.action = withdraw_or_leave(&owned);
         return d;
     }
@@ -371,7 +374,11 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
                     message: format!(
                         "The default container memory limit {limit} (request {}) is applied{}; existing pods keep their resources.",
                         settings.request,
-                        if acknowledged { " after an acknowledgement and a clean scan" } else { "" }
+                        if acknowledged {
+                            " after an acknowledgement and a clean scan"
+                        } else {
+                            ""
+                        }
                     ),
                 });
             }

@@ -20,8 +20,8 @@ mod state;
 pub use cluster::{Cluster, LimitRangeView, NamespaceView};
 pub use decide::{Action, Decision, Notice, Write, decide, desired_limits};
 pub use settings::{
-    Amount, DEFAULT_LIMIT, DEFAULT_REQUEST, Label, Names, Preset, Requirement, Selection,
-    Selector, Settings, SettingsError,
+    Amount, DEFAULT_LIMIT, DEFAULT_REQUEST, Label, Names, Preset, Requirement, Selection, Selector,
+    Settings, SettingsError,
 };
 pub use state::{Hold, STATE_VERSION, State, Valid, parse as parse_state};
 

@@ -474,7 +474,10 @@ mod tests {
             Err(SettingsError::RequestAboveLimit { .. })
         ));
         assert!(s("32Mi", "32Mi").is_ok());
-        assert!(matches!(s("x", ""), Err(SettingsError::Quantity { what: "limit", .. })));
+        assert!(matches!(
+            s("x", ""),
+            Err(SettingsError::Quantity { what: "limit", .. })
+        ));
         let mut names = p.names();
         names.limit_range = "Not_A_Name".to_owned();
         assert!(matches!(
@@ -485,8 +488,11 @@ mod tests {
 
     #[test]
     fn selectors_are_equality_based() {
-        let labels: BTreeMap<String, String> =
-            [("a".to_owned(), "b".to_owned()), ("c".to_owned(), "d".to_owned())].into();
+        let labels: BTreeMap<String, String> = [
+            ("a".to_owned(), "b".to_owned()),
+            ("c".to_owned(), "d".to_owned()),
+        ]
+        .into();
         let m = |s: &str| Selector::parse(s).unwrap().matches(&labels);
         assert!(m(""));
         assert!(m("a=b"));

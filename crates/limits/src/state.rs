@@ -74,16 +74,12 @@ impl Valid {
 /// Reads the annotation's text; an error says what is wrong, for the administrator who must
 /// repair it.
 pub fn parse(text: &str) -> Result<Valid, String> {
-    let state: State = serde_json::from_str(text).map_err(|e| format!("not the state JSON: {e}"))?;
+    let state: State =
+        serde_json::from_str(text).map_err(|e| format!("not the state JSON: {e}"))?;
     if state.version != STATE_VERSION {
-        return Err(format!(
-            "version {} is not {STATE_VERSION}",
-            state.version
-        ));
+        return Err(format!("version {} is not {STATE_VERSION}", state.version));
     }
-    let amount = |field: &str, text: &str| {
-        Amount::parse(text).map_err(|e| format!("{field}: {e}"))
-    };
+    let amount = |field: &str, text: &str| Amount::parse(text).map_err(|e| format!("{field}: {e}"));
     let last_limit = state
         .last_limit
         .as_deref()
@@ -115,8 +111,9 @@ mod tests {
         let v = parse(r#"{"version":1,"lastLimit":"32Gi"}"#).unwrap();
         assert_eq!(v.last_limit.as_ref().unwrap().bytes, 32 << 30);
         assert_eq!(v.to_json(), r#"{"version":1,"lastLimit":"32Gi"}"#);
-        let h = parse(r#"{"version":1,"lastLimit":"32Gi","hold":"7","target":"16Gi","reason":"r"}"#)
-            .unwrap();
+        let h =
+            parse(r#"{"version":1,"lastLimit":"32Gi","hold":"7","target":"16Gi","reason":"r"}"#)
+                .unwrap();
         assert_eq!(h.hold.as_ref().unwrap().token(), "7:16Gi");
         assert_eq!(parse(&h.to_json()).unwrap(), h);
         for (bad, why) in [
@@ -125,7 +122,10 @@ mod tests {
             (r#"{"version":2}"#, "version 2 is not 1"),
             (r#"{"version":1,"lastLimit":"lots"}"#, "lastLimit"),
             (r#"{"version":1,"hold":"1"}"#, "go together"),
-            (r#"{"version":1,"hold":"a:b","target":"1Gi"}"#, "contains ':'"),
+            (
+                r#"{"version":1,"hold":"a:b","target":"1Gi"}"#,
+                "contains ':'",
+            ),
             (r#"{"version":1,"extra":true}"#, "unknown field"),
         ] {
             let e = parse(bad).unwrap_err();

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
+
+mod objects;
 use hyper::body::Bytes;
 use regex::Regex;
 use serde_json::{Value, json};
@@ -65,6 +67,8 @@ struct State {
     pods: HashMap<(String, String), (String, Vec<Value>)>,
     /// Nodes by name.
     nodes: HashMap<String, FakeNode>,
+    /// Namespaces, LimitRanges, workloads, Pods and Leases (the limits controller's).
+    objects: objects::Objects,
 }
 
 /// A node the fake holds: its resource version, taints and status conditions.
@@ -226,6 +230,46 @@ impl FakeApiServer {
         }
     }
 
+    /// Stores an object as another client would (created or replaced with a new resource
+    /// version; watches see it): a Namespace, LimitRange, Deployment, StatefulSet, DaemonSet,
+    /// CronJob, Job, Pod or Lease. Returns it as stored.
+    pub fn put_object(&self, object: Value) -> Value {
+        self.state.lock().unwrap().objects.put(object)
+    }
+
+    /// Deletes an object as another client would; false when there was none.
+    pub fn delete_object(&self, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .remove(kind, namespace, name)
+    }
+
+    /// An object as it is now (`kind` as in `LimitRange`).
+    pub fn object(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .get(kind, namespace, name)
+    }
+
+    /// Every object of a kind.
+    pub fn objects(&self, kind: &str) -> Vec<Value> {
+        self.state.lock().unwrap().objects.all(kind)
+    }
+
+    /// The next request for objects with this method whose path contains `path` fails with
+    /// `code` and `reason` (`403 Forbidden`, `503 ServiceUnavailable`, `409 Conflict`).
+    pub fn fail_next(&self, method: &str, path: &str, code: u16, reason: &'static str) {
+        self.state
+            .lock()
+            .unwrap()
+            .objects
+            .fail(method, path, code, reason);
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().unwrap().requests.clone()
@@ -264,11 +308,21 @@ impl FakeApiServer {
     }
 }
 
-type Response = hyper::Response<Full<Bytes>>;
+type Response = hyper::Response<
+    Either<Full<Bytes>, http_body_util::channel::Channel<Bytes, std::convert::Infallible>>,
+>;
 
-async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>) -> Response {
+async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Arc<Mutex<State>>) -> Response {
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
+    let query: HashMap<String, String> = req
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
     let auth = req
         .headers()
         .get(hyper::header::AUTHORIZATION)
@@ -287,6 +341,20 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if matches!(route(&method, &path), Route::Unknown)
+        && let Some(target) = objects::target(&path)
+    {
+        return answer_objects(
+            state,
+            &method,
+            &path,
+            &target,
+            &query,
+            &content_type,
+            auth,
+            body,
+        );
+    }
     let reply = state
         .lock()
         .unwrap()
@@ -347,11 +415,63 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Mutex<State>
     if let Reply::Huge(code, bytes) = reply {
         return huge(code, bytes);
     }
+    json_response(status, &out)
+}
+
+fn json_response(status: u16, out: &Value) -> Response {
     hyper::Response::builder()
         .status(status)
         .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(out.to_string())))
+        .body(Either::Left(Full::new(Bytes::from(out.to_string()))))
         .unwrap()
+}
+
+/// A request for the objects of the limits controller: checked, recorded, answered.
+#[allow(clippy::too_many_arguments)]
+fn answer_objects(
+    state: &Arc<Mutex<State>>,
+    method: &str,
+    path: &str,
+    target: &objects::Target,
+    query: &HashMap<String, String>,
+    content_type: &str,
+    auth: Option<String>,
+    body: Value,
+) -> Response {
+    let mut s = state.lock().unwrap();
+    let (status, out) = if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
+        (401, status_body(401, "Unauthorized", "Unauthorized"))
+    } else if let Some(failure) = s.objects.scripted(method, path) {
+        failure
+    } else if method == "GET"
+        && matches!(query.get("watch").map(String::as_str), Some("true" | "1"))
+    {
+        s.requests.push(Request {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            body,
+            problems: Vec::new(),
+            status: 200,
+        });
+        drop(s);
+        let channel = objects::Objects::watch(state, target, query);
+        return hyper::Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .body(Either::Right(channel))
+            .unwrap();
+    } else {
+        s.objects.answer(method, target, query, content_type, &body)
+    };
+    s.requests.push(Request {
+        method: method.to_owned(),
+        path: path.to_owned(),
+        body,
+        problems: Vec::new(),
+        status,
+    });
+    drop(s);
+    json_response(status, &out)
 }
 
 /// A `code` answer of `bytes` bytes that are no JSON.
@@ -359,7 +479,7 @@ fn huge(code: u16, bytes: usize) -> Response {
     hyper::Response::builder()
         .status(code)
         .header("content-type", "text/html")
-        .body(Full::new(Bytes::from(vec![b'x'; bytes])))
+        .body(Either::Left(Full::new(Bytes::from(vec![b'x'; bytes]))))
         .unwrap()
 }
 

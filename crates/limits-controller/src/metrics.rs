@@ -1,0 +1,166 @@
+//! The controller's metrics: namespaces defaulted, held and governed by a foreign memory
+//! policy, failed reconciles, and whether this replica leads; served at `/metrics`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use oomwarden_limits::Tally;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::Error;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+/// The registry and its metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    namespaces: Family<StateLabel, Gauge<i64, AtomicI64>>,
+    errors: Counter<u64, AtomicU64>,
+    reconciles: Counter<u64, AtomicU64>,
+    leader: Gauge<i64, AtomicI64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Every metric at zero.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let namespaces = Family::<StateLabel, Gauge<i64, AtomicI64>>::default();
+        registry.register(
+            "oomwarden_limits_namespaces",
+            "Namespaces by state of the default container memory limit: defaulted (in force), held (waiting for an acknowledgement), foreign (another LimitRange governs memory)",
+            namespaces.clone(),
+        );
+        let errors = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "oomwarden_limits_reconcile_errors",
+            "Reconciles that failed (a conflict, a refused or failed request); each is retried",
+            errors.clone(),
+        );
+        let reconciles = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "oomwarden_limits_reconciles",
+            "Namespace reconciles that completed (decided, and written when leading)",
+            reconciles.clone(),
+        );
+        let leader = Gauge::<i64, AtomicI64>::default();
+        registry.register(
+            "oomwarden_limits_leader",
+            "1 when this replica holds the Lease and writes, else 0",
+            leader.clone(),
+        );
+        for state in ["defaulted", "held", "foreign"] {
+            namespaces.get_or_create(&StateLabel { state }).set(0);
+        }
+        Metrics {
+            registry,
+            namespaces,
+            errors,
+            reconciles,
+            leader,
+        }
+    }
+
+    /// The namespaces' counts.
+    pub fn set(&self, t: Tally) {
+        for (state, n) in [
+            ("defaulted", t.defaulted),
+            ("held", t.held),
+            ("foreign", t.foreign),
+        ] {
+            self.namespaces
+                .get_or_create(&StateLabel { state })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// One more failed reconcile.
+    pub fn error(&self) {
+        self.errors.inc();
+    }
+
+    /// One more completed reconcile.
+    pub fn reconciled(&self) {
+        self.reconciles.inc();
+    }
+
+    /// Completed reconciles so far.
+    pub fn reconciles(&self) -> u64 {
+        self.reconciles.get()
+    }
+
+    /// Whether this replica leads.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Serves `/metrics` (and `/healthz`) on `address` until the runtime stops.
+pub async fn serve_metrics(address: SocketAddr, metrics: Arc<Metrics>) -> Result<(), Error> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| Error::Metrics {
+            address: address.to_string(),
+            source,
+        })?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let metrics = Arc::clone(&metrics);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let metrics = Arc::clone(&metrics);
+                        async move {
+                            let (status, body) = match req.uri().path() {
+                                "/metrics" => (200, metrics.encode()),
+                                "/healthz" => (200, "ok\n".to_owned()),
+                                _ => (404, "not found\n".to_owned()),
+                            };
+                            hyper::Response::builder()
+                                .status(status)
+                                .header(
+                                    "content-type",
+                                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                                )
+                                .body(Full::new(Bytes::from(body)))
+                        }
+                    },
+                );
+                let io = hyper_util::rt::TokioIo::new(stream);
+                // A slow client costs only its own connection.
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_secs(30),
+                    hyper::server::conn::http1::Builder::new().serve_connection(io, service),
+                )
+                .await;
+            });
+        }
+    });
+    Ok(())
+}

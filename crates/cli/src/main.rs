@@ -52,6 +52,9 @@ enum Command {
     /// Requests and limits fitted to what each pod and container on this node really used,
     /// spikes included (the daemon's usage history; with --pods, against what they ask for).
     Rightsize(commands::rightsize::Args),
+    /// The system-namespace memory defaults (seed 003): a default-limit LimitRange in every
+    /// system namespace, withheld while unsafe until acknowledged (run, status, plan).
+    Limits(commands::limits::Args),
     /// The OOM handler's action records (from the running daemon, else its history file).
     Actions(commands::actions::ActionsArgs),
     /// The running daemon's state: configuration, layout, last cycle, last trigger, errors.
@@ -122,7 +125,7 @@ fn main() -> ExitCode {
     // hook's watcher, the API server) log through the same stderr; each write takes the lock
     // for itself.
     let (out, err) = (std::io::stdout(), std::io::stderr());
-    if matches!(cli.command, Command::Run(_)) {
+    if matches!(cli.command, Command::Run(_)) || is_limits_run(&cli.command) {
         // The daemon logs through its own subscriber, which escapes what it prints.
         dispatch(cli.command, out, err)
     } else {
@@ -134,6 +137,11 @@ fn main() -> ExitCode {
             terminal::Escaping::new(err),
         )
     }
+}
+
+/// `limits run` logs through the daemon's subscriber, which escapes what it prints.
+fn is_limits_run(command: &Command) -> bool {
+    matches!(command, Command::Limits(a) if a.is_run())
 }
 
 /// Runs `command`, writing to `out` and `err`; its exit code.
@@ -149,6 +157,7 @@ fn dispatch(command: Command, mut out: impl Write, mut err: impl Write) -> ExitC
         Command::Audit(args) => commands::audit::run(&args, &mut out),
         Command::Top(args) => commands::top::run(&args, &mut out, &mut err),
         Command::Rightsize(args) => commands::rightsize::run(&args, &mut out, &mut err),
+        Command::Limits(args) => commands::limits::run(&args, &mut out),
         Command::Actions(args) => commands::actions::actions(&args, &mut out, &mut err),
         Command::Status(args) => commands::actions::status(&args, &mut out),
         Command::Explain(args) => commands::explain::run(&args, &mut out),

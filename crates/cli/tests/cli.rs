@@ -2367,3 +2367,159 @@ fn rightsize_on_a_real_kernel_history() {
         None,
     );
 }
+
+/// Issue 39: `limits plan` decides offline what the controller would, from a dump.
+#[test]
+fn limits_plan_from_a_dump() {
+    let dump = "examples/cluster/limits-dump.json";
+    let base = [
+        "limits",
+        "plan",
+        "--preset",
+        "cozystack",
+        "--now",
+        "1800000000",
+        "--from",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.push(dump);
+        a.extend_from_slice(extra);
+        a
+    };
+    golden("limits-plan-cozystack", &with(&[]), None);
+    golden("limits-plan-cozystack-json", &with(&["-o", "json"]), None);
+    golden("limits-plan-lowered", &with(&["--limit", "16Gi"]), None);
+    golden("limits-plan-disabled", &with(&["--limit", "0"]), None);
+    golden(
+        "limits-plan-selector",
+        &with(&[
+            "--namespace-selector",
+            "cozystack.io/system=true",
+            "--exclude-prefix",
+            "kube-",
+        ]),
+        None,
+    );
+    golden(
+        "limits-plan-request-above-limit",
+        &with(&["--limit", "16Mi"]),
+        None,
+    );
+    golden(
+        "limits-plan-default-preset",
+        &["limits", "plan", "--now", "1800000000", "--from", dump],
+        None,
+    );
+    golden(
+        "limits-plan-audit-example",
+        &[
+            "limits",
+            "plan",
+            "--preset",
+            "cozystack",
+            "--now",
+            "1800000000",
+            "--from",
+            "examples/cluster/system-namespaces.json",
+        ],
+        None,
+    );
+    golden(
+        "limits-plan-without-namespaces",
+        &["limits", "plan", "--from", "-"],
+        Some("kind: Pod\nmetadata: {name: p, namespace: x}\nspec: {containers: [{name: c}]}\n"),
+    );
+}
+
+/// Issue 39: `limits status` reads the live cluster (the suite's API server) and decides as the
+/// controller would; `limits run` refuses what it cannot do before touching the cluster.
+#[test]
+fn limits_status_and_run_against_the_api_server() {
+    use oomwarden_testkit::apiserver::FakeApiServer;
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server.kubeconfig(dir.path());
+    let dump: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster/limits-dump.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    for item in dump["items"].as_array().unwrap() {
+        server.put_object(item.clone());
+    }
+    let k = kubeconfig.to_str().unwrap();
+    let (code, stdout, stderr) = run(
+        &[
+            "limits",
+            "status",
+            "--preset",
+            "cozystack",
+            "--kubeconfig",
+            k,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let got: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let actions: Vec<(&str, &str)> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["namespace"].as_str().unwrap(),
+                d["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("cozy-linstor", "hold"),
+            ("cozy-metallb", "leave"),
+            ("cozy-monitoring", "leave"),
+            ("cozy-system", "apply"),
+            ("cozy-victoria", "leave"),
+            ("kube-system", "hold"),
+            ("tenant-root", "exclude"),
+        ]
+    );
+    assert_eq!(got[0]["hold"], "1796400000:32Gi");
+    assert_eq!(got[5]["blockers"][1]["object"], "Pod/kube-apiserver-node1");
+    // Nothing was written: status only reads.
+    assert!(server.requests().iter().all(|r| r.method == "GET"));
+    // A refused list is an error naming it, not an empty (healthy-looking) answer.
+    server.fail_next("GET", "/api/v1/pods", 403, "Forbidden");
+    let (code, _, stderr) = run(&["limits", "status", "--kubeconfig", k], None);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("list pods"), "{stderr}");
+
+    let (code, _, stderr) = run(&["limits", "run", "--kubeconfig", k], None);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--lease-namespace or $POD_NAMESPACE"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(
+        &[
+            "limits",
+            "run",
+            "--no-leader-election",
+            "--request",
+            "1Gi",
+            "--limit",
+            "512Mi",
+        ],
+        None,
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("the default request 1Gi is above the default limit 512Mi"),
+        "{stderr}"
+    );
+}

@@ -8,6 +8,7 @@ pub(crate) mod doctor;
 pub(crate) mod eval;
 pub(crate) mod explain;
 pub(crate) mod layout;
+pub(crate) mod limits;
 pub(crate) mod oomlog;
 pub(crate) mod record;
 pub(crate) mod replay;

@@ -47,7 +47,7 @@ pub(crate) struct Args {
     overrides: OverrideArgs,
 }
 
-fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
+pub(crate) fn init_logging(format: LogFormat, level: &str) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .map_err(|e| format!("--log-level {level:?}: {e}"))?;
     // Colours only on a terminal: journald and log files would store the escape codes.

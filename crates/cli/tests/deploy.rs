@@ -333,3 +333,103 @@ fn the_kustomization_sets_the_daemonsets_image() {
         "the kustomization does not name the DaemonSet's image {name}"
     );
 }
+
+/// Issue 39: the limits controller's Deployment runs `limits run` with its own ServiceAccount,
+/// the RBAC it needs and nothing more, and out of the OOM handler's reach.
+#[test]
+fn the_limits_controller_has_the_rbac_it_needs_and_nothing_more() {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&file("deploy/kubernetes/limits-controller.yaml")).unwrap();
+    let rules = |kind_name: &str| -> Vec<(String, String, Vec<String>)> {
+        let mut out = Vec::new();
+        for r in kind(&docs, kind_name)["rules"].as_array().unwrap() {
+            for g in r["apiGroups"].as_array().unwrap() {
+                for res in r["resources"].as_array().unwrap() {
+                    let mut verbs: Vec<String> = r["verbs"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_str().unwrap().to_owned())
+                        .collect();
+                    verbs.sort();
+                    out.push((
+                        g.as_str().unwrap().to_owned(),
+                        res.as_str().unwrap().to_owned(),
+                        verbs,
+                    ));
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    let v = |s: &[&str]| s.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let rule = |g: &str, r: &str, verbs: &[&str]| (g.to_owned(), r.to_owned(), v(verbs));
+    let mut want = vec![
+        rule("", "namespaces", &["get", "list", "patch", "watch"]),
+        rule(
+            "",
+            "limitranges",
+            &["create", "delete", "get", "list", "update", "watch"],
+        ),
+        rule("", "pods", &["list", "watch"]),
+        rule("apps", "daemonsets", &["list", "watch"]),
+        rule("apps", "deployments", &["list", "watch"]),
+        rule("apps", "statefulsets", &["list", "watch"]),
+        rule("batch", "cronjobs", &["list", "watch"]),
+        rule("batch", "jobs", &["list", "watch"]),
+        rule("events.k8s.io", "events", &["create"]),
+    ];
+    want.sort();
+    assert_eq!(rules("ClusterRole"), want);
+    // The Lease only in its own namespace (a Role, not the ClusterRole).
+    assert_eq!(
+        rules("Role"),
+        [rule(
+            "coordination.k8s.io",
+            "leases",
+            &["create", "get", "patch"]
+        )]
+    );
+    let sa = kind(&docs, "ServiceAccount");
+    let deployment = kind(&docs, "Deployment");
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(spec["serviceAccountName"], sa["metadata"]["name"]);
+    for binding in ["ClusterRoleBinding", "RoleBinding"] {
+        assert_eq!(
+            kind(&docs, binding)["subjects"][0]["name"],
+            sa["metadata"]["name"]
+        );
+    }
+    assert!(deployment["spec"]["replicas"].as_u64().unwrap() >= 2);
+    let c = &spec["containers"][0];
+    assert_eq!(c["args"][0], "limits");
+    assert_eq!(c["args"][1], "run");
+    let env: Vec<&str> = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(env, ["POD_NAME", "POD_NAMESPACE"]);
+    assert!(c["resources"]["limits"]["memory"].is_string(), "{c}");
+    assert!(c["resources"]["limits"].get("cpu").is_none(), "{c}");
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    // The args parse as the binary's own.
+    let args: Vec<String> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+        .args(&args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -34,9 +34,12 @@ pub use metrics::{Metrics, serve_metrics};
 pub use observe::{Stores, snapshot};
 pub use write::REPORTING_CONTROLLER;
 
+/// The crate's errors under a short name.
+pub(crate) type Error = ControllerError;
+
 /// Why the controller stopped or a reconcile failed.
 #[derive(Debug, Error)]
-pub enum Error {
+pub enum ControllerError {
     /// No client could be made.
     #[error("cannot reach the API server: {0}")]
     Client(String),

@@ -24,6 +24,10 @@ fn not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one write after the other, in their safe order; to be split"
+)]
 pub(crate) async fn perform(
     client: &kube::Client,
     options: &Options,

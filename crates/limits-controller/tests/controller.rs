@@ -3,6 +3,13 @@
 //! machines). Each test seeds objects, runs the controller on a thread of its own and waits
 //! (generously) for what it must write, as a cluster's administrator would see it.
 
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

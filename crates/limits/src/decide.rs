@@ -137,6 +137,10 @@ pub fn desired_limits(limit: &Amount, request: &Amount) -> Value {
 }
 
 /// Decides for one namespace. `now_unix` (seconds) names a new hold's generation.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the rules in their order, one after the other; the gates still to be split out"
+)]
 pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decision {
     let names = &settings.names;
     let owned: Vec<&LimitRangeView> = ns
@@ -276,7 +280,114 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
         .get(&names.ack_annotation)
         .map(|a| a.trim().to_owned());
     let mut next = state.clone();
-    let held = match &state.hold {
+    let held = next_hold(
+        &mut d,
+        names,
+        &state,
+        limit,
+        ack.as_deref(),
+        blocked,
+        lowering,
+        now_unix,
+    );
+    match held {
+        Some(hold) => {
+            d.reason = format!("{}{}", hold.reason, d.reason);
+            d.hold = Some(hold.token());
+            d.action = Action::Hold;
+            let notice = d.notice.take();
+            withdraw(&mut d, "held");
+            d.notice = notice.or(d.notice.take());
+            next.hold = Some(hold);
+        }
+        None => {
+            next.hold = None;
+            next.last_limit = Some(limit.clone());
+            apply_default(&mut d, settings, ns, &owned, state.hold.is_some(), limit);
+        }
+    }
+    let json = next.to_json();
+    // Compared as states, not as text: a state written by another tool in another key order
+    // is not rewritten.
+    if d.state.as_deref().map(state::parse) != Some(Ok(next)) {
+        d.writes.push(Write::SetState {
+            annotation: names.state_annotation.clone(),
+            value: json.clone(),
+        });
+    }
+    d.state = Some(json);
+    d
+}
+
+/// The default applied: the LimitRange written unless in place, the controller's leftovers
+/// under other names deleted, the system label set.
+fn apply_default(
+    d: &mut Decision,
+    settings: &Settings,
+    ns: &NamespaceView,
+    owned: &[&LimitRangeView],
+    acknowledged: bool,
+    limit: &Amount,
+) {
+    let names = &settings.names;
+    let ours = owned.iter().find(|lr| lr.name == names.limit_range);
+    let desired = desired_limits(limit, &settings.request);
+    let in_place = ours.is_some_and(|lr| Value::Array(lr.limits.clone()) == desired);
+    if !in_place {
+        d.writes.push(Write::PutLimitRange {
+            name: names.limit_range.clone(),
+            limit: limit.text.clone(),
+            request: settings.request.text.clone(),
+        });
+        d.notice = Some(Notice {
+            reason: "DefaultApplied",
+            warning: false,
+            message: format!(
+                "The default container memory limit {limit} (request {}) is applied{}; existing pods keep their resources.",
+                settings.request,
+                if acknowledged {
+                    " after an acknowledgement and a clean scan"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    for lr in owned.iter().filter(|lr| lr.name != names.limit_range) {
+        d.writes.push(Write::DeleteLimitRange {
+            name: lr.name.clone(),
+        });
+    }
+    if !names.system_label.on(&ns.labels) {
+        d.writes.push(Write::SetLabel {
+            key: names.system_label.key.clone(),
+            value: names.system_label.value.clone(),
+        });
+    }
+    d.reason = match (acknowledged, in_place) {
+        (true, _) => "acknowledged, and the scan is clean".to_owned(),
+        (false, true) => format!("the default {limit} is in place"),
+        (false, false) => format!("no blocker for the default {limit}"),
+    };
+    d.action = Action::Apply;
+    d.defaulted = true;
+}
+
+/// The hold after this reconcile: a new or rotated one, the same, or none (an accepted
+/// acknowledgement, or nothing to hold); the acknowledgement's removal and the notice go into
+/// `d`.
+#[allow(clippy::too_many_arguments)]
+fn next_hold(
+    d: &mut Decision,
+    names: &crate::settings::Names,
+    state: &Valid,
+    limit: &Amount,
+    ack: Option<&str>,
+    blocked: Option<String>,
+    lowering: Option<String>,
+    now_unix: i64,
+) -> Option<Hold> {
+    match &state.hold {
         Some(h) if h.target.bytes != limit.bytes => {
             let hold = Hold {
                 generation: next_generation(now_unix, Some(&h.generation)),
@@ -299,7 +410,7 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
             });
             Some(hold)
         }
-        Some(h) if ack.as_deref() == Some(h.token().as_str()) => {
+        Some(h) if ack == Some(h.token().as_str()) => {
             d.writes.push(Write::RemoveAck {
                 annotation: names.ack_annotation.clone(),
             });
@@ -321,7 +432,7 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
         }
         Some(h) => {
             let mut hold = h.clone();
-            if let Some(a) = &ack {
+            if let Some(a) = ack {
                 d.reason = format!("; the acknowledgement {a:?} is not this hold's token");
             }
             hold.reason = h.reason.clone();
@@ -345,74 +456,7 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
             });
             hold
         }),
-    };
-    match held {
-        Some(hold) => {
-            d.reason = format!("{}{}", hold.reason, d.reason);
-            d.hold = Some(hold.token());
-            d.action = Action::Hold;
-            let notice = d.notice.take();
-            withdraw(&mut d, "held");
-            d.notice = notice.or(d.notice.take());
-            next.hold = Some(hold);
-        }
-        None => {
-            let acknowledged = state.hold.is_some();
-            next.hold = None;
-            next.last_limit = Some(limit.clone());
-            let desired = desired_limits(limit, &settings.request);
-            let in_place = ours.is_some_and(|lr| Value::Array(lr.limits.clone()) == desired);
-            if !in_place {
-                d.writes.push(Write::PutLimitRange {
-                    name: names.limit_range.clone(),
-                    limit: limit.text.clone(),
-                    request: settings.request.text.clone(),
-                });
-                d.notice = Some(Notice {
-                    reason: "DefaultApplied",
-                    warning: false,
-                    message: format!(
-                        "The default container memory limit {limit} (request {}) is applied{}; existing pods keep their resources.",
-                        settings.request,
-                        if acknowledged {
-                            " after an acknowledgement and a clean scan"
-                        } else {
-                            ""
-                        }
-                    ),
-                });
-            }
-            for lr in owned.iter().filter(|lr| lr.name != names.limit_range) {
-                d.writes.push(Write::DeleteLimitRange {
-                    name: lr.name.clone(),
-                });
-            }
-            if !names.system_label.on(&ns.labels) {
-                d.writes.push(Write::SetLabel {
-                    key: names.system_label.key.clone(),
-                    value: names.system_label.value.clone(),
-                });
-            }
-            d.reason = match (acknowledged, in_place) {
-                (true, _) => "acknowledged, and the scan is clean".to_owned(),
-                (false, true) => format!("the default {limit} is in place"),
-                (false, false) => format!("no blocker for the default {limit}"),
-            };
-            d.action = Action::Apply;
-            d.defaulted = true;
-        }
     }
-    let json = next.to_json();
-    // Compared as states, not as text: a state written by another tool in another key order
-    // is not rewritten.
-    if d.state.as_deref().map(state::parse) != Some(Ok(next)) {
-        d.writes.push(Write::SetState {
-            annotation: names.state_annotation.clone(),
-            value: json.clone(),
-        });
-    }
-    d.state = Some(json);
-    d
 }
 
 /// A new hold's generation: the time in seconds, past the previous one (so a target changed

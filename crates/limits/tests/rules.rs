@@ -2,6 +2,13 @@
 //! (seed 003, "What Cozystack does" and "Withholding and acknowledging a default"). Each case
 //! is the objects observed in one namespace, the settings and the time; the decision out.
 
+// Test code: unwrap on expected outcomes is the assertion.
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::disallowed_methods
+)]
+
 use oomwarden_limits::{
     Action, Cluster, Decision, NamespaceView, Preset, Settings, Write, decide, desired_limits,
 };

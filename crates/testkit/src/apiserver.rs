@@ -315,14 +315,7 @@ type Response = hyper::Response<
 async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Arc<Mutex<State>>) -> Response {
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
-    let query: HashMap<String, String> = req
-        .uri()
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    let query = query_of(req.uri());
     let auth = req
         .headers()
         .get(hyper::header::AUTHORIZATION)
@@ -416,6 +409,16 @@ async fn answer(req: hyper::Request<hyper::body::Incoming>, state: &Arc<Mutex<St
         return huge(code, bytes);
     }
     json_response(status, &out)
+}
+
+/// A request's query parameters (`watch=true`, `resourceVersion=…`).
+fn query_of(uri: &hyper::Uri) -> HashMap<String, String> {
+    uri.query()
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }
 
 fn json_response(status: u16, out: &Value) -> Response {

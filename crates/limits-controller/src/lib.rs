@@ -159,17 +159,8 @@ pub async fn run(
             (rx, Some(task))
         }
     };
-    let (stores, triggers) = observe::watch_all(&client);
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let context = Arc::new(Context {
-        client,
-        options: options.clone(),
-        stores,
-        leader: leader.clone(),
-        metrics,
-        last: Mutex::new(std::collections::BTreeMap::new()),
-    });
     // Becoming the leader reconciles every namespace at once.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
     let became_leader = futures::stream::unfold(leader.clone(), |mut rx| async move {
         loop {
             rx.changed().await.ok()?;
@@ -182,7 +173,15 @@ pub async fn run(
         |namespace: Option<String>| namespace.map(|ns| ObjectRef::<Namespace>::new(&ns));
     let mut controller = Controller::new(namespaces, watcher::Config::default())
         .with_config(Config::default().debounce(Duration::from_millis(500)));
-    let t = triggers;
+    let (stores, t) = observe::watch_all(&client, controller.store());
+    let context = Arc::new(Context {
+        client,
+        options: options.clone(),
+        stores,
+        leader: leader.clone(),
+        metrics,
+        last: Mutex::new(std::collections::BTreeMap::new()),
+    });
     controller = controller
         .watches_stream(t.limit_ranges, move |o: LimitRange| {
             by_namespace(o.metadata.namespace)
@@ -241,7 +240,7 @@ async fn reconcile(namespace: Arc<Namespace>, ctx: Arc<Context>) -> Result<Reque
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     let decision = oomwarden_limits::decide(&ctx.options.settings, &view, now);
-    write::perform(&ctx.client, &ctx.options, &namespace, &view, &decision).await?;
+    write::perform(&ctx.client, &ctx.options, &namespace, &decision).await?;
     if decision.action == Action::Hold {
         tracing::warn!(
             namespace = %name,

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, Pod};
@@ -66,11 +66,9 @@ where
     (reader, Box::pin(stream))
 }
 
-pub(crate) fn watch_all(client: &kube::Client) -> (Stores, Triggers) {
-    // Namespaces are the controller's own watch; this cache only answers readiness and which
-    // namespaces still exist, so its stream is polled here, on a task of its own.
-    let (namespaces, ns_stream) = cached::<Namespace>(client);
-    tokio::spawn(ns_stream.for_each(|_| async {}));
+/// Caches and trigger streams of every kind but Namespaces, whose cache is the controller's
+/// own (`namespaces`): each kind is watched once.
+pub(crate) fn watch_all(client: &kube::Client, namespaces: Store<Namespace>) -> (Stores, Triggers) {
     let (limit_ranges, lr) = cached(client);
     let (deployments, d) = cached(client);
     let (stateful_sets, s) = cached(client);

@@ -8,7 +8,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use oomwarden_limits::{Decision, NamespaceView, Notice, Write, desired_limits};
+use oomwarden_limits::{Decision, Label, Notice, Write, desired_limits};
 use serde_json::{Map, Value, json};
 
 use crate::{Error, Options};
@@ -24,18 +24,44 @@ fn not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one write after the other, in their safe order; to be split"
-)]
+/// Performs `decision`'s writes in `namespace` (as the decision read it).
 pub(crate) async fn perform(
     client: &kube::Client,
     options: &Options,
     namespace: &Namespace,
-    view: &NamespaceView,
     decision: &Decision,
 ) -> Result<(), Error> {
-    let name = view.name.as_str();
+    patch_namespace(client, namespace, decision).await?;
+    let name = decision.namespace.as_str();
+    let api = Api::<LimitRange>::namespaced(client.clone(), name);
+    let managed = &options.settings.names.managed_by;
+    for w in &decision.writes {
+        match w {
+            Write::PutLimitRange {
+                name: lr_name,
+                limit,
+                request,
+            } => put_limit_range(&api, name, lr_name, managed, limit, request).await?,
+            Write::DeleteLimitRange { name: lr_name } => {
+                delete_limit_range(&api, name, lr_name, managed).await?;
+            }
+            Write::SetLabel { .. }
+            | Write::RemoveLabel { .. }
+            | Write::SetState { .. }
+            | Write::RemoveAck { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// The label and annotation writes as one JSON merge patch carrying the resource version the
+/// decision read: a Namespace changed since (an acknowledgement written or taken back) is a
+/// conflict, and decided again.
+async fn patch_namespace(
+    client: &kube::Client,
+    namespace: &Namespace,
+    decision: &Decision,
+) -> Result<(), Error> {
     let mut labels = Map::new();
     let mut annotations = Map::new();
     for w in &decision.writes {
@@ -55,105 +81,113 @@ pub(crate) async fn perform(
             Write::PutLimitRange { .. } | Write::DeleteLimitRange { .. } => {}
         }
     }
-    if !labels.is_empty() || !annotations.is_empty() {
-        let mut metadata = Map::new();
-        metadata.insert(
-            "resourceVersion".to_owned(),
-            json!(namespace.metadata.resource_version),
-        );
-        if !labels.is_empty() {
-            metadata.insert("labels".to_owned(), Value::Object(labels));
-        }
-        if !annotations.is_empty() {
-            metadata.insert("annotations".to_owned(), Value::Object(annotations));
-        }
-        Api::<Namespace>::all(client.clone())
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "metadata": metadata })),
-            )
-            .await
-            .map_err(api_error(format!("patch Namespace {name}")))?;
+    if labels.is_empty() && annotations.is_empty() {
+        return Ok(());
     }
-    let api = Api::<LimitRange>::namespaced(client.clone(), name);
-    let managed = &options.settings.names.managed_by;
-    let ours = |lr: &LimitRange| {
-        lr.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(&managed.key))
-            .is_some_and(|v| *v == managed.value)
-    };
-    for w in &decision.writes {
-        match w {
-            Write::PutLimitRange {
-                name: lr_name,
-                limit,
-                request,
-            } => {
-                let what = format!("LimitRange {name}/{lr_name}");
-                let current = match api.get(lr_name).await {
-                    Ok(lr) => Some(lr),
-                    Err(e) if not_found(&e) => None,
-                    Err(e) => return Err(api_error(format!("get {what}"))(e)),
-                };
-                let amount = |t: &str| oomwarden_limits::Amount::parse(t).map_err(Error::Object);
-                let body = json!({
-                    "apiVersion": "v1", "kind": "LimitRange",
-                    "metadata": {
-                        "name": lr_name, "namespace": name,
-                        "labels": { managed.key.clone(): managed.value },
-                        "resourceVersion": current.as_ref().and_then(|c| c.metadata.resource_version.clone()),
-                    },
-                    "spec": { "limits": desired_limits(&amount(limit)?, &amount(request)?) },
-                });
-                let object: LimitRange =
-                    serde_json::from_value(body).map_err(|e| Error::Object(e.to_string()))?;
-                match current {
-                    None => {
-                        api.create(&PostParams::default(), &object)
-                            .await
-                            .map_err(api_error(format!("create {what}")))?;
-                    }
-                    Some(c) if ours(&c) => {
-                        api.replace(lr_name, &PostParams::default(), &object)
-                            .await
-                            .map_err(api_error(format!("replace {what}")))?;
-                    }
-                    // Not the controller's (made since the decision's read): left alone.
-                    Some(_) => {
-                        tracing::warn!(namespace = name, limit_range = %lr_name, "not replaced: it is not the controller's");
-                    }
-                }
-            }
-            Write::DeleteLimitRange { name: lr_name } => {
-                let what = format!("LimitRange {name}/{lr_name}");
-                let current = match api.get(lr_name).await {
-                    Ok(lr) => lr,
-                    Err(e) if not_found(&e) => continue,
-                    Err(e) => return Err(api_error(format!("get {what}"))(e)),
-                };
-                if !ours(&current) {
-                    continue;
-                }
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        resource_version: current.metadata.resource_version.clone(),
-                        uid: current.metadata.uid.clone(),
-                    }),
-                    ..DeleteParams::default()
-                };
-                match api.delete(lr_name, &params).await {
-                    Ok(_) => {}
-                    Err(e) if not_found(&e) => {}
-                    Err(e) => return Err(api_error(format!("delete {what}"))(e)),
-                }
-            }
-            _ => {}
+    let name = decision.namespace.as_str();
+    let patch = json!({ "metadata": {
+        "resourceVersion": namespace.metadata.resource_version,
+        "labels": labels,
+        "annotations": annotations,
+    }});
+    Api::<Namespace>::all(client.clone())
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(api_error(format!("patch Namespace {name}")))?;
+    Ok(())
+}
+
+/// Whether `lr` carries the ownership label.
+fn owned(lr: &LimitRange, managed: &Label) -> bool {
+    lr.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(&managed.key))
+        .is_some_and(|v| *v == managed.value)
+}
+
+/// The LimitRange as it is now, `None` when there is none.
+async fn current(
+    api: &Api<LimitRange>,
+    what: &str,
+    name: &str,
+) -> Result<Option<LimitRange>, Error> {
+    match api.get(name).await {
+        Ok(lr) => Ok(Some(lr)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(api_error(format!("get {what}"))(e)),
+    }
+}
+
+/// Creates the LimitRange, or replaces the controller's own (read again first: one made since
+/// the decision's read that is not the controller's is left alone).
+async fn put_limit_range(
+    api: &Api<LimitRange>,
+    namespace: &str,
+    name: &str,
+    managed: &Label,
+    limit: &str,
+    request: &str,
+) -> Result<(), Error> {
+    let what = format!("LimitRange {namespace}/{name}");
+    let now = current(api, &what, name).await?;
+    let amount = |t: &str| oomwarden_limits::Amount::parse(t).map_err(Error::Object);
+    let body = json!({
+        "apiVersion": "v1", "kind": "LimitRange",
+        "metadata": {
+            "name": name, "namespace": namespace,
+            "labels": { managed.key.clone(): managed.value },
+            "resourceVersion": now.as_ref().and_then(|c| c.metadata.resource_version.clone()),
+        },
+        "spec": { "limits": desired_limits(&amount(limit)?, &amount(request)?) },
+    });
+    let object: LimitRange =
+        serde_json::from_value(body).map_err(|e| Error::Object(e.to_string()))?;
+    match now {
+        None => {
+            api.create(&PostParams::default(), &object)
+                .await
+                .map_err(api_error(format!("create {what}")))?;
+        }
+        Some(c) if owned(&c, managed) => {
+            api.replace(name, &PostParams::default(), &object)
+                .await
+                .map_err(api_error(format!("replace {what}")))?;
+        }
+        Some(_) => {
+            tracing::warn!(namespace, limit_range = %name, "not replaced: it is not the controller's");
         }
     }
     Ok(())
+}
+
+/// Deletes the controller's LimitRange (read again first; the delete carries its resource
+/// version and UID as preconditions, so one replaced meanwhile is not deleted).
+async fn delete_limit_range(
+    api: &Api<LimitRange>,
+    namespace: &str,
+    name: &str,
+    managed: &Label,
+) -> Result<(), Error> {
+    let what = format!("LimitRange {namespace}/{name}");
+    let Some(now) = current(api, &what, name).await? else {
+        return Ok(());
+    };
+    if !owned(&now, managed) {
+        return Ok(());
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            resource_version: now.metadata.resource_version.clone(),
+            uid: now.metadata.uid.clone(),
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(e) if not_found(&e) => Ok(()),
+        Err(e) => Err(api_error(format!("delete {what}"))(e)),
+    }
 }
 
 /// An Event about the Namespace (in `default`, where the API server keeps a cluster-scoped

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::cluster::{LimitRangeView, NamespaceView};
-use crate::settings::{Amount, Settings};
+use crate::settings::{Amount, Names, Settings};
 use crate::state::{self, Hold, Valid};
 
 /// What happens to a namespace.
@@ -137,17 +137,8 @@ pub fn desired_limits(limit: &Amount, request: &Amount) -> Value {
 }
 
 /// Decides for one namespace. `now_unix` (seconds) names a new hold's generation.
-#[allow(
-    clippy::too_many_lines,
-    reason = "the rules in their order, one after the other; the gates still to be split out"
-)]
 pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decision {
-    let names = &settings.names;
-    let owned: Vec<&LimitRangeView> = ns
-        .limit_ranges
-        .iter()
-        .filter(|lr| names.managed_by.on(&lr.labels))
-        .collect();
+    let seen = Seen::new(settings, ns);
     let mut d = Decision {
         namespace: ns.name.clone(),
         action: Action::Leave,
@@ -156,243 +147,301 @@ pub fn decide(settings: &Settings, ns: &NamespaceView, now_unix: i64) -> Decisio
         hold: None,
         foreign: Vec::new(),
         defaulted: false,
-        state: ns.annotations.get(&names.state_annotation).cloned(),
+        state: ns
+            .annotations
+            .get(&settings.names.state_annotation)
+            .cloned(),
         writes: Vec::new(),
         notice: None,
     };
-    // Removes everything the controller wrote here; the state stays.
-    let withdraw = |d: &mut Decision, why: &str| {
-        for lr in &owned {
+    match &settings.limit {
+        None => seen.disabled(&mut d),
+        Some(limit) => {
+            if let Some(state) = seen.gates(&mut d, limit) {
+                seen.protocol(&mut d, limit, &state, now_unix);
+            }
+        }
+    }
+    d
+}
+
+/// One namespace as the rules see it.
+struct Seen<'a> {
+    settings: &'a Settings,
+    names: &'a Names,
+    ns: &'a NamespaceView,
+    /// Its LimitRanges carrying the ownership label (the controller's, whatever their name).
+    owned: Vec<&'a LimitRangeView>,
+}
+
+impl<'a> Seen<'a> {
+    fn new(settings: &'a Settings, ns: &'a NamespaceView) -> Seen<'a> {
+        let names = &settings.names;
+        Seen {
+            settings,
+            names,
+            ns,
+            owned: ns
+                .limit_ranges
+                .iter()
+                .filter(|lr| names.managed_by.on(&lr.labels))
+                .collect(),
+        }
+    }
+
+    /// Removes everything the controller wrote here (the state stays); with `why`, says so.
+    fn withdraw(&self, d: &mut Decision, why: Option<&str>) {
+        for lr in &self.owned {
             d.writes.push(Write::DeleteLimitRange {
                 name: lr.name.clone(),
             });
         }
-        if ns.labels.contains_key(&names.system_label.key) {
+        if self.ns.labels.contains_key(&self.names.system_label.key) {
             d.writes.push(Write::RemoveLabel {
-                key: names.system_label.key.clone(),
+                key: self.names.system_label.key.clone(),
             });
         }
-        if !owned.is_empty() {
+        if let Some(why) = why
+            && !self.owned.is_empty()
+        {
             d.notice = Some(Notice {
                 reason: "DefaultWithdrawn",
                 warning: false,
                 message: format!("The default container memory limit is withdrawn: {why}."),
             });
         }
-    };
-    let withdraw_or_leave = |owned: &[&LimitRangeView]| {
-        if owned.is_empty() {
+    }
+
+    /// Withdraws, and the action says whether there was anything to withdraw.
+    fn withdraw_all(&self, d: &mut Decision, why: &str, reason: String) {
+        d.reason = reason;
+        self.withdraw(d, Some(why));
+        d.action = if self.owned.is_empty() {
             Action::Leave
         } else {
             Action::Withdraw
-        }
-    };
+        };
+    }
 
-    let Some(limit) = &settings.limit else {
-        d.reason = format!(
-            "the default limit is 0 (disabled): every LimitRange labelled {} is removed",
-            names.managed_by
-        );
-        withdraw(&mut d, "the feature is disabled");
-        d.action = withdraw_or_leave(&owned);
-        return d;
-    };
-    if let Some(why) = settings.selection.excluded(&ns.name, &ns.labels) {
-        d.reason = format!("not reconciled: {why}");
-        withdraw(&mut d, "the namespace is no longer selected");
-        d.action = Action::Exclude;
-        return d;
-    }
-    d.foreign = ns
-        .limit_ranges
-        .iter()
-        .filter(|lr| !names.managed_by.on(&lr.labels))
-        .filter_map(|lr| {
-            let fields = lr.memory_fields();
-            (!fields.is_empty()).then(|| format!("LimitRange/{} ({})", lr.name, fields.join(", ")))
-        })
-        .collect();
-    if !d.foreign.is_empty() {
-        d.reason = format!(
-            "a foreign memory policy governs the namespace: {}",
-            d.foreign.join("; ")
-        );
-        withdraw(&mut d, "another LimitRange says something about memory");
-        d.action = withdraw_or_leave(&owned);
-        return d;
-    }
-    if ns
-        .limit_ranges
-        .iter()
-        .any(|lr| lr.name == names.limit_range && !names.managed_by.on(&lr.labels))
-    {
-        d.reason = format!(
-            "LimitRange/{} is there without the label {}: it is neither overwritten nor adopted, and the namespace gets no default until the name is free",
-            names.limit_range, names.managed_by
-        );
-        withdraw(
-            &mut d,
-            "its name is taken by a LimitRange not the controller's",
-        );
-        d.action = withdraw_or_leave(&owned);
-        return d;
-    }
-    let state = match ns.annotations.get(&names.state_annotation) {
-        None => Valid::default(),
-        Some(text) => match state::parse(text) {
-            Ok(v) => v,
-            Err(e) => {
-                d.reason = format!(
-                    "the annotation {} is invalid ({e}): no new default until an administrator repairs it",
-                    names.state_annotation
-                );
-                return d;
-            }
-        },
-    };
-    let limit_bytes = i64::try_from(limit.bytes).unwrap_or(i64::MAX);
-    match ns.objects.audit(None, Some(limit_bytes)) {
-        Ok(a) => d.blockers = a.blockers,
-        Err(e) => {
-            d.reason = format!("the blocker scan cannot read an object ({e}): no new default");
-            return d;
-        }
-    }
-    let ours = owned.iter().find(|lr| lr.name == names.limit_range);
-    // The previous limit: remembered in the state, and the controller's own LimitRange as it
-    // stands (a state removed by hand must not turn a lowering into an ordinary apply).
-    // Never a Pod's limits or its `kubernetes.io/limit-ranger` annotation.
-    let in_force = ours
-        .and_then(|lr| lr.container_defaults().0)
-        .and_then(|t| Amount::parse(&t).ok());
-    let previous = state.last_limit.clone().max(in_force);
-    let lowering = previous
-        .as_ref()
-        .filter(|p| limit.bytes < p.bytes)
-        .map(|p| {
+    /// Rule 1: disabled, every owned LimitRange goes, even where the state is invalid.
+    fn disabled(&self, d: &mut Decision) {
+        self.withdraw_all(
+            d,
+            "the feature is disabled",
             format!(
-                "the default limit would be lowered from {p} to {limit}: a stored limit cannot prove that a workload's source declares one"
-            )
-        });
-    let blocked = blocker_text(&d.blockers, limit);
-    let ack = ns
-        .annotations
-        .get(&names.ack_annotation)
-        .map(|a| a.trim().to_owned());
-    let mut next = state.clone();
-    let held = next_hold(
-        &mut d,
-        names,
-        &state,
-        limit,
-        ack.as_deref(),
-        blocked,
-        lowering,
-        now_unix,
-    );
-    match held {
-        Some(hold) => {
-            d.reason = format!("{}{}", hold.reason, d.reason);
-            d.hold = Some(hold.token());
-            d.action = Action::Hold;
-            let notice = d.notice.take();
-            withdraw(&mut d, "held");
-            d.notice = notice.or(d.notice.take());
-            next.hold = Some(hold);
-        }
-        None => {
-            next.hold = None;
-            next.last_limit = Some(limit.clone());
-            apply_default(&mut d, settings, ns, &owned, state.hold.is_some(), limit);
-        }
-    }
-    let json = next.to_json();
-    // Compared as states, not as text: a state written by another tool in another key order
-    // is not rewritten.
-    if d.state.as_deref().map(state::parse) != Some(Ok(next)) {
-        d.writes.push(Write::SetState {
-            annotation: names.state_annotation.clone(),
-            value: json.clone(),
-        });
-    }
-    d.state = Some(json);
-    d
-}
-
-/// The default applied: the LimitRange written unless in place, the controller's leftovers
-/// under other names deleted, the system label set.
-fn apply_default(
-    d: &mut Decision,
-    settings: &Settings,
-    ns: &NamespaceView,
-    owned: &[&LimitRangeView],
-    acknowledged: bool,
-    limit: &Amount,
-) {
-    let names = &settings.names;
-    let ours = owned.iter().find(|lr| lr.name == names.limit_range);
-    let desired = desired_limits(limit, &settings.request);
-    let in_place = ours.is_some_and(|lr| Value::Array(lr.limits.clone()) == desired);
-    if !in_place {
-        d.writes.push(Write::PutLimitRange {
-            name: names.limit_range.clone(),
-            limit: limit.text.clone(),
-            request: settings.request.text.clone(),
-        });
-        d.notice = Some(Notice {
-            reason: "DefaultApplied",
-            warning: false,
-            message: format!(
-                "The default container memory limit {limit} (request {}) is applied{}; existing pods keep their resources.",
-                settings.request,
-                if acknowledged {
-                    " after an acknowledgement and a clean scan"
-                } else {
-                    ""
-                }
+                "the default limit is 0 (disabled): every LimitRange labelled {} is removed",
+                self.names.managed_by
             ),
-        });
+        );
     }
-    for lr in owned.iter().filter(|lr| lr.name != names.limit_range) {
-        d.writes.push(Write::DeleteLimitRange {
-            name: lr.name.clone(),
-        });
-    }
-    if !names.system_label.on(&ns.labels) {
-        d.writes.push(Write::SetLabel {
-            key: names.system_label.key.clone(),
-            value: names.system_label.value.clone(),
-        });
-    }
-    d.reason = match (acknowledged, in_place) {
-        (true, _) => "acknowledged, and the scan is clean".to_owned(),
-        (false, true) => format!("the default {limit} is in place"),
-        (false, false) => format!("no blocker for the default {limit}"),
-    };
-    d.action = Action::Apply;
-    d.defaulted = true;
-}
 
-/// The hold after this reconcile: a new or rotated one, the same, or none (an accepted
-/// acknowledgement, or nothing to hold); the acknowledgement's removal and the notice go into
-/// `d`.
-#[allow(clippy::too_many_arguments)]
-fn next_hold(
-    d: &mut Decision,
-    names: &crate::settings::Names,
-    state: &Valid,
-    limit: &Amount,
-    ack: Option<&str>,
-    blocked: Option<String>,
-    lowering: Option<String>,
-    now_unix: i64,
-) -> Option<Hold> {
-    match &state.hold {
-        Some(h) if h.target.bytes != limit.bytes => {
+    /// The rules that end the decision before the safety protocol: not selected, a foreign
+    /// memory policy, the name taken, an invalid state, an unreadable object. The valid state
+    /// when none applies, with the blockers for `limit` in `d`.
+    fn gates(&self, d: &mut Decision, limit: &Amount) -> Option<Valid> {
+        let (ns, names) = (self.ns, self.names);
+        if let Some(why) = self.settings.selection.excluded(&ns.name, &ns.labels) {
+            d.reason = format!("not reconciled: {why}");
+            self.withdraw(d, Some("the namespace is no longer selected"));
+            d.action = Action::Exclude;
+            return None;
+        }
+        let not_ours = || {
+            ns.limit_ranges
+                .iter()
+                .filter(|lr| !names.managed_by.on(&lr.labels))
+        };
+        d.foreign = not_ours()
+            .filter_map(|lr| {
+                let fields = lr.memory_fields();
+                (!fields.is_empty())
+                    .then(|| format!("LimitRange/{} ({})", lr.name, fields.join(", ")))
+            })
+            .collect();
+        if !d.foreign.is_empty() {
+            let reason = format!(
+                "a foreign memory policy governs the namespace: {}",
+                d.foreign.join("; ")
+            );
+            self.withdraw_all(d, "another LimitRange says something about memory", reason);
+            return None;
+        }
+        if not_ours().any(|lr| lr.name == names.limit_range) {
+            let reason = format!(
+                "LimitRange/{} is there without the label {}: it is neither overwritten nor adopted, and the namespace gets no default until the name is free",
+                names.limit_range, names.managed_by
+            );
+            self.withdraw_all(
+                d,
+                "its name is taken by a LimitRange not the controller's",
+                reason,
+            );
+            return None;
+        }
+        let state = match ns.annotations.get(&names.state_annotation) {
+            None => Valid::default(),
+            Some(text) => match state::parse(text) {
+                Ok(v) => v,
+                Err(e) => {
+                    d.reason = format!(
+                        "the annotation {} is invalid ({e}): no new default until an administrator repairs it",
+                        names.state_annotation
+                    );
+                    return None;
+                }
+            },
+        };
+        let limit_bytes = i64::try_from(limit.bytes).unwrap_or(i64::MAX);
+        match ns.objects.audit(None, Some(limit_bytes)) {
+            Ok(a) => d.blockers = a.blockers,
+            Err(e) => {
+                d.reason = format!("the blocker scan cannot read an object ({e}): no new default");
+                return None;
+            }
+        }
+        Some(state)
+    }
+
+    /// The controller's own LimitRange of the configured name.
+    fn ours(&self) -> Option<&'a LimitRangeView> {
+        self.owned
+            .iter()
+            .copied()
+            .find(|lr| lr.name == self.names.limit_range)
+    }
+
+    /// The safety protocol: hold (blockers, lowering, an unacknowledged hold) or apply; the
+    /// state written when it changes.
+    fn protocol(&self, d: &mut Decision, limit: &Amount, state: &Valid, now_unix: i64) {
+        // The previous limit: remembered in the state, and the controller's own LimitRange as
+        // it stands (a state removed by hand must not turn a lowering into an ordinary apply).
+        // Never a Pod's limits or its `kubernetes.io/limit-ranger` annotation.
+        let in_force = self
+            .ours()
+            .and_then(|lr| lr.container_defaults().0)
+            .and_then(|t| Amount::parse(&t).ok());
+        let lowering = state
+            .last_limit
+            .clone()
+            .max(in_force)
+            .filter(|p| limit.bytes < p.bytes)
+            .map(|p| {
+                format!(
+                    "the default limit would be lowered from {p} to {limit}: a stored limit cannot prove that a workload's source declares one"
+                )
+            });
+        let blocked = blocker_text(&d.blockers, limit);
+        let mut next = state.clone();
+        match self.next_hold(d, state, limit, blocked.or(lowering), now_unix) {
+            Some(hold) => {
+                d.reason = format!("{}{}", hold.reason, d.reason);
+                d.hold = Some(hold.token());
+                d.action = Action::Hold;
+                self.withdraw(d, None);
+                next.hold = Some(hold);
+            }
+            None => {
+                next.hold = None;
+                next.last_limit = Some(limit.clone());
+                self.apply(d, state.hold.is_some(), limit);
+            }
+        }
+        let json = next.to_json();
+        // Compared as states, not as text: a state written by another tool in another key
+        // order is not rewritten.
+        if d.state.as_deref().map(state::parse) != Some(Ok(next)) {
+            d.writes.push(Write::SetState {
+                annotation: self.names.state_annotation.clone(),
+                value: json.clone(),
+            });
+        }
+        d.state = Some(json);
+    }
+
+    /// The default applied: the LimitRange written unless in place, the controller's leftovers
+    /// under other names deleted, the system label set.
+    fn apply(&self, d: &mut Decision, acknowledged: bool, limit: &Amount) {
+        let (names, request) = (self.names, &self.settings.request);
+        let desired = desired_limits(limit, request);
+        let in_place = self
+            .ours()
+            .is_some_and(|lr| Value::Array(lr.limits.clone()) == desired);
+        if !in_place {
+            d.writes.push(Write::PutLimitRange {
+                name: names.limit_range.clone(),
+                limit: limit.text.clone(),
+                request: request.text.clone(),
+            });
+            d.notice = Some(Notice {
+                reason: "DefaultApplied",
+                warning: false,
+                message: format!(
+                    "The default container memory limit {limit} (request {request}) is applied{}; existing pods keep their resources.",
+                    if acknowledged {
+                        " after an acknowledgement and a clean scan"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
+        for lr in self.owned.iter().filter(|lr| lr.name != names.limit_range) {
+            d.writes.push(Write::DeleteLimitRange {
+                name: lr.name.clone(),
+            });
+        }
+        if !names.system_label.on(&self.ns.labels) {
+            d.writes.push(Write::SetLabel {
+                key: names.system_label.key.clone(),
+                value: names.system_label.value.clone(),
+            });
+        }
+        d.reason = match (acknowledged, in_place) {
+            (true, _) => "acknowledged, and the scan is clean".to_owned(),
+            (false, true) => format!("the default {limit} is in place"),
+            (false, false) => format!("no blocker for the default {limit}"),
+        };
+        d.action = Action::Apply;
+        d.defaulted = true;
+    }
+
+    /// The hold after this reconcile: a new or rotated one, the same, or none (an accepted
+    /// acknowledgement, or nothing to hold). `unsafe_because`: why a default would be unsafe
+    /// now (a blocker first, else a lowering). The acknowledgement's removal and the notice go
+    /// into `d`.
+    fn next_hold(
+        &self,
+        d: &mut Decision,
+        state: &Valid,
+        limit: &Amount,
+        unsafe_because: Option<String>,
+        now_unix: i64,
+    ) -> Option<Hold> {
+        let ack_annotation = &self.names.ack_annotation;
+        let ack = self.ns.annotations.get(ack_annotation).map(|a| a.trim());
+        let blocked = !d.blockers.is_empty();
+        let Some(h) = &state.hold else {
+            let hold = Hold {
+                generation: next_generation(now_unix, None),
+                target: limit.clone(),
+                reason: unsafe_because?,
+            };
+            d.notice = Some(Notice {
+                reason: "DefaultWithheld",
+                warning: true,
+                message: format!(
+                    "The default container memory limit {limit} is withheld: {}. Acknowledge with {ack_annotation}={}.",
+                    hold.reason,
+                    hold.token()
+                ),
+            });
+            return Some(hold);
+        };
+        if h.target.bytes != limit.bytes {
             let hold = Hold {
                 generation: next_generation(now_unix, Some(&h.generation)),
                 target: limit.clone(),
-                reason: blocked.clone().or(lowering.clone()).unwrap_or_else(|| {
+                reason: unsafe_because.unwrap_or_else(|| {
                     format!(
                         "the configured limit changed from {} to {limit} while held",
                         h.target
@@ -403,59 +452,39 @@ fn next_hold(
                 reason: "HoldRotated",
                 warning: true,
                 message: format!(
-                    "The configured limit changed while held; acknowledge the new target with {}={}.",
-                    names.ack_annotation,
+                    "The configured limit changed while held; acknowledge the new target with {ack_annotation}={}.",
                     hold.token()
                 ),
             });
-            Some(hold)
+            return Some(hold);
         }
-        Some(h) if ack == Some(h.token().as_str()) => {
-            d.writes.push(Write::RemoveAck {
-                annotation: names.ack_annotation.clone(),
-            });
-            match &blocked {
-                Some(why) => {
-                    let hold = Hold {
-                        reason: format!("the acknowledgement {} was rejected: {why}", h.token()),
-                        ..h.clone()
-                    };
-                    d.notice = Some(Notice {
-                        reason: "AcknowledgementRejected",
-                        warning: true,
-                        message: format!("{}.", hold.reason),
-                    });
-                    Some(hold)
-                }
-                None => None,
-            }
-        }
-        Some(h) => {
-            let mut hold = h.clone();
+        if ack != Some(h.token().as_str()) {
             if let Some(a) = ack {
                 d.reason = format!("; the acknowledgement {a:?} is not this hold's token");
             }
-            hold.reason = h.reason.clone();
-            Some(hold)
+            return Some(h.clone());
         }
-        None => blocked.or(lowering).map(|reason| {
-            let hold = Hold {
-                generation: next_generation(now_unix, None),
-                target: limit.clone(),
-                reason,
-            };
-            d.notice = Some(Notice {
-                reason: "DefaultWithheld",
-                warning: true,
-                message: format!(
-                    "The default container memory limit {limit} is withheld: {}. Acknowledge with {}={}.",
-                    hold.reason,
-                    names.ack_annotation,
-                    hold.token()
-                ),
-            });
-            hold
-        }),
+        // The token matches: consumed, whatever follows.
+        d.writes.push(Write::RemoveAck {
+            annotation: ack_annotation.clone(),
+        });
+        if !blocked {
+            return None;
+        }
+        let hold = Hold {
+            reason: format!(
+                "the acknowledgement {} was rejected: {}",
+                h.token(),
+                unsafe_because.unwrap_or_default()
+            ),
+            ..h.clone()
+        };
+        d.notice = Some(Notice {
+            reason: "AcknowledgementRejected",
+            warning: true,
+            message: format!("{}.", hold.reason),
+        });
+        Some(hold)
     }
 }
 

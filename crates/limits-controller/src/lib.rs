@@ -245,14 +245,14 @@ async fn reconcile(namespace: Arc<Namespace>, ctx: Arc<Context>) -> Result<Reque
         tracing::warn!(
             namespace = %name,
             reason = %decision.reason,
-            acknowledgement = decision.hold.as_deref().unwrap_or(""),
+            acknowledgement = %decision.hold.as_deref().unwrap_or(""),
             annotation = %ctx.options.settings.names.ack_annotation,
             "withholding the default container memory limit"
         );
     } else if !decision.writes.is_empty() {
         tracing::info!(
             namespace = %name,
-            action = decision.action.name(),
+            action = %decision.action.name(),
             reason = %decision.reason,
             "system memory default"
         );

@@ -29,22 +29,27 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 struct Running {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+    /// The run's result and its log.
+    thread: Option<std::thread::JoinHandle<(Result<(), String>, String)>>,
     metrics: Arc<Metrics>,
 }
 
 impl Running {
-    fn stop(mut self) -> Result<(), String> {
+    /// Stops the controller; its log.
+    fn stop(mut self) -> Result<String, String> {
         self.finish()
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<String, String> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         match self.thread.take() {
-            Some(t) => t.join().unwrap(),
-            None => Ok(()),
+            Some(t) => {
+                let (result, log) = t.join().unwrap();
+                result.map(|()| log)
+            }
+            None => Ok(String::new()),
         }
     }
 }
@@ -76,10 +81,16 @@ fn start(server: &FakeApiServer, dir: &Path, limit: &str, lease: Option<LeaseOpt
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(run(options, m, async move {
-            let _ = rx.await;
-        }))
-        .map_err(|e| e.to_string())
+        // One thread runs the controller and its reconciles: its log is captured whole.
+        let mut result = Ok(());
+        let log = oomwarden_testkit::capture_logs(|| {
+            result = rt
+                .block_on(run(options, m, async move {
+                    let _ = rx.await;
+                }))
+                .map_err(|e| e.to_string());
+        });
+        (result, log)
     });
     Running {
         stop: Some(tx),
@@ -246,7 +257,18 @@ fn applies_holds_takes_an_acknowledgement_and_keeps_tenants_out() {
         state(&server, "cozy-system") == Some(json!({"version": 1, "lastLimit": "32Gi"}))
     });
     assert!(namespace(&server, "cozy-system")["metadata"]["annotations"][ACK].is_null());
-    running.stop().unwrap();
+    // Said where operators grep for it: the namespace, the reason and the token.
+    let log = running.stop().unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("withholding the default container memory limit"))
+        .unwrap_or_else(|| panic!("no withholding line in:\n{log}"));
+    assert!(line.contains("namespace=cozy-system"), "{line}");
+    assert!(line.contains(&format!("acknowledgement={token}")), "{line}");
+    assert!(
+        line.contains("Deployment/big container c requests 40Gi"),
+        "{line}"
+    );
 }
 
 #[test]

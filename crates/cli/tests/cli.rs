@@ -2406,6 +2406,24 @@ fn limits_plan_from_a_dump() {
         &with(&["--limit", "16Mi"]),
         None,
     );
+    // Ownership by the flag's label: the dump's LimitRanges are another owner's now.
+    golden(
+        "limits-plan-other-owner",
+        &with(&[
+            "--managed-by",
+            "app.kubernetes.io/managed-by=someone-else",
+            "--system-label",
+            "example.com/system=yes",
+            "-o",
+            "yaml",
+        ]),
+        None,
+    );
+    golden(
+        "limits-plan-bad-label",
+        &with(&["--system-label", "no value"]),
+        None,
+    );
     golden(
         "limits-plan-default-preset",
         &["limits", "plan", "--now", "1800000000", "--from", dump],
@@ -2522,4 +2540,52 @@ fn limits_status_and_run_against_the_api_server() {
         stderr.contains("the default request 1Gi is above the default limit 512Mi"),
         "{stderr}"
     );
+}
+
+/// Issue 39: `limits run` as shipped: the binary writes the defaults, and SIGTERM stops it
+/// cleanly (exit 0).
+#[test]
+fn limits_run_writes_and_stops_on_sigterm() {
+    use oomwarden_testkit::apiserver::FakeApiServer;
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = server.kubeconfig(dir.path());
+    server
+        .put_object(serde_json::json!({"kind": "Namespace", "metadata": {"name": "kube-system"}}));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+        .args([
+            "limits",
+            "run",
+            "--preset",
+            "cozystack",
+            "--no-leader-election",
+        ])
+        .args(["--metrics-address", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server
+        .object(
+            "LimitRange",
+            Some("kube-system"),
+            "cozystack-system-defaults",
+        )
+        .is_none()
+    {
+        assert!(std::time::Instant::now() < end, "no LimitRange written");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("the system-namespace memory defaults controller is starting"),
+        "{log}"
+    );
+    assert!(log.contains("stopping"), "{log}");
 }

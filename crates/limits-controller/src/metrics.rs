@@ -118,14 +118,22 @@ impl Metrics {
     }
 }
 
-/// Serves `/metrics` (and `/healthz`) on `address` until the runtime stops.
-pub async fn serve_metrics(address: SocketAddr, metrics: Arc<Metrics>) -> Result<(), Error> {
+/// Serves `/metrics` (and `/healthz`) on `address` until the runtime stops; the address bound
+/// (port 0 picks a free one).
+pub async fn serve_metrics(
+    address: SocketAddr,
+    metrics: Arc<Metrics>,
+) -> Result<SocketAddr, Error> {
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|source| Error::Metrics {
             address: address.to_string(),
             source,
         })?;
+    let bound = listener.local_addr().map_err(|source| Error::Metrics {
+        address: address.to_string(),
+        source,
+    })?;
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -162,5 +170,66 @@ pub async fn serve_metrics(address: SocketAddr, metrics: Arc<Metrics>) -> Result
             });
         }
     });
-    Ok(())
+    Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn get(address: SocketAddr, path: &str) -> String {
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_endpoint_serves_the_counts() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let metrics = Arc::new(Metrics::new());
+        metrics.set(Tally {
+            defaulted: 3,
+            held: 1,
+            foreign: 2,
+        });
+        metrics.error();
+        metrics.set_leader(true);
+        // The requests from a blocking thread, while the runtime serves them.
+        let (page, health, other) = rt.block_on(async {
+            let address = serve_metrics("127.0.0.1:0".parse().unwrap(), Arc::clone(&metrics))
+                .await
+                .unwrap();
+            tokio::task::spawn_blocking(move || {
+                (
+                    get(address, "/metrics"),
+                    get(address, "/healthz"),
+                    get(address, "/other"),
+                )
+            })
+            .await
+            .unwrap()
+        });
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        for line in [
+            "oomwarden_limits_namespaces{state=\"defaulted\"} 3",
+            "oomwarden_limits_namespaces{state=\"held\"} 1",
+            "oomwarden_limits_namespaces{state=\"foreign\"} 2",
+            "oomwarden_limits_reconcile_errors_total 1",
+            "oomwarden_limits_leader 1",
+        ] {
+            assert!(page.contains(line), "{line} in {page}");
+        }
+        assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+        assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+    }
 }

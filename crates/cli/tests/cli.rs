@@ -2552,7 +2552,7 @@ fn limits_run_writes_and_stops_on_sigterm() {
     let kubeconfig = server.kubeconfig(dir.path());
     server
         .put_object(serde_json::json!({"kind": "Namespace", "metadata": {"name": "kube-system"}}));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oomwarden"))
+    let child = Command::new(env!("CARGO_BIN_EXE_oomwarden"))
         .args([
             "limits",
             "run",

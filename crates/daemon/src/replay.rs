@@ -7,7 +7,8 @@
 //! the node would have gone on), and hooks are not run. Nothing on the node or on disk
 //! changes. From the first kill the recording did not have (its victim does not end in the
 //! recording then), later decisions are marked `after_divergence`: decided on figures that
-//! kill would have changed.
+//! kill would have changed. On request ([`AfterKill::EstimateMemory`]) the memory figures from
+//! there on are estimated: what the recording says the victims held is given back.
 //!
 //! Which recorded cycles run: the tick cycles on the configuration's `sampleInterval` grid
 //! (all of them when it equals the recording's interval; every tenth for 1s over 100ms; a
@@ -78,6 +79,18 @@ impl Hooks for ReplayHooks {
     }
 }
 
+/// What a replay does with the node's figures after a kill the recording did not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AfterKill {
+    /// They stay as recorded (the default): later decisions are marked, nothing is guessed.
+    #[default]
+    AsRecorded,
+    /// The victims' memory as the recording holds it, cycle by cycle, is given back: added to
+    /// `MemAvailable` (swap to `SwapFree`) and taken out of their parents' `memory.current`
+    /// (and `memory.swap.current`). PSI and every other figure stay as recorded: an estimate.
+    EstimateMemory,
+}
+
 /// One replayed cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayedCycle {
@@ -101,6 +114,8 @@ pub struct TriggeredCycle {
     /// Taken after a kill the recording did not have ([`Replay::diverged_at`]): the node's
     /// figures here are the recording's, no longer those of this policy's node.
     pub after_divergence: bool,
+    /// Taken after a divergence on estimated memory figures ([`AfterKill::EstimateMemory`]).
+    pub estimated_memory: bool,
 }
 
 /// A whole replay.
@@ -120,6 +135,8 @@ pub struct Replay {
     /// not see end: from there on the recording's memory and PSI still hold what that kill
     /// would have changed, so later decisions are guesses (marked `after_divergence`).
     pub diverged_at: Option<usize>,
+    /// What the replay did with the figures after `diverged_at`.
+    pub after_kill: AfterKill,
 }
 
 /// The layout a replay uses: the configuration's when it names one, else the recording's.
@@ -175,8 +192,20 @@ pub fn wall_time(recording: &Recording, at_ns: u64) -> String {
         .unwrap_or_else(|| format!("+{}ns", offset))
 }
 
-/// Runs `recording` through the engine under `settings` and `layout`.
+/// Runs `recording` through the engine under `settings` and `layout`, the figures after a
+/// kill the recording did not have as recorded.
 pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Replay {
+    replay_with(recording, settings, layout, AfterKill::AsRecorded)
+}
+
+/// Runs `recording` through the engine under `settings` and `layout`; after a kill the
+/// recording did not have, the figures as `after_kill` says.
+pub fn replay_with(
+    recording: Recording,
+    settings: Settings,
+    layout: Layout,
+    after_kill: AfterKill,
+) -> Replay {
     let meta = recording.meta.clone();
     let playback = Playback::new(recording);
     let cgroups = CgroupFs::with_files(&meta.cgroup_root, playback.clone());
@@ -215,7 +244,10 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
             Box::new(ReplayHooks),
         )
     });
-    let mut out = Replay::default();
+    let mut out = Replay {
+        after_kill,
+        ..Replay::default()
+    };
     let mut next_tick: Option<u64> = None;
     let cycles: Vec<(u64, Wakeup, Option<u64>)> = playback
         .recording()
@@ -259,9 +291,15 @@ pub fn replay(recording: Recording, settings: Settings, layout: Layout) -> Repla
                     record: *record,
                     ranking: engine.last_ranking(),
                     after_divergence,
+                    estimated_memory: after_divergence && after_kill == AfterKill::EstimateMemory,
                 });
                 if diverges {
                     out.diverged_at = Some(out.decisions.len() - 1);
+                    // Only figures after a divergence are estimated: every decision on them
+                    // is marked.
+                    if after_kill == AfterKill::EstimateMemory {
+                        playback.estimate_memory();
+                    }
                 }
                 CycleOutcome::Acted(out.decisions.len() - 1)
             }

@@ -15,6 +15,7 @@
 //! daemon. The format is described in [`mod@format`]. This crate does no I/O and reads no clock:
 //! the caller writes the text where it wants and passes the times in.
 
+mod estimate;
 pub mod format;
 mod gzip;
 mod playback;

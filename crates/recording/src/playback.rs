@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use oomwarden_cgroupfs::Files;
 use oomwarden_model::Identities;
 
+use crate::estimate::Held;
 use crate::format::{Kind, Observation, Recording};
 
 const ENOENT: i32 = 2;
@@ -22,6 +23,8 @@ struct State {
     last: HashMap<(Kind, Arc<str>), Observation>,
     /// Cgroups killed during the replay: gone from here on.
     removed: Vec<PathBuf>,
+    /// Whether what the removed cgroups held is given back ([`Playback::estimate_memory`]).
+    estimate: bool,
     /// Files the replay read that the recording answered, and how many reads were asked.
     answered: HashSet<Arc<str>>,
     asked: u64,
@@ -164,6 +167,59 @@ impl Playback {
         self.state().removed.push(dir.to_path_buf());
     }
 
+    /// From now on, the memory a removed cgroup holds in the recording is given back: its
+    /// `memory.current` to `MemAvailable` and out of its parents' `memory.current`, its swap
+    /// likewise (see [`crate::estimate`]); PSI and every other figure stay as recorded.
+    pub fn estimate_memory(&self) {
+        self.state().estimate = true;
+    }
+
+    /// What each removed cgroup (not below another) holds in the current cycle, as recorded.
+    fn held(state: &State) -> Vec<Held> {
+        let recorded = |path: PathBuf| {
+            let key = (Kind::File, Arc::from(path.to_string_lossy().as_ref()));
+            let obs = state
+                .queues
+                .get(&key)
+                .and_then(VecDeque::back)
+                .or_else(|| state.last.get(&key));
+            match obs {
+                Some(Observation::File(bytes)) => crate::estimate::number(bytes).unwrap_or(0),
+                _ => 0,
+            }
+        };
+        state
+            .removed
+            .iter()
+            .filter(|dir| {
+                !state
+                    .removed
+                    .iter()
+                    .any(|other| other != *dir && dir.starts_with(other))
+            })
+            .map(|dir| Held {
+                dir: dir.clone(),
+                memory: recorded(dir.join("memory.current")),
+                swap: recorded(dir.join("memory.swap.current")),
+            })
+            .collect()
+    }
+
+    /// `obs`, an answer for `path`, with the estimate applied when it is on.
+    fn estimated(&self, state: &State, path: &Path, obs: Observation) -> Observation {
+        if !state.estimate || state.removed.is_empty() {
+            return obs;
+        }
+        let Observation::File(bytes) = &obs else {
+            return obs;
+        };
+        let meminfo = Path::new(&self.recording.meta.proc_root).join("meminfo");
+        match crate::estimate::adjust(path, bytes, &Self::held(state), &meminfo) {
+            Some(given_back) => Observation::File(given_back),
+            None => obs,
+        }
+    }
+
     fn answer(&self, kind: Kind, path: &Path) -> Option<Observation> {
         let mut state = self.state();
         if state.removed.iter().any(|r| path.starts_with(r)) {
@@ -183,16 +239,16 @@ impl Playback {
             if let Some(obs) = obs {
                 last.insert(key.clone(), obs.clone());
                 if kind == Kind::File {
-                    state.answered.insert(key.1);
+                    state.answered.insert(Arc::clone(&key.1));
                 }
-                return Some(obs);
+                return Some(self.estimated(&state, path, obs));
             }
         }
         let obs = last.get(&key).cloned();
         if obs.is_some() && kind == Kind::File {
             state.answered.insert(key.1);
         }
-        obs
+        obs.map(|obs| self.estimated(&state, path, obs))
     }
 
     /// Why the replay's reads do not meet the recording's, if they do not: a recorded read
@@ -428,6 +484,62 @@ mod tests {
         assert!(!p.is_dir(Path::new("/cg/a")));
         p.enter(3);
         assert!(p.read(cur).is_err(), "a removed cgroup stays gone");
+    }
+
+    /// Issue 37: with the estimate, what a removed cgroup holds in the recording, cycle by
+    /// cycle, goes back to the node and out of its parents until the recording has it gone.
+    #[test]
+    fn the_estimate_gives_back_what_the_recording_says_the_victim_held() {
+        let meminfo = |avail: u64| {
+            file(&format!(
+                "MemTotal:        1000000 kB\nMemAvailable:   {avail:>8} kB\n"
+            ))
+        };
+        let p = Playback::new(recording(vec![
+            vec![
+                ("/proc/meminfo", meminfo(1000)),
+                ("/cg/k/memory.current", file("3145728\n")),
+                ("/cg/k/hog/memory.current", file("2097152\n")),
+                ("/cg/k/hog/c/memory.current", file("2097152\n")),
+                ("/cg/k/quiet/memory.current", file("1048576\n")),
+            ],
+            // The hog grows on in the recording: 3 MiB.
+            vec![
+                ("/proc/meminfo", meminfo(500)),
+                ("/cg/k/memory.current", file("4194304\n")),
+                ("/cg/k/hog/memory.current", file("3145728\n")),
+            ],
+            // Then its recorded end.
+            vec![
+                ("/proc/meminfo", meminfo(3600)),
+                ("/cg/k/memory.current", file("1048576\n")),
+                ("/cg/k/hog/memory.current", Observation::FileError(ENOENT)),
+            ],
+        ]));
+        let read = |path: &str| String::from_utf8(p.read(Path::new(path)).unwrap()).unwrap();
+        p.estimate_memory();
+        p.enter(0);
+        assert!(read("/proc/meminfo").contains("MemAvailable:       1000 kB"));
+        // A killed pod and its container: counted once.
+        p.remove(Path::new("/cg/k/hog/c"));
+        p.remove(Path::new("/cg/k/hog"));
+        assert!(read("/proc/meminfo").contains("MemAvailable:       3048 kB"));
+        assert_eq!(read("/cg/k/memory.current"), "1048576\n");
+        assert_eq!(read("/cg/k/quiet/memory.current"), "1048576\n");
+        p.enter(1);
+        assert!(read("/proc/meminfo").contains("MemAvailable:       3572 kB"));
+        assert_eq!(read("/cg/k/memory.current"), "1048576\n");
+        p.enter(2);
+        assert!(read("/proc/meminfo").contains("MemAvailable:       3600 kB"));
+        assert_eq!(read("/cg/k/memory.current"), "1048576\n");
+        // Without the estimate, the recording's figures.
+        let q = Playback::new(p.recording().clone());
+        q.enter(1);
+        q.remove(Path::new("/cg/k/hog"));
+        assert_eq!(
+            q.read(Path::new("/cg/k/memory.current")).unwrap(),
+            b"4194304\n"
+        );
     }
 
     #[test]

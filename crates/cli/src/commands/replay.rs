@@ -62,6 +62,12 @@ pub(crate) struct Args {
     /// records (`actions.jsonl`) over the recording's span; exit 1 when they differ.
     #[arg(long, value_name = "ACTIONS.jsonl")]
     check_against: Option<PathBuf>,
+    /// After a kill the recording did not have, estimate the memory figures: the victim's
+    /// memory, as recorded in each later cycle, given back to `MemAvailable` and taken out of
+    /// its parents' `memory.current` (swap likewise). PSI stays as recorded; the decisions
+    /// after it stay marked.
+    #[arg(long, conflicts_with = "check_against")]
+    estimate_memory: bool,
 }
 
 /// A configuration to replay under, with the name shown for it.
@@ -186,10 +192,15 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         if let Some(w) = warning {
             writeln!(err, "warning: {}: {w}", c.name)?;
         }
-        replays.push(replay::replay(
+        replays.push(replay::replay_with(
             recording.clone(),
             c.settings.clone(),
             layout,
+            if args.estimate_memory {
+                replay::AfterKill::EstimateMemory
+            } else {
+                replay::AfterKill::AsRecorded
+            },
         ));
     }
     // A replay that did not read what the recorded daemon read would report decisions on
@@ -438,7 +449,9 @@ fn decision(
             _ => String::new(),
         }
     )?;
-    if d.after_divergence {
+    if d.estimated_memory {
+        writeln!(out, "             {ESTIMATED_MEMORY}")?;
+    } else if d.after_divergence {
         writeln!(out, "             {AFTER_DIVERGENCE}")?;
     }
     if let Ok(ctx) = TriggerContext::from_json(&r.trigger_context) {
@@ -478,6 +491,17 @@ fn decision(
             writeln!(out, "             {what}: {}", held.join("; "))?;
         }
     }
+    ranking_rows(out, d, ranking, root, top)
+}
+
+/// A decision's ranking, highest score first, `top` rows.
+fn ranking_rows(
+    out: &mut impl Write,
+    d: &TriggeredCycle,
+    ranking: &str,
+    root: &str,
+    top: usize,
+) -> anyhow::Result<()> {
     let mut ranked: Vec<_> = d.ranking.iter().collect();
     // Highest score first; the unscored after, in candidate order.
     ranked.sort_by(|a, b| {
@@ -521,6 +545,9 @@ fn decision(
 
 /// What a decision after a kill the recording did not have is marked with.
 const AFTER_DIVERGENCE: &str = "after a kill the recording did not have: the node's figures here no longer describe this policy's node";
+
+/// The same, with the memory estimated (`--estimate-memory`).
+const ESTIMATED_MEMORY: &str = "after a kill the recording did not have: memory estimated (the victims' recorded memory given back), PSI and reclaim as recorded";
 
 fn summary(
     out: &mut impl Write,
@@ -567,10 +594,11 @@ fn summary(
     if !after.is_empty() {
         let n: usize = after.values().sum();
         let kinds: Vec<String> = after.iter().map(|(k, v)| format!("{v} {k}")).collect();
-        firings.push_str(&format!(
-            "; {n} more on figures the first kill would have changed ({})",
-            kinds.join(", ")
-        ));
+        let figures = match r.after_kill {
+            replay::AfterKill::AsRecorded => "figures the first kill would have changed",
+            replay::AfterKill::EstimateMemory => "estimated memory and recorded PSI",
+        };
+        firings.push_str(&format!("; {n} more on {figures} ({})", kinds.join(", ")));
     }
     let interval = settings.oom.sample_interval;
     let skipped = if r.not_replayed == 0 {
@@ -696,6 +724,8 @@ struct JsonDecision<'a> {
     offset_seconds: f64,
     /// Taken after a kill the recording did not have: a guess.
     after_divergence: bool,
+    /// Of those, decided on estimated memory figures (`--estimate-memory`).
+    estimated_memory: bool,
     record: &'a ActionRecord,
     ranking: Vec<JsonRanked<'a>>,
 }
@@ -716,6 +746,8 @@ struct JsonSummary<'a> {
     firings: usize,
     /// Of `firings`, those after a kill the recording did not have.
     after_divergence: usize,
+    /// Whether the memory figures after it were estimated (`--estimate-memory`).
+    estimated_memory: bool,
     cycles_replayed: usize,
     not_replayed: usize,
     failed_cycles: usize,
@@ -745,6 +777,7 @@ fn json(
                 config: &c.name,
                 offset_seconds,
                 after_divergence: d.after_divergence,
+                estimated_memory: d.estimated_memory,
                 record: &d.record,
                 ranking: d
                     .ranking
@@ -764,6 +797,7 @@ fn json(
             config: &c.name,
             firings: r.decisions.len(),
             after_divergence: r.decisions.iter().filter(|d| d.after_divergence).count(),
+            estimated_memory: r.after_kill == replay::AfterKill::EstimateMemory,
             cycles_replayed: r.cycles.len(),
             not_replayed: r.not_replayed,
             failed_cycles: r

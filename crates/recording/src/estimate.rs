@@ -197,4 +197,26 @@ mod tests {
             Some("garbage")
         );
     }
+
+    proptest::proptest! {
+        /// Any recorded contents: no panic; lines other than the two given back stay as
+        /// recorded, byte for byte.
+        #[test]
+        fn any_meminfo_keeps_its_other_lines(text in "(([A-Za-z]{1,12}: {0,9}[0-9]{0,12}( kB)?)?\n){0,8}", memory: u64, swap: u64) {
+            let out = String::from_utf8(meminfo_given_back(text.as_bytes(), memory, swap)).unwrap();
+            let changed = |l: &str| l.starts_with("MemAvailable:") || l.starts_with("SwapFree:");
+            let before: Vec<&str> = text.lines().filter(|l| !changed(l)).collect();
+            let after: Vec<&str> = out.lines().filter(|l| !changed(l)).collect();
+            proptest::prop_assert_eq!(before, after);
+            proptest::prop_assert_eq!(text.lines().count(), out.lines().count());
+        }
+
+        #[test]
+        fn any_bytes_adjust_without_panic(bytes: Vec<u8>, memory: u64, swap: u64) {
+            let held = [held("/cg/a/b", memory, swap)];
+            for path in ["/proc/meminfo", "/cg/a/memory.current", "/cg/a/memory.swap.current"] {
+                let _ = adjust(Path::new(path), &bytes, &held, Path::new("/proc/meminfo"));
+            }
+        }
+    }
 }

@@ -454,10 +454,11 @@ fn go_timestamp(text: &str) -> Value {
     if !(-62_135_596_800..=253_402_300_799).contains(&seconds) {
         return error(EvalErrorKind::Overflow, "timestamp overflow");
     }
-    Value::Timestamp(cel_core::Timestamp::new(
-        seconds,
-        i32::try_from(nanos).unwrap_or(0),
-    ))
+    // The offset is kept, as a Go time keeps its zone: `string()` prints it.
+    Value::Timestamp(
+        cel_core::Timestamp::new(seconds, i32::try_from(nanos).unwrap_or(0))
+            .with_offset(i32::try_from(offset_seconds).unwrap_or(0)),
+    )
 }
 
 /// cel-go's `==`: numbers of different types compare as doubles (an int or uint converted to

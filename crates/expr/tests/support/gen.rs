@@ -571,7 +571,8 @@ impl<'a> Gen<'a> {
     }
 
     /// Timestamps parsed from text Go's RFC 3339 layout takes or refuses, compared,
-    /// subtracted, printed (UTC ones only: an offset is kept by cel-go's `string()`, C14).
+    /// subtracted, shifted and printed (cel-go prints a timestamp at the offset it was written
+    /// with, through arithmetic too).
     fn timestamps(&mut self) -> String {
         const TEXTS: &[&str] = &[
             "2024-01-01T00:00:00Z",
@@ -579,6 +580,9 @@ impl<'a> Gen<'a> {
             "2024-01-01T00:00:00.123456789123Z",
             "2024-01-01T00:00:00+02:00",
             "2024-01-01T00:00:00-00:00",
+            "2024-01-01T00:00:00.250+05:30",
+            "2024-06-30T23:30:00-09:45",
+            "0001-01-01T00:59:00+00:59",
             "2024-02-29T23:59:59Z",
             "2023-02-29T00:00:00Z",
             "2024-01-01t00:00:00z",
@@ -593,16 +597,19 @@ impl<'a> Gen<'a> {
             "9999-12-31T23:59:59.999999999Z",
             "10000-01-01T00:00:00Z",
         ];
+        const SHIFTS: &[&str] = &["1h", "-90m", "1.5s", "0s", "-24h"];
         let (a, b) = (*self.pick(TEXTS), *self.pick(TEXTS));
-        match self.rng.random_range(0..4) {
+        let shift = *self.pick(SHIFTS);
+        let tail = a.get(a.len().saturating_sub(6)..).unwrap_or(a);
+        match self.rng.random_range(0..6) {
             0 => format!("timestamp('{a}') < timestamp('{b}')"),
             1 => format!("timestamp('{a}') == timestamp('{b}')"),
             2 => format!("timestamp('{a}') - timestamp('{b}') > duration('0s')"),
-            // A UTC text only: cel-go prints an offset as written (C14).
-            _ => {
-                let utc = *self.pick(&TEXTS[..3]);
-                format!("string(timestamp('{utc}')) == '{b}'")
-            }
+            // Printed back as written, or not (`-00:00` prints `Z`, digits past nine dropped).
+            3 => format!("string(timestamp('{a}')) == '{a}'"),
+            // The offset through arithmetic.
+            4 => format!("string(timestamp('{a}') + duration('{shift}')).endsWith('{tail}')"),
+            _ => format!("string(timestamp('{a}') - duration('{shift}')) == '{b}'"),
         }
     }
 

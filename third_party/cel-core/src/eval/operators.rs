@@ -133,7 +133,8 @@ impl<'a> Evaluator<'a> {
                     .and_then(|s| s.checked_add(extra_secs))
                 {
                     Some(seconds) => {
-                        let ts = super::Timestamp::new(seconds, nanos);
+                        let ts =
+                            super::Timestamp::new(seconds, nanos).with_offset(t.offset_seconds);
                         if ts.is_valid() {
                             Value::Timestamp(ts)
                         } else {
@@ -155,7 +156,8 @@ impl<'a> Evaluator<'a> {
                     .and_then(|s| s.checked_add(extra_secs))
                 {
                     Some(seconds) => {
-                        let ts = super::Timestamp::new(seconds, nanos);
+                        let ts =
+                            super::Timestamp::new(seconds, nanos).with_offset(t.offset_seconds);
                         if ts.is_valid() {
                             Value::Timestamp(ts)
                         } else {
@@ -238,7 +240,8 @@ impl<'a> Evaluator<'a> {
                     .and_then(|s| s.checked_add(extra_secs))
                 {
                     Some(seconds) => {
-                        let ts = super::Timestamp::new(seconds, nanos);
+                        let ts =
+                            super::Timestamp::new(seconds, nanos).with_offset(t.offset_seconds);
                         if ts.is_valid() {
                             Value::Timestamp(ts)
                         } else {

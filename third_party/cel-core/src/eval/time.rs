@@ -18,10 +18,8 @@ pub fn parse_timestamp(s: &str) -> Result<Timestamp, String> {
     let dt =
         DateTime::parse_from_rfc3339(s).map_err(|e| format!("invalid timestamp format: {}", e))?;
 
-    let ts = Timestamp {
-        seconds: dt.timestamp(),
-        nanos: dt.timestamp_subsec_nanos() as i32,
-    };
+    let ts = Timestamp::new(dt.timestamp(), dt.timestamp_subsec_nanos() as i32)
+        .with_offset(dt.offset().local_minus_utc());
 
     if !ts.is_valid() {
         return Err("timestamp out of range: must be between year 0001 and 9999".to_string());
@@ -139,18 +137,26 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// - "2009-02-13T23:31:30Z" (no fractional seconds)
 /// - "2009-02-13T23:31:30.123456789Z" (with nanoseconds)
 pub fn format_timestamp(ts: &Timestamp) -> String {
-    if let Some(dt) = ts.to_datetime_utc() {
-        if ts.nanos == 0 {
-            dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    // oomwarden: the time at the offset the timestamp was written with, then the offset (`Z`
+    // for UTC), as Go's RFC3339Nano prints a `time.Time` (cel-go's `string(timestamp)`).
+    let local = Timestamp::new(
+        ts.seconds.saturating_add(i64::from(ts.offset_seconds)),
+        ts.nanos,
+    );
+    let zone = if ts.offset_seconds == 0 {
+        "Z".to_string()
+    } else {
+        let sign = if ts.offset_seconds < 0 { '-' } else { '+' };
+        let minutes = ts.offset_seconds.unsigned_abs() / 60;
+        format!("{}{:02}:{:02}", sign, minutes / 60, minutes % 60)
+    };
+    if let Some(dt) = local.to_datetime_utc() {
+        let nanos_str = format!("{:09}", ts.nanos);
+        let trimmed = nanos_str.trim_end_matches('0');
+        if trimmed.is_empty() {
+            format!("{}{}", dt.format("%Y-%m-%dT%H:%M:%S"), zone)
         } else {
-            // Format with nanoseconds, trimming trailing zeros
-            let nanos_str = format!("{:09}", ts.nanos);
-            let trimmed = nanos_str.trim_end_matches('0');
-            if trimmed.is_empty() {
-                dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-            } else {
-                format!("{}.{}Z", dt.format("%Y-%m-%dT%H:%M:%S"), trimmed)
-            }
+            format!("{}.{}{}", dt.format("%Y-%m-%dT%H:%M:%S"), trimmed, zone)
         }
     } else {
         // Fallback for invalid timestamps

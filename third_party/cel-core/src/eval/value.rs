@@ -154,13 +154,29 @@ impl PartialEq for EnumValue {
 }
 
 /// A CEL timestamp value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// oomwarden: a timestamp also keeps the UTC offset it was written with (`offset_seconds`), as
+/// a Go `time.Time` keeps its zone, so that it can be printed as cel-go prints it. The offset
+/// takes no part in equality or ordering: two timestamps are equal when they are the same
+/// instant.
+#[derive(Debug, Clone, Copy)]
 pub struct Timestamp {
     /// Seconds since Unix epoch.
     pub seconds: i64,
     /// Nanoseconds (0..999_999_999).
     pub nanos: i32,
+    /// oomwarden: the offset from UTC, in seconds east, it was written with (0 for UTC).
+    pub offset_seconds: i32,
 }
+
+// oomwarden: equality is the instant's, whatever the offset.
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Self) -> bool {
+        (self.seconds, self.nanos) == (other.seconds, other.nanos)
+    }
+}
+
+impl Eq for Timestamp {}
 
 impl Timestamp {
     /// Minimum valid timestamp: Year 0001-01-01 00:00:00 UTC
@@ -173,12 +189,24 @@ impl Timestamp {
 
     /// Create a new timestamp.
     pub fn new(seconds: i64, nanos: i32) -> Self {
-        Self { seconds, nanos }
+        Self {
+            seconds,
+            nanos,
+            offset_seconds: 0,
+        }
+    }
+
+    /// oomwarden: the same instant, to be shown at `offset_seconds` east of UTC.
+    pub fn with_offset(self, offset_seconds: i32) -> Self {
+        Self {
+            offset_seconds,
+            ..self
+        }
     }
 
     /// Create a timestamp from seconds since Unix epoch.
     pub fn from_seconds(seconds: i64) -> Self {
-        Self { seconds, nanos: 0 }
+        Self::new(seconds, 0)
     }
 
     /// Returns true if this timestamp is before another.
@@ -203,10 +231,7 @@ impl Timestamp {
 
     /// Create from a chrono DateTime<Utc>.
     pub fn from_datetime<Tz: chrono::TimeZone>(dt: &chrono::DateTime<Tz>) -> Self {
-        Self {
-            seconds: dt.timestamp(),
-            nanos: dt.timestamp_subsec_nanos() as i32,
-        }
+        Self::new(dt.timestamp(), dt.timestamp_subsec_nanos() as i32)
     }
 
     /// Convert to total nanoseconds since Unix epoch.

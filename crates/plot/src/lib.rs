@@ -81,6 +81,8 @@ pub struct Event {
     /// Taken after a kill the recording did not have: drawn faint, named apart in the legend
     /// (the figures it was decided on are the recording's, not this policy's node's).
     pub after_divergence: bool,
+    /// Decided after a divergence on memory figures the replay estimated (`--estimate-memory`).
+    pub estimated_memory: bool,
 }
 
 /// One configuration's decisions.
@@ -325,7 +327,12 @@ fn style_of(ev: &Event) -> ShapeStyle {
 
 /// An event's legend entry.
 fn name_of(ev: &Event) -> String {
-    if ev.after_divergence {
+    if ev.estimated_memory {
+        format!(
+            "{}, after a kill the recording did not have (memory estimated, PSI as recorded: a guess)",
+            event_name(ev.kind)
+        )
+    } else if ev.after_divergence {
         format!(
             "{}, after a kill the recording did not have (a guess)",
             event_name(ev.kind)
@@ -540,12 +547,14 @@ mod tests {
                         kind: EventKind::Kill,
                         label: "besteffort/pod-hog".into(),
                         after_divergence: false,
+                        estimated_memory: false,
                     },
                     Event {
                         at: 1.8,
                         kind: EventKind::Kill,
                         label: "besteffort/pod-quiet".into(),
                         after_divergence: true,
+                        estimated_memory: false,
                     },
                 ],
             }],
@@ -570,6 +579,19 @@ mod tests {
         assert!(
             text.contains("kill, after a kill the recording did not have (a guess) (defaults)"),
             "a decision after a divergence is named apart"
+        );
+        // On estimated memory (`--estimate-memory`): named so.
+        let mut estimated = timeline();
+        for d in &mut estimated.decisions {
+            for ev in &mut d.events {
+                ev.estimated_memory = ev.after_divergence;
+            }
+        }
+        render(&estimated, &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            text.contains("kill, after a kill the recording did not have (memory estimated, PSI as recorded: a guess) (defaults)"),
+            "{text}"
         );
         let png = dir.path().join("t.png");
         render(&timeline(), &png).unwrap();

@@ -938,6 +938,7 @@ fn decision_rows(
                 .iter()
                 .map(|d| oomwarden_plot::Event {
                     after_divergence: d.after_divergence,
+                    estimated_memory: d.estimated_memory,
                     at: secs(d.record.monotonic_ns),
                     kind: match d.record.outcome {
                         Outcome::Killed => oomwarden_plot::EventKind::Kill,

@@ -76,8 +76,8 @@ pub(super) fn log_protection(protection: oomwarden_actuate::SelfProtection) {
     if let Err(e) = protection.mlockall {
         tracing::warn!(error = %e, "cannot lock memory (mlockall); oomwarden may stall when the node thrashes");
     }
-    if let Err(e) = protection.one_arena {
-        tracing::warn!(error = %e, "cannot limit malloc to one arena; each thread may keep memory of its own");
+    if let Err(e) = protection.malloc {
+        tracing::warn!(error = %e, "cannot hold malloc to a small footprint; oomwarden may lock more memory than it needs");
     }
     match protection.nofile {
         Ok((soft, _)) if soft >= oomwarden_actuate::WANTED_NOFILE => {}

@@ -382,12 +382,12 @@ pub struct SelfProtection {
     pub mlockall: io::Result<()>,
     /// The open-file limit (soft, hard) after raising the soft one (see [`WANTED_NOFILE`]).
     pub nofile: io::Result<(u64, u64)>,
-    /// glibc's malloc held to a small footprint (see [`tune_malloc`]).
+    /// glibc's malloc held to a small footprint (see `tune_malloc`).
     pub malloc: io::Result<()>,
 }
 
 /// The largest request glibc's malloc serves from its heap; larger ones are mapped on their
-/// own and unmapped when freed (see [`tune_malloc`]).
+/// own and unmapped when freed (see `tune_malloc`).
 const MALLOC_MMAP_THRESHOLD: i32 = 128 * 1024;
 
 /// glibc's malloc, held to a small footprint for a process whose every page is locked:
@@ -466,8 +466,8 @@ fn raise_nofile() -> io::Result<(u64, u64)> {
 /// Makes this process the kernel OOM killer's last choice and keeps its pages in memory, so
 /// that it keeps running when the node is thrashing. `MCL_ONFAULT` locks pages only once they
 /// are touched, so reserved-but-unused memory (thread stacks) is not pinned, and malloc is
-/// held to a small footprint ([`tune_malloc`]; call this before starting threads). This always acts on the real
-/// `/proc/self`: `--proc-root` describes the node inspected, not this process.
+/// held to a small footprint (`tune_malloc`; call this before starting threads). This always
+/// acts on the real `/proc/self`: `--proc-root` describes the node inspected, not this process.
 pub fn protect_self() -> SelfProtection {
     let malloc = tune_malloc();
     let oom_score_adj = std::fs::write("/proc/self/oom_score_adj", "-1000");

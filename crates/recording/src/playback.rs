@@ -169,7 +169,7 @@ impl Playback {
 
     /// From now on, the memory a removed cgroup holds in the recording is given back: its
     /// `memory.current` to `MemAvailable` and out of its parents' `memory.current`, its swap
-    /// likewise (see [`crate::estimate`]); PSI and every other figure stay as recorded.
+    /// likewise (see the `estimate` module); PSI and every other figure stay as recorded.
     pub fn estimate_memory(&self) {
         self.state().estimate = true;
     }

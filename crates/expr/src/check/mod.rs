@@ -329,7 +329,10 @@ impl Checker<'_> {
                 body,
             } => {
                 // cel.bind is not a Talos macro; only optMap/optFlatMap produce this node,
-                // which cel-go expresses as a comprehension over `[]` with the same typing.
+                // which cel-go expresses as a comprehension over `[]` with the same typing. That
+                // empty list is checked first and takes a fresh type variable, which later
+                // variables' numbers in messages count (`optional_type(_var9)`, not `_var8`).
+                let _range = self.new_type_var();
                 let t = self.check(init);
                 self.cross_type = true;
                 self.scopes.push((var_name.clone(), t));

@@ -46,7 +46,10 @@ pub fn run(
     actuator: Box<dyn Actuator + Send>,
     hooks: Box<dyn Hooks + Send>,
 ) -> Result<(), RunError> {
-    // Handlers first: until they are installed, a SIGHUP (a reload right after start) would
+    // Before any thread starts: malloc's settings hold only for arenas not yet made, and the
+    // doctor's findings at start (`check_node`) run a thread.
+    let protection = protect_self();
+    // Handlers next: until they are installed, a SIGHUP (a reload right after start) would
     // take its default action and end the process. Signals received during start-up are
     // queued and handled by the loop.
     let (tx, rx) = mpsc::channel();
@@ -58,7 +61,6 @@ pub fn run(
     let (settings, declared) = load_declared(options.config_file.as_deref(), &options.overrides)?;
     check_node(&settings, options)?;
     let flight = settings.warden.flight_recorder;
-    let protection = protect_self();
     let options = &options.with_absolute_roots();
     let (tap, cgroups, proc) = engine_files(
         options,

@@ -29,6 +29,7 @@ T1=$(ticks)
 B1=$(thread_ticks)
 # "name": ticks over the 30 s, per thread (threads of one name summed).
 THREADS=$(printf '%s\n%s\n' "$B0" "$B1" | awk -F= '{ split($1, k, "/"); if (seen[$1]++) d[k[1]] += $2 - first[$1]; else first[$1] = $2 } END { s = ""; for (n in d) { s = s (s == "" ? "" : ",") "\"" n "\":" d[n] }; print "{" s "}" }')
+cat "/proc/$PID/smaps" > "$OUT/smaps.txt" 2>/dev/null
 HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$PID/status")
 LCK=$(awk '/^VmLck:/ { print $2 }' "/proc/$PID/status")
 kills=$(contender_kills "$CONTENDER")

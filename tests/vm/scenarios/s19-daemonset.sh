@@ -132,6 +132,8 @@ oomwarden actions --state-dir "$STATE" -o json > "$OUT/actions-from-host.json" 2
 check "oomwarden actions on the host lists the kill" "actions-from-host.json" grep -q "$P" "$OUT/actions-from-host.json"
 sleep 5
 PEAK=$(cat "$OWCG/memory.peak")
+# What the peak is made of, mapping by mapping (docs/performance.md reads it).
+cat "/proc/$OWPID/smaps" > "$OUT/smaps.txt" 2>/dev/null
 HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$OWPID/status")
 OWOOM=$(awk '/^oom_kill /{print $2}' "$OWCG/memory.events")
 printf '{"podMemoryPeakBytes":%s,"vmHwmKb":%s,"podMemoryMaxBytes":%s,"oomKillsInPod":%s,"historyLines":%s,"historyBytes":%s}\n' \

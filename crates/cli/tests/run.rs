@@ -299,6 +299,21 @@ impl Logs {
 }
 
 /// Writes `<dir>/oom.yaml`: an `OOMConfig` document with these fields.
+/// A trigger that never fires, cycling every 20 ms: the daemon idle but busy.
+const IDLE: &str = "triggerExpression: \"false\"\nsampleInterval: 20ms\n";
+
+/// The daemon idle (`IDLE`) on the fixture node with its state in `state`, started.
+fn idle_daemon(
+    cg: &tempfile::TempDir,
+    proc: &tempfile::TempDir,
+    state: &std::path::Path,
+) -> (Child, Logs) {
+    let config = oom_config(state, IDLE);
+    let (child, mut logs) = spawn(cg, proc, state, &config, &[]);
+    logs.wait_for("oomwarden started");
+    (child, logs)
+}
+
 fn oom_config(dir: &std::path::Path, fields: &str) -> std::path::PathBuf {
     let path = dir.join("oom.yaml");
     std::fs::write(
@@ -654,10 +669,7 @@ fn a_post_kill_hook_is_logged_and_its_thread_ends() {
 fn start_up_memory_does_not_grow_with_the_history() {
     let (cg, proc) = node();
     let config_dir = tempfile::tempdir().unwrap();
-    let config = oom_config(
-        config_dir.path(),
-        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    );
+    let config = oom_config(config_dir.path(), IDLE);
     let line = |id: usize| {
         format!(
             "{{\"id\":{id},\"time\":\"2026-11-29T12:00:00.000Z\",\"monotonicNs\":1,\"outcome\":\"dry-run\",\"processes\":[\"{}\"],\"triggerContext\":\"{{}}\"}}\n",
@@ -705,10 +717,7 @@ fn a_refused_second_daemon_leaves_the_first_ones_recording_untouched() {
     let state = tempfile::tempdir().unwrap();
     let other_state = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = oom_config(
-        dir.path(),
-        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    );
+    let config = oom_config(dir.path(), IDLE);
     let rec = dir.path().join("first.rec");
     let rec_arg = rec.to_str().unwrap();
     let (mut first, mut logs) = spawn(&cg, &proc, state.path(), &config, &["--record", rec_arg]);
@@ -845,12 +854,7 @@ fn sigterm_ends_the_running_post_kill_hooks() {
 fn sigterm_during_a_blocked_read_stops_within_a_second() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = oom_config(
-        state.path(),
-        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    );
-    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
-    logs.wait_for("oomwarden started");
+    let (mut child, mut logs) = idle_daemon(&cg, &proc, state.path());
     let pressure = cg.path().join("memory.pressure");
     std::fs::remove_file(&pressure).unwrap();
     rustix::fs::mknodat(
@@ -1031,10 +1035,7 @@ fn a_reload_storm_keeps_the_loop_and_the_last_good_configuration() {
 fn the_daemon_raises_its_open_file_soft_limit() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = oom_config(
-        state.path(),
-        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    );
+    let config = oom_config(state.path(), IDLE);
     // Started with a soft limit of 1,024, as under a container runtime.
     let mut child = Command::new("/bin/sh")
         .arg("-c")
@@ -1077,12 +1078,7 @@ fn the_daemon_raises_its_open_file_soft_limit() {
 fn the_daemon_keeps_one_malloc_arena() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let config = oom_config(
-        state.path(),
-        "triggerExpression: \"false\"\nsampleInterval: 20ms\n",
-    );
-    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
-    logs.wait_for("oomwarden started");
+    let (mut child, _logs) = idle_daemon(&cg, &proc, state.path());
     wait_until("ten cycles", || cycles(state.path()) >= 10);
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).unwrap();
     signal(&child, rustix::process::Signal::TERM);

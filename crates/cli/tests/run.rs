@@ -298,7 +298,6 @@ impl Logs {
     }
 }
 
-/// Writes `<dir>/oom.yaml`: an `OOMConfig` document with these fields.
 /// A trigger that never fires, cycling every 20 ms: the daemon idle but busy.
 const IDLE: &str = "triggerExpression: \"false\"\nsampleInterval: 20ms\n";
 
@@ -314,6 +313,7 @@ fn idle_daemon(
     (child, logs)
 }
 
+/// Writes `<dir>/oom.yaml`: an `OOMConfig` document with these fields.
 fn oom_config(dir: &std::path::Path, fields: &str) -> std::path::PathBuf {
     let path = dir.join("oom.yaml");
     std::fs::write(

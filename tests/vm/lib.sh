@@ -260,6 +260,29 @@ watch_hog() {
     log "first action after $(awk -v a="$T0" -v b="$(up)" 'BEGIN{print b-a}')s"
 }
 
+# text_profile_start / text_profile_pages PID: with TEXT_PROFILE set (tests/vm/bench/text-profile.sh),
+# the pages of its binary's text a daemon has touched, for scripts/text-order/profile. The kernel
+# maps a file's pages 64 KiB around each page faulted in; set to one page (fault_around_bytes,
+# debugfs), a page is present in the daemon's page table only if it was touched, so
+# /proc/PID/pagemap (bit 63) lists them. Appends the binary's file page numbers to
+# $OUT/text-pages.txt. Both do nothing without TEXT_PROFILE.
+text_profile_start() {
+    [ -n "${TEXT_PROFILE:-}" ] || return 0
+    mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
+    echo 4096 > /sys/kernel/debug/fault_around_bytes
+    log "text profile: fault_around_bytes $(cat /sys/kernel/debug/fault_around_bytes)"
+}
+text_profile_pages() {
+    [ -n "${TEXT_PROFILE:-}" ] || return 0
+    awk '$2 == "r-xp" && $6 ~ /oomwarden$/ { split($1, r, "-"); print r[1], r[2], $3; exit }' "/proc/$1/maps" > /tmp/text-vma
+    read -r lo hi off < /tmp/text-vma || { log "text profile: no text mapping in /proc/$1/maps"; return 1; }
+    first=$(( 0x$lo / 4096 )) n=$(( (0x$hi - 0x$lo) / 4096 )) base=$(( 0x$off / 4096 ))
+    dd if="/proc/$1/pagemap" bs=8 skip="$first" count="$n" 2>/dev/null | od -An -v -tx8 -w8 |
+        awk -v base="$base" '$1 ~ /^[89a-f]/ { print base + NR - 1 }' >> "$OUT/text-pages.txt"
+    sha256sum "/proc/$1/exe" | cut -d' ' -f1 > "$OUT/text-binary.sha256"
+    log "text profile: $(sort -u "$OUT/text-pages.txt" | wc -l) pages of $n touched so far (pid $1)"
+}
+
 # check NAME DETAIL CMD... -> records whether CMD succeeds.
 check() {
     name=$1; detail=$2; shift 2

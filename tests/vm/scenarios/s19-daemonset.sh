@@ -69,6 +69,7 @@ stop_pod() {
     sleep 1
     kill "$TAIL" 2>/dev/null
 }
+text_profile_start
 OWUID=$(pod_uid 19)
 oomwarden_pod "$OWUID"
 check "the DaemonSet's pod runs oomwarden from the image, in the manifest's dry run" "$OWLOG" \
@@ -99,6 +100,7 @@ check "the flight recorder is said to wait for the next start" "$OWLOG" \
 # The DaemonSet restarted (kubectl rollout restart): the old pod stops, a new one starts with
 # the ConfigMap as it is now.
 OLDPID=$OWPID OLDLOG=$OUT/oomwarden-$OWUID.log
+text_profile_pages "$OWPID"
 stop_pod "$OWUID"
 check "the old pod stopped on SIGTERM within its grace period" "oomwarden-$OWUID.log" \
     sh -c "! kill -0 $OLDPID 2>/dev/null && grep -q '\"oomwarden stopping\"' $OLDLOG"
@@ -135,6 +137,7 @@ PEAK=$(cat "$OWCG/memory.peak")
 # What the peak is made of, mapping by mapping (docs/performance.md reads it).
 cat "/proc/$OWPID/smaps" > "$OUT/smaps.txt" 2>/dev/null
 HWM=$(awk '/^VmHWM:/ { print $2 }' "/proc/$OWPID/status")
+text_profile_pages "$OWPID"
 OWOOM=$(awk '/^oom_kill /{print $2}' "$OWCG/memory.events")
 printf '{"podMemoryPeakBytes":%s,"vmHwmKb":%s,"podMemoryMaxBytes":%s,"oomKillsInPod":%s,"historyLines":%s,"historyBytes":%s}\n' \
     "$PEAK" "$HWM" "$(cat "$OWCG/memory.max")" "$OWOOM" "$(wc -l < "$STATE/actions.jsonl")" "$(wc -c < "$STATE/actions.jsonl")" > "$OUT/daemonset.json"

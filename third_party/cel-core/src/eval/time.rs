@@ -4,8 +4,7 @@
 //! according to CEL specification requirements.
 
 use super::value::{Duration, Timestamp};
-use chrono::{DateTime, Datelike, FixedOffset, Offset, TimeZone, Timelike};
-use chrono_tz::Tz;
+use chrono::{DateTime, Datelike, FixedOffset, TimeZone, Timelike};
 
 /// Parse an RFC 3339 timestamp string.
 ///
@@ -197,9 +196,13 @@ pub fn format_duration(d: &Duration) -> String {
 ///
 /// Returns a FixedOffset that can be used with chrono.
 pub fn parse_timezone(tz: &str) -> Result<TimezoneInfo, String> {
-    // First, try parsing as an IANA timezone name
-    if let Ok(tz_parsed) = tz.parse::<Tz>() {
-        return Ok(TimezoneInfo::Iana(tz_parsed));
+    // First, try parsing as an IANA timezone name. (oomwarden: from jiff's bundled database,
+    // whose table the binary need not relocate at start; its lookup ignores case, and names
+    // are matched exactly here, as chrono-tz and Go's LoadLocation on Linux do.)
+    if let Ok(tz_parsed) = jiff::tz::db().get(tz) {
+        if tz_parsed.iana_name() == Some(tz) {
+            return Ok(TimezoneInfo::Iana(tz_parsed));
+        }
     }
 
     // Try parsing as a fixed offset
@@ -245,7 +248,7 @@ fn parse_fixed_offset(s: &str) -> Result<FixedOffset, String> {
 
 /// Represents either an IANA timezone or a fixed offset.
 pub enum TimezoneInfo {
-    Iana(Tz),
+    Iana(jiff::tz::TimeZone),
     Fixed(FixedOffset),
 }
 
@@ -256,10 +259,14 @@ impl TimezoneInfo {
 
         match self {
             TimezoneInfo::Iana(tz) => {
-                let local = utc_dt.with_timezone(tz);
-                // Convert to fixed offset
-                let offset = local.offset().fix();
-                Some(local.with_timezone(&offset))
+                // The zone's offset at that instant, as a fixed offset.
+                let instant = jiff::Timestamp::new(
+                    utc_dt.timestamp(),
+                    utc_dt.timestamp_subsec_nanos() as i32,
+                )
+                .ok()?;
+                let offset = FixedOffset::east_opt(tz.to_offset(instant).seconds())?;
+                Some(utc_dt.with_timezone(&offset))
             }
             TimezoneInfo::Fixed(offset) => Some(utc_dt.with_timezone(offset)),
         }

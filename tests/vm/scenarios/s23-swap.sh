@@ -1,13 +1,13 @@
 #!/bin/sh
 # vm: --mem 1G --scratch-disk 1G --timeout 420 --append transparent_hugepage=never
 # S23 swap (issue 35): a node with 1 GiB of swap on a virtio disk, under
-# examples/config/recommended-swap.yaml. A Burstable pod holds 400 MiB and touches it every
-# second; another Burstable pod grows 8 MiB every 100 ms and never touches a page again, so the
-# kernel writes its old pages to swap. The policy acts when the node thrashes (the resident
-# pod's pages read back from swap: measured, this comes first under TCG) or when three quarters
-# of swap are in use and pages still go out, before swap runs out: it kills the hog (ranked by
-# memory_current + memory_swap_current), whose pages are in swap, not the resident pod, and
-# the kernel's OOM killer never fires.
+# examples/config/recommended-swap.yaml. A Burstable pod grows 8 MiB every 100 ms and never
+# touches a page again; another Burstable pod holds 400 MiB and touches it every second. The
+# kernel writes the hog's old pages to swap. The policy acts when the node thrashes (the
+# resident pod's pages read back from swap) or when three quarters of swap are in use and pages
+# still go out, before swap runs out (which comes first varies from run to run): it kills the
+# hog (ranked by memory_current + memory_swap_current), whose pages are in swap, not the
+# resident pod, and the kernel's OOM killer never fires.
 SCENARIO=s23-swap
 . /root/lib.sh
 set_lru
@@ -17,12 +17,19 @@ setup_ok
 OOM_BEFORE=$(oom_kills)
 # Recorded (every file a replay needs: tests replay it under other policies).
 start_oomwarden --config /root/config/recommended-swap.yaml --record "$OUT/recording.rec"
+# The hog starts first: its first pages are then the oldest on the LRU, and reclaim reaches them
+# before the resident pod's. Started second (as until 2026-12-05), the resident pod's pages came
+# first, and on a slower host reclaim took 31 MiB of them before any of the hog's: they were read
+# back at once and the thrash path killed the hog with nothing of it in swap (CI, twice in a row).
+# Started first, in three runs on a loaded host, none of the resident pod's pages went to swap
+# (7 to 51 MiB did before).
+H=$(pod burstable hog)
+LEAK=$(start_in "$(ctr "$H")" hog -s 8 -i 100)
+need wait_for 60 sh -c "[ \$(cat $H/memory.current) -gt $((64 << 20)) ]"
 R=$(pod burstable resident)
 RES=$(start_in "$(ctr "$R")" hog -s 16 -i 20 -m 400 -H -1)
 need wait_for 90 sh -c "[ \$(cat $R/memory.current) -gt $((380 << 20)) ]"
 setup_ok
-H=$(pod burstable hog)
-LEAK=$(start_in "$(ctr "$H")" hog -s 8 -i 100)
 mib() { echo $(( $(cat "$1" 2>/dev/null || echo 0) >> 20 )); }
 i=0
 while [ $i -lt 240 ] && [ "$(count_outcome killed)" = 0 ] && alive "$LEAK" && [ "$(oom_kills)" = "$OOM_BEFORE" ]; do

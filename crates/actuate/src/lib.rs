@@ -32,7 +32,7 @@ use oomwarden_procfs::ProcFs;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use linux::{
-    CommandHooks, LinuxActuator, SelfProtection, WANTED_NOFILE, log_hook, protect_self,
+    CommandHooks, HotText, LinuxActuator, SelfProtection, WANTED_NOFILE, log_hook, protect_self,
     run_command, run_command_until,
 };
 

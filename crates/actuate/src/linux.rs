@@ -384,6 +384,77 @@ pub struct SelfProtection {
     pub nofile: io::Result<(u64, u64)>,
     /// glibc's malloc held to a small footprint (see `tune_malloc`).
     pub malloc: io::Result<()>,
+    /// The functions the daemon runs, locked whole at start (see [`lock_hot_text`]).
+    pub hot_text: HotText,
+}
+
+/// What became of the hot text: the functions the daemon runs, which the shipped build puts
+/// in one range at the start of its text (scripts/text-order), the kill path included.
+#[derive(Debug)]
+pub enum HotText {
+    /// Locked and read in: this many bytes.
+    Locked(usize),
+    /// This build did not order its text (a `cargo build`, `OOMWARDEN_TEXT_ORDER=off`): the
+    /// markers are this many bytes apart, so there is no range to lock. The code the daemon
+    /// runs is locked as it is touched, as all its memory is.
+    NotOrdered(isize),
+    /// `mlock` refused the range.
+    Failed(io::Error),
+}
+
+/// The first and last functions of the hot text: scripts/text-order/order-link puts them
+/// before and after the functions the daemon runs. Never called (their addresses are taken);
+/// their bodies differ so that LLVM cannot merge them into one.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub(crate) extern "C" fn oomwarden_hot_text_start() -> u32 {
+    std::hint::black_box(0x686f_7401)
+}
+
+/// See [`oomwarden_hot_text_start`].
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub(crate) extern "C" fn oomwarden_hot_text_end() -> u32 {
+    std::hint::black_box(0x686f_7402)
+}
+
+/// The markers of an ordered build are the hot range apart (2.9 MiB on 2026-12-05); an
+/// unordered build leaves them side by side. Between these bounds, a range to lock.
+const HOT_TEXT_MIN: usize = 64 * 1024;
+const HOT_TEXT_MAX: usize = 32 * 1024 * 1024;
+
+/// The page-aligned range between two marker addresses, if they mark an ordered build's hot
+/// text; else how far apart they are.
+fn hot_text_range(start: usize, end: usize, page: usize) -> Result<(usize, usize), isize> {
+    let span = end.wrapping_sub(start);
+    if end <= start || !(HOT_TEXT_MIN..=HOT_TEXT_MAX).contains(&span) {
+        #[allow(clippy::cast_possible_wrap)] // a wrapped difference reads as the negative span
+        return Err(span as isize);
+    }
+    let first = start - start % page;
+    let last = end.div_ceil(page).saturating_mul(page);
+    Ok((first, last - first))
+}
+
+/// Locks the hot text whole and reads it in now: `MCL_ONFAULT` locks a page of code only
+/// once it runs, so the kill path, run first when the node thrashes, would be read from disk
+/// then, from a page cache under pressure. Locked now, it costs the quiet daemon the code it
+/// does not run yet (about 1.1 MiB, docs/performance.md) and S19 almost nothing.
+#[allow(unsafe_code)]
+fn lock_hot_text() -> HotText {
+    let start = oomwarden_hot_text_start as *const () as usize;
+    let end = oomwarden_hot_text_end as *const () as usize;
+    match hot_text_range(start, end, rustix::param::page_size()) {
+        Err(span) => HotText::NotOrdered(span),
+        // SAFETY: the range is this process's own text mapping, between two of its functions
+        // rounded out to pages; `mlock` reads the pages in and pins them, changing no byte.
+        Ok((addr, len)) => match unsafe { rustix::mm::mlock(addr as *mut std::ffi::c_void, len) } {
+            Ok(()) => HotText::Locked(len),
+            Err(e) => HotText::Failed(e.into()),
+        },
+    }
 }
 
 /// The largest request glibc's malloc serves from its heap; larger ones are mapped on their
@@ -482,11 +553,53 @@ pub fn protect_self() -> SelfProtection {
         mlockall,
         nofile: raise_nofile(),
         malloc,
+        hot_text: lock_hot_text(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::{HOT_TEXT_MAX, HOT_TEXT_MIN, hot_text_range};
+
+    #[test]
+    fn the_hot_text_is_the_range_between_the_markers_rounded_out_to_pages() {
+        let page = 4096;
+        // An ordered build: 2.9 MiB apart, neither on a page boundary.
+        assert_eq!(
+            hot_text_range(0x10_0010, 0x10_0010 + 2_970_000, page),
+            Ok((0x10_0000, 2_973_696))
+        );
+        // The bounds themselves.
+        assert!(hot_text_range(0x10_0000, 0x10_0000 + HOT_TEXT_MIN, page).is_ok());
+        assert!(hot_text_range(0x10_0000, 0x10_0000 + HOT_TEXT_MAX, page).is_ok());
+    }
+
+    #[test]
+    fn an_unordered_build_has_no_hot_text() {
+        let page = 4096;
+        // Side by side, as a build without the ordering leaves them.
+        assert_eq!(hot_text_range(0x10_0000, 0x10_0010, page), Err(16));
+        // In the wrong order, the same place, too far apart: never a range.
+        assert_eq!(hot_text_range(0x10_0010, 0x10_0000, page), Err(-16));
+        assert_eq!(hot_text_range(0x10_0000, 0x10_0000, page), Err(0));
+        assert!(hot_text_range(0x10_0000, 0x10_0000 + HOT_TEXT_MIN - 1, page).is_err());
+        assert!(hot_text_range(0x10_0000, 0x10_0000 + HOT_TEXT_MAX + 1, page).is_err());
+        assert!(hot_text_range(usize::MAX - 10, 0, page).is_err());
+    }
+
+    /// A test binary is not ordered: the markers exist, nothing is locked, nothing fails.
+    #[test]
+    fn a_test_build_locks_no_hot_text() {
+        assert!(matches!(
+            super::lock_hot_text(),
+            super::HotText::NotOrdered(_)
+        ));
+        assert_ne!(
+            super::oomwarden_hot_text_start(),
+            super::oomwarden_hot_text_end()
+        );
+    }
+
     /// glibc takes the settings (process-wide parameters: harmless in a test).
     #[test]
     fn malloc_settings_are_taken() {

@@ -83,6 +83,13 @@ check "it found its own cgroup from inside its cgroup namespace" "${OWCTR#$CG/}"
     grep -q "\"own_cgroup\":\"${OWCTR#$CG/}\"" "$OWLOG"
 check "it read the history at its bound without a complaint" "$OWLOG" sh -c "! grep -q '\"level\":\"ERROR\".*history' $OWLOG"
 check "Events without an API server: said, and the daemon goes on" "$OWLOG" grep -q 'not in a cluster' "$OWLOG"
+# The image's build puts the code the daemon runs in one range and the daemon locks it at
+# start (the kill path with it); the text profile's build is not ordered, and says so.
+if [ -n "${TEXT_PROFILE:-}" ]; then
+    check "the profile's build says its text is not ordered" "$OWLOG" grep -q 'text is not ordered' "$OWLOG"
+else
+    check "it locked the code it runs at start, kill path included" "$OWLOG" grep -q 'locked the code the daemon runs' "$OWLOG"
+fi
 # Going live as a user does: the ConfigMap edited (dry run off, the flight recorder on), the
 # kubelet swapping the volume's ..data.
 VOL=/var/lib/kubelet/pods/$OWUID/volumes/kubernetes.io~configmap/config

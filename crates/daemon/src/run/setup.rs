@@ -79,6 +79,20 @@ pub(super) fn log_protection(protection: oomwarden_actuate::SelfProtection) {
     if let Err(e) = protection.malloc {
         tracing::warn!(error = %e, "cannot hold malloc to a small footprint; oomwarden may lock more memory than it needs");
     }
+    match protection.hot_text {
+        oomwarden_actuate::HotText::Locked(bytes) => tracing::info!(
+            kib = bytes / 1024,
+            "locked the code the daemon runs (its hot text), kill path included"
+        ),
+        oomwarden_actuate::HotText::NotOrdered(span) => tracing::info!(
+            marker_span = span,
+            "this build's text is not ordered (not built by scripts/build-static): code is locked as it runs"
+        ),
+        oomwarden_actuate::HotText::Failed(e) => tracing::warn!(
+            error = %e,
+            "cannot lock the code the daemon runs (mlock); its kill path may be read from disk when the node thrashes"
+        ),
+    }
     match protection.nofile {
         Ok((soft, _)) if soft >= oomwarden_actuate::WANTED_NOFILE => {}
         Ok((soft, hard)) => tracing::warn!(

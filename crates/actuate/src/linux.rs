@@ -384,7 +384,7 @@ pub struct SelfProtection {
     pub nofile: io::Result<(u64, u64)>,
     /// glibc's malloc held to a small footprint (see `tune_malloc`).
     pub malloc: io::Result<()>,
-    /// The functions the daemon runs, locked whole at start (see [`lock_hot_text`]).
+    /// The functions the daemon runs, locked whole at start (see `lock_hot_text`).
     pub hot_text: HotText,
 }
 

@@ -66,6 +66,22 @@ impl Files for Disk {
     }
 
     fn subdirs(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.subdirs_of(path)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(std::fs::metadata(path)?.ino())
+    }
+}
+
+impl Disk {
+    /// [`Files::subdirs`] of the real filesystem.
+    pub(crate) fn subdirs_of(self, path: &Path) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(path)? {
             let entry = match entry {
@@ -80,15 +96,6 @@ impl Files for Disk {
             }
         }
         Ok(names)
-    }
-
-    fn is_dir(&self, path: &Path) -> bool {
-        path.is_dir()
-    }
-
-    fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
-        use std::os::unix::fs::MetadataExt;
-        Ok(std::fs::metadata(path)?.ino())
     }
 }
 
@@ -107,10 +114,17 @@ impl Files for Disk {
 /// cgroup renamed (which nothing in Kubernetes or systemd does) is read under its old name
 /// for at most [`KEPT_AT_MOST`]. Files on other filesystems (a fixture tree) are never kept,
 /// so a file replaced there is read as it is now.
+///
+/// The directory questions (a listing, a cgroup's id, whether a directory is there) are
+/// answered from what the kernel last said, kept while an inotify watch reports no change
+/// (`dirs.rs`): on cgroup2 only, exact, and without a path walk per question.
 #[derive(Debug)]
 pub struct Kept {
     cap: usize,
     state: Mutex<KeptState>,
+    /// Listings, ids and absences of cgroup directories, kept while the kernel says nothing
+    /// changed (`dirs.rs`).
+    dirs: crate::dirs::DirAnswers,
 }
 
 #[derive(Debug)]
@@ -147,6 +161,7 @@ impl Kept {
                 files: HashMap::new(),
                 swept: Instant::now(),
             }),
+            dirs: crate::dirs::DirAnswers::new(false),
         }
     }
 
@@ -263,15 +278,15 @@ impl Files for Kept {
     }
 
     fn subdirs(&self, path: &Path) -> io::Result<Vec<String>> {
-        Disk.subdirs(path)
+        self.dirs.subdirs(path)
     }
 
     fn is_dir(&self, path: &Path) -> bool {
-        Disk.is_dir(path)
+        self.dirs.is_dir(path)
     }
 
     fn cgroup_id(&self, path: &Path) -> io::Result<u64> {
-        Disk.cgroup_id(path)
+        self.dirs.id(path)
     }
 }
 

@@ -11,6 +11,7 @@
 //! node sees: its two writes are per-descriptor subscriptions (a PSI trigger, [`PressureTriggers`];
 //! a reset of the reader's own high-water mark, [`PeakMarks`]).
 
+mod dirs;
 mod files;
 pub mod names;
 pub mod parse;
@@ -22,6 +23,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use dirs::MAX_WATCHED_DIRS;
 pub use files::{Disk, Files, KEPT_AT_MOST, KEPT_IDLE, Kept, MAX_FILE_BYTES};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
 pub use peaks::{Mark, PeakMarks};

@@ -1,5 +1,6 @@
 //! The identity cache and its refresher thread.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -146,6 +147,9 @@ struct Shared {
     asked: Mutex<bool>,
     wake: Condvar,
     stop: Arc<AtomicBool>,
+    /// Written when the cache stops: wakes the watch thread's `poll` (no periodic wake-up
+    /// to look at the flag; each costs the node a context switch).
+    stop_wake: Option<OwnedFd>,
     /// A watch thread asks for refreshes ([`Cache::watch`]).
     watching: AtomicBool,
 }
@@ -180,6 +184,7 @@ impl Cache {
                 asked: Mutex::new(false),
                 wake: Condvar::new(),
                 stop: Arc::new(AtomicBool::new(true)),
+                stop_wake: None,
                 watching: AtomicBool::new(false),
             }),
         }
@@ -229,6 +234,7 @@ impl Cache {
                 asked: Mutex::new(false),
                 wake: Condvar::new(),
                 stop,
+                stop_wake: rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC).ok(),
                 watching: AtomicBool::new(false),
             }),
         };
@@ -321,10 +327,22 @@ impl Cache {
         self.shared.stop.load(Ordering::SeqCst)
     }
 
-    /// Ends the refresher thread (within a second, or when a refresh under way ends); the
-    /// identities stay readable.
+    /// The eventfd written when the cache stops (none: the watch looks at the flag once a
+    /// second).
+    pub(crate) fn stop_wake(&self) -> Option<&OwnedFd> {
+        self.shared.stop_wake.as_ref()
+    }
+
+    /// Ends the refresher thread (at once, or when a refresh under way ends) and the watch
+    /// thread; the identities stay readable.
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(fd) = &self.shared.stop_wake {
+            let _ = rustix::io::write(fd, &1_u64.to_ne_bytes());
+        }
+        // Under the refresher's lock: it is either before its look at the flag or waiting,
+        // so the notification is not lost between the two.
+        let _asked = lock(&self.shared.asked);
         self.shared.wake.notify_all();
     }
 }
@@ -399,7 +417,7 @@ fn refresher(shared: &Shared, config: &Config, rt: &tokio::runtime::Runtime) {
             };
             asked = shared
                 .wake
-                .wait_timeout(asked, wait.min(Duration::from_secs(1)))
+                .wait_timeout(asked, wait)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
@@ -617,6 +635,54 @@ mod tests {
             1,
             "said once: {log}"
         );
+    }
+
+    /// A stop wakes the watch thread through its eventfd (it sleeps in `poll` with no
+    /// timeout), and the thread ends.
+    #[test]
+    fn a_stop_wakes_and_ends_the_watch() {
+        fn watch_threads() -> usize {
+            std::fs::read_dir("/proc/self/task")
+                .map(|tasks| {
+                    tasks
+                        .flatten()
+                        .filter(|t| {
+                            std::fs::read_to_string(t.path().join("comm"))
+                                .is_ok_and(|c| c.trim() == "identity-watch")
+                        })
+                        .count()
+                })
+                .unwrap_or(0)
+        }
+        fn readable(cache: &Cache) -> bool {
+            let Some(fd) = cache.stop_wake() else {
+                return false;
+            };
+            let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+            rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default()))
+                .is_ok_and(|n| n == 1)
+        }
+        let pods = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let config = Config {
+            endpoint: Endpoint::Off,
+            pod_logs: pods.path().join("no-logs"),
+            refresh_every: Duration::from_secs(3600),
+            timeout: Duration::from_millis(500),
+        };
+        let before = watch_threads();
+        let cache = Cache::start(config).unwrap_or_else(|e| panic!("{e}"));
+        cache
+            .watch(vec![pods.path().to_owned()], |n| n.starts_with("pod"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(cache.stop_wake().is_some(), "an eventfd to wake the watch");
+        assert!(!readable(&cache), "nothing to wake it before the stop");
+        cache.stop();
+        assert!(readable(&cache), "the stop wakes it");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while watch_threads() > before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(watch_threads(), before, "the watch thread ended");
     }
 
     #[test]

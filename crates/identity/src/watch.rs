@@ -146,14 +146,18 @@ impl Cache {
         std::thread::Builder::new()
             .name("identity-watch".to_owned())
             .spawn(move || {
-                // Woken at least once a second to see the stop.
+                // Woken by the stop's eventfd; without one, once a second to see the flag.
                 let second = Timespec {
                     tv_sec: 1,
                     tv_nsec: 0,
                 };
+                let timeout = cache.stop_wake().is_none().then_some(&second);
                 while !cache.stopped() {
-                    let mut fds = [PollFd::new(&watcher.fd, PollFlags::IN)];
-                    match rustix::event::poll(&mut fds, Some(&second)) {
+                    let mut fds = vec![PollFd::new(&watcher.fd, PollFlags::IN)];
+                    if let Some(stop) = cache.stop_wake() {
+                        fds.push(PollFd::new(stop, PollFlags::IN));
+                    }
+                    match rustix::event::poll(&mut fds, timeout) {
                         Ok(0) | Err(Errno::INTR) => continue,
                         Ok(_) => {}
                         Err(_) => return,

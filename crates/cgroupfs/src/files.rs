@@ -111,8 +111,8 @@ impl Disk {
 /// a file not read for [`KEPT_IDLE`] is closed, and every file is opened again after
 /// [`KEPT_AT_MOST`]; a read that fails on a kept file (a cgroup removed: `ENODEV`; a process
 /// gone: `ESRCH`) closes it and the path is opened again, whose answer is the read's. A
-/// cgroup renamed (which nothing in Kubernetes or systemd does) is read under its old name
-/// for at most [`KEPT_AT_MOST`]. Files on other filesystems (a fixture tree) are never kept,
+/// cgroup cannot be renamed on cgroup2 (the kernel answers `EPERM`, checked on this project's
+/// host), so a kept file always belongs to the path it was opened by. Files on other filesystems (a fixture tree) are never kept,
 /// so a file replaced there is read as it is now.
 ///
 /// The directory questions (a listing, a cgroup's id, whether a directory is there) are

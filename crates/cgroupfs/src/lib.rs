@@ -13,6 +13,7 @@
 
 mod dirs;
 mod files;
+mod modified;
 pub mod names;
 pub mod parse;
 mod peaks;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 pub use dirs::MAX_WATCHED_DIRS;
 pub use files::{Disk, Files, KEPT_AT_MOST, KEPT_IDLE, Kept, MAX_FILE_BYTES};
+pub use modified::{MAX_WATCHED_FILES, Modified};
 pub use parse::{CgroupEvents, Limit, ParseError, Pressure, PressureError, PsiValue};
 pub use peaks::{Mark, PeakMarks};
 pub use regular::read_regular;
@@ -164,7 +166,8 @@ impl CgroupFs {
         }
     }
 
-    fn file(&self, cgroup: &str, name: &str) -> PathBuf {
+    /// The path of a file of a cgroup.
+    pub fn file(&self, cgroup: &str, name: &str) -> PathBuf {
         self.dir(cgroup).join(name)
     }
 

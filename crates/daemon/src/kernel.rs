@@ -3,14 +3,16 @@
 //! ```text
 //! /dev/kmsg ──thread──▶ oomlog reports ──┐
 //!                                         ├─▶ Ledger ──▶ records (detectedBy kmsg │ memory-events)
-//! memory.events of the candidate parents ─┘     (each cycle; the candidates below one that rose)
+//! memory.events of the candidate parents ─┘     (when changed; the candidates below one that rose)
 //! ```
 //!
 //! Reports of the kernel log become records at once. A rise of an `oom_kill` counter that no
 //! report explains within [`GRACE_NS`] (the log was unreadable, wrapped or rate-limited)
 //! becomes a record known from the counter alone. Nothing here delays a cycle by more than
-//! reading one small file per candidate parent; the candidates themselves are read only below
-//! a parent whose counter rose, and all of them once a minute (to forget removed cgroups).
+//! reading one small file per candidate parent, and on cgroup2 only the parents whose file the
+//! kernel said changed (inotify: `cgroupfs::Modified`); the candidates themselves are read only
+//! below a parent whose counter rose, and all of them once a minute (to forget removed
+//! cgroups).
 
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
@@ -59,6 +61,9 @@ pub struct KernelWatch {
     dropped_seen: u64,
     /// What it was started with.
     settings: KernelOomWatchSettings,
+    /// The roots' `memory.events`, told by the kernel when they change: one read per change,
+    /// not per cycle.
+    modified: oomwarden_cgroupfs::Modified,
 }
 
 impl KernelWatch {
@@ -97,6 +102,7 @@ impl KernelWatch {
             kills: 0,
             dropped_seen: 0,
             settings: settings.clone(),
+            modified: oomwarden_cgroupfs::Modified::default(),
         };
         let roots = roots(engine);
         let reads = read_all(engine, &roots);
@@ -140,11 +146,24 @@ impl KernelWatch {
         self.count_dropped(engine);
         let roots = roots(engine);
         let walk = now_ns.saturating_sub(self.last_walk_ns) >= WALK_EVERY_NS;
+        let cgroups = engine.cgroups();
+        let unchanged = self.modified.unchanged(
+            roots
+                .iter()
+                .map(|r| (r.as_str(), cgroups.file(r, "memory.events"))),
+        );
         let reads = if walk {
             self.last_walk_ns = now_ns;
             read_all(engine, &roots)
         } else {
-            let mut reads = read_counts(engine, roots.iter().map(String::as_str));
+            // A root whose file the kernel did not change has the counts it had.
+            let mut reads = read_counts(
+                engine,
+                roots
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|r| !unchanged.contains(r)),
+            );
             let risen = self.ledger.rises(&reads);
             if !risen.is_empty() {
                 let below: Vec<String> = engine

@@ -2,7 +2,8 @@
 # S17 kernel-OOM watch: with its trigger off ("false"), oomwarden kills nothing, and records
 # the kernel's own OOM kills: a container over its limit (memcg) and then the node out of
 # memory (global), each with its victim's PID, command and pod, in the same history as its
-# own actions (`kind: kernel-oom`), counted in the metrics and in `oomwarden status`.
+# own actions (`kind: kernel-oom`), counted in the metrics and in `oomwarden status`. Then,
+# without the kernel log, a container's kill known from the memory.events counters alone.
 SCENARIO=s17-kernel-oom-watch
 . /root/lib.sh
 node_layout
@@ -67,4 +68,43 @@ oomwarden explain "$UID1" --state-dir "$STATE" > "$OUT/explain-memcg.txt" 2>&1
 oomwarden explain "$UID2" --state-dir "$STATE" > "$OUT/explain-global.txt" 2>&1
 check "explain says why the kernel killed, by pod UID" "explain-*.txt" sh -c \
     "grep -q \"killed hog (pid $M1)\" $OUT/explain-memcg.txt && grep -q '^  constraint   memcg: ' $OUT/explain-memcg.txt && grep -q \"killed hog (pid $M2)\" $OUT/explain-global.txt && grep -q '^  constraint   global: ' $OUT/explain-global.txt"
+
+# 3. Without the kernel log (a DaemonSet without /dev/kmsg): the memory.events counters
+# still record a kill. The daemon reads a counter only after the kernel says (inotify) that
+# its file changed, and reads them all once a minute; the record must come well before such
+# a walk could find it (the daemon started just before: its first walk is a minute away).
+kill -TERM "$OOMWARDEN"; wait "$OOMWARDEN" 2>/dev/null
+mv "$OUT/oomwarden.log" "$OUT/oomwarden-kmsg.log"
+cat > /root/oom-nokmsg.yaml <<'YAML'
+apiVersion: v1alpha1
+kind: OOMConfig
+triggerExpression: "false"
+sampleInterval: 200ms
+---
+apiVersion: oomwarden/v1alpha1
+kind: OOMWardenConfig
+kernelOomWatch:
+  kmsg: /nonexistent/kmsg
+YAML
+start_oomwarden --config /root/oom-nokmsg.yaml
+need wait_for 30 grep -q '"watching for kernel OOM kills"' "$OUT/oomwarden.log"
+setup_ok
+upi() { cut -d. -f1 /proc/uptime; }
+STARTED=$(upi)
+UID3=5e170000-0000-4000-8000-000000000003
+P3=$(pod burstable "$UID3")
+C3=$(ctr "$P3")
+need mkdir -p "$C3"
+need put 64M "$C3/memory.max"
+setup_ok
+sleep 2   # a few quiet cycles first: the counters are read only when they change
+M3=$(start_in "$C3" hog -s 8 -i 10 -m 200 -H -1)
+check "the kernel killed the container's process (memcg, no kernel log)" "$M3" died "$C3" 60
+KILLED=$(upi)
+check "a kernel-oom record from the counters alone" "pid $M3" wait_for 12 kernel_record \
+    '"constraint":"memcg"' "\"victim\":\"$P3\"" "\"podUID\":\"$UID3\"" '"detectedBy":"memory-events"'
+RECORDED=$(upi)
+check "and before the first once-a-minute walk could have found it" \
+    "started $STARTED, killed $KILLED, recorded $RECORDED (uptime s)" \
+    sh -c "grep -q '\"detectedBy\":\"memory-events\"' $STATE/actions.jsonl && [ $((RECORDED - STARTED)) -lt 55 ]"
 finish

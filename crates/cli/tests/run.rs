@@ -919,7 +919,9 @@ fn hundreds_of_idle_clients_do_not_delay_a_decision() {
         .filter_map(|_| std::os::unix::net::UnixStream::connect(&socket).ok())
         .collect();
     assert!(!silent.is_empty());
-    // Decisions go on at the sampling interval: 10 more within 2 s (40 are due).
+    // Decisions go on: 10 more within 10 s (200 are due at the sampling interval; a loop held
+    // by the idle clients makes none, and a busy test machine, running the other test
+    // binaries beside this one, has made only some within 2 s).
     let decisions = |logs: &Logs| {
         logs.seen
             .iter()
@@ -930,8 +932,8 @@ fn hundreds_of_idle_clients_do_not_delay_a_decision() {
     let started = Instant::now();
     while decisions(&logs) < before + 10 {
         assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{} decisions in 2 s with 700 idle metrics clients",
+            started.elapsed() < Duration::from_secs(10),
+            "{} decisions in 10 s with 700 idle metrics clients",
             decisions(&logs) - before
         );
         if let Ok(line) = logs.rx.recv_timeout(Duration::from_millis(50)) {

@@ -600,7 +600,12 @@ impl Collector {
             class,
             psi,
             memory,
-            cgroup_id: self.cgroups.cgroup_id(dir).ok(),
+            // The root cgroup is never removed and made again at its path, so it has no id to
+            // compare; asking would walk the mount point's path each cycle (its parent is not
+            // cgroup2, where directory answers are kept).
+            cgroup_id: (!dir.is_empty())
+                .then(|| self.cgroups.cgroup_id(dir).ok())
+                .flatten(),
             stat,
             // Without swap accounting there is no file: 0, no problem.
             swap_current: (self.reads.class_swap && class.is_some())

@@ -52,7 +52,8 @@ pub struct SubtreeSample {
     /// Its memory.
     pub memory: MemoryReading,
     /// Its cgroup id (the directory's inode, never given twice): a new id at the same path is
-    /// another cgroup (a restarted unit), whose counters start again. `None` when unreadable.
+    /// another cgroup (a restarted unit), whose counters start again. `None` when unreadable,
+    /// and for the root cgroup (never made again).
     pub cgroup_id: Option<u64>,
     /// Its `memory.stat` reclaim counters, read only when the trigger uses them; `None`
     /// otherwise or when unreadable.

@@ -22,6 +22,9 @@ perf record -F 999 -e cpu-clock -g -p "$PID" -o /tmp/perf.data -- sleep 30 > "$O
     perf report -i /tmp/perf.data --no-children --sort dso,sym --stdio -g none 2>/dev/null | grep -v '^#' | sed '/^$/d' | head -80
     echo "## by function (with callees)"
     perf report -i /tmp/perf.data --children --sort sym --stdio -g none 2>/dev/null | grep -v '^#' | sed '/^$/d' | head -80
+    # Kernel call chains only: the release binary keeps no frame pointers.
+    echo "## callers of the functions with 1.5 % or more (self)"
+    perf report -i /tmp/perf.data --no-children --sort sym --stdio -g caller,0.5,callee --percent-limit 1.5 2>/dev/null | grep -v '^#' | sed '/^$/d' | head -600
 } > "$OUT/profile.txt"
 timeout 15 strace -c -f -p "$PID" > "$OUT/syscalls.txt" 2>&1
 # Which files a cycle reads, by name: 3 s of the calls themselves.

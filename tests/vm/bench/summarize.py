@@ -26,6 +26,12 @@ for (shape, c, lru), es in sorted(runs.items(), key=lambda k: (k[0][0], k[0][2],
             "ticks30sPerRun": [e["ticks30s"] for e in es],
             "vmhwmKiB": med(lambda e: e["vmhwmKiB"]),
         })
+        # Runs from before the schedstat column have none.
+        if all("cpuMs30s" in e for e in es):
+            row.update({
+                "cpuMs30s": med(lambda e: e["cpuMs30s"]),
+                "cpuMs30sPerRun": [e["cpuMs30s"] for e in es],
+            })
     if "canary" in es[0]:
         # The canary's worst delay in the 10 s before the hog died and the 3 s after (the stall
         # a contender lets happen and the kill itself); it lists periods later than 5 ms, so 5
@@ -51,10 +57,11 @@ for shape in ["hog", "slow-leak", "fast-leak", "cold-services", "full-but-health
         continue
     print(f"\n{shape}:\n")
     if "ticks30s" in rs[0]:
-        print("| contender | LRU | runs | CPU ticks / 30 s [per run] | VmHWM (MiB) | kills |")
-        print("|---|---|---:|---:|---:|---:|")
+        print("| contender | LRU | runs | CPU ticks / 30 s [per run] | CPU ms / 30 s, schedstat [per run] | VmHWM (MiB) | kills |")
+        print("|---|---|---:|---:|---:|---:|---:|")
         for r in rs:
-            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['ticks30s']:g} {r['ticks30sPerRun']} | {r['vmhwmKiB'] / 1024:.1f} | {r['kills']:g} |")
+            ms = f"{r['cpuMs30s']:g} {r['cpuMs30sPerRun']}" if "cpuMs30s" in r else "-"
+            print(f"| {r['contender']} | {r['lru']} | {r['runs']} | {r['ticks30s']:g} {r['ticks30sPerRun']} | {ms} | {r['vmhwmKiB'] / 1024:.1f} | {r['kills']:g} |")
     elif "canaryWorstMs" in rs[0]:
         print("| contender | LRU | runs | canary worst (ms) [per run] | near the death (ms) | canary p99 (ms) | System full stall (s) | hog start to death (s) | kills | kernel OOM kills | what died |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")

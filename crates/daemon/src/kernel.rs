@@ -9,10 +9,10 @@
 //! Reports of the kernel log become records at once. A rise of an `oom_kill` counter that no
 //! report explains within [`GRACE_NS`] (the log was unreadable, wrapped or rate-limited)
 //! becomes a record known from the counter alone. Nothing here delays a cycle by more than
-//! reading one small file per candidate parent, and on cgroup2 only the parents whose file the
-//! kernel said changed (inotify: `cgroupfs::Modified`); the candidates themselves are read only
-//! below a parent whose counter rose, and all of them once a minute (to forget removed
-//! cgroups).
+//! reading one small file per candidate parent, and on cgroup2 only in a cycle after the kernel
+//! said one of those files changed (inotify: `cgroupfs::Modified`); the candidates themselves
+//! are read only below a parent whose counter rose, and all of them once a minute (to forget
+//! removed cgroups).
 
 use std::collections::HashSet;
 use std::sync::mpsc::{Receiver, TryRecvError, sync_channel};
@@ -152,18 +152,21 @@ impl KernelWatch {
                 .iter()
                 .map(|r| (r.as_str(), cgroups.file(r, "memory.events"))),
         );
+        // When the kernel said none changed, none is read: each has the counts it had. When one
+        // changed, all are read, as before: the roots nest (`kubepods` holds the other
+        // classes), and a rise is matched against the rises below it read in the same cycle; a
+        // parent and its child read in different cycles (their events can arrive 10 ms apart)
+        // would leave one rise unexplained.
+        let any_changed = unchanged.len() < roots.len();
         let reads = if walk {
             self.last_walk_ns = now_ns;
             read_all(engine, &roots)
         } else {
-            // A root whose file the kernel did not change has the counts it had.
-            let mut reads = read_counts(
-                engine,
-                roots
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|r| !unchanged.contains(r)),
-            );
+            let mut reads = if any_changed {
+                read_counts(engine, roots.iter().map(String::as_str))
+            } else {
+                Vec::new()
+            };
             let risen = self.ledger.rises(&reads);
             if !risen.is_empty() {
                 let below: Vec<String> = engine

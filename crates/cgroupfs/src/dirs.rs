@@ -471,14 +471,7 @@ mod tests {
     // tells a cgroup made and removed to a watch on its parent.
     #[test]
     fn on_cgroup2_a_cgroup_made_and_removed_is_seen() {
-        // The first cgroup2 mount (`/sys/fs/cgroup`, or `…/unified` on a hybrid host).
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let mount = mounts.lines().find_map(|line| {
-            let mut fields = line.split(' ');
-            let (_, dir, kind) = (fields.next(), fields.next()?, fields.next()?);
-            (kind == "cgroup2").then(|| PathBuf::from(dir))
-        });
-        let Some(mount) = mount else {
+        let Some(mount) = crate::host_cgroup2_mount() else {
             eprintln!("skipped: no cgroup2 mount");
             return;
         };

@@ -316,3 +316,15 @@ pub fn join(parent: &str, child: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The first cgroup2 mount of the host running the tests (`/sys/fs/cgroup`, or `…/unified`
+/// on a hybrid host), for the tests that ask the kernel itself.
+#[cfg(test)]
+pub(crate) fn host_cgroup2_mount() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts.lines().find_map(|line| {
+        let mut fields = line.split(' ');
+        let (_, dir, kind) = (fields.next(), fields.next()?, fields.next()?);
+        (kind == "cgroup2").then(|| PathBuf::from(dir))
+    })
+}

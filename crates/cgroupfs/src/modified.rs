@@ -211,13 +211,7 @@ mod tests {
     // changes when a process enters it, and the kernel says so.
     #[test]
     fn on_cgroup2_a_kernel_file_changed_is_told() {
-        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        let mount = mounts.lines().find_map(|line| {
-            let mut fields = line.split(' ');
-            let (_, dir, kind) = (fields.next(), fields.next()?, fields.next()?);
-            (kind == "cgroup2").then(|| PathBuf::from(dir))
-        });
-        let Some(mount) = mount else {
+        let Some(mount) = crate::host_cgroup2_mount() else {
             eprintln!("skipped: no cgroup2 mount");
             return;
         };

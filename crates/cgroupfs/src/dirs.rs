@@ -20,15 +20,15 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 use rustix::io::Errno;
+
+use crate::pending::Pending;
 
 /// At most this many directories are watched (one inotify watch each; the kernel's default
 /// `max_user_watches` is 8,192 or more); beyond, answers come from the filesystem each time.
@@ -268,53 +268,35 @@ impl Inner {
         let Some(fd) = &self.fd else {
             return;
         };
-        let mut buffer = [MaybeUninit::<u8>::uninit(); 4096];
-        let mut reader = inotify::Reader::new(fd, &mut buffer);
-        let mut gone = Vec::new();
-        loop {
-            let event = match reader.next() {
-                Ok(event) => event,
-                Err(Errno::INTR) => continue,
-                Err(_) => break, // EAGAIN: nothing more
-            };
-            let flags = event.events();
-            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                for w in self.dirs.values_mut() {
+        for event in crate::pending::pending(fd) {
+            match event {
+                Pending::Overflow => {
+                    for w in self.dirs.values_mut() {
+                        w.listing = None;
+                        w.entries.clear();
+                    }
+                }
+                Pending::Gone(wd) => {
+                    if let Some(dir) = self.paths.remove(&wd)
+                        && let Some(w) = self.dirs.remove(&dir)
+                        && let Some(fd) = &self.fd
+                    {
+                        // Removed or moved: the kernel drops a removed one's watch itself.
+                        let _ = inotify::remove_watch(fd, w.wd);
+                    }
+                }
+                Pending::Changed(wd, name) => {
+                    let Some(w) = self.paths.get(&wd).and_then(|dir| self.dirs.get_mut(dir)) else {
+                        continue;
+                    };
                     w.listing = None;
-                    w.entries.clear();
+                    match name {
+                        Some(name) => {
+                            w.entries.remove(&name);
+                        }
+                        None => w.entries.clear(),
+                    }
                 }
-                continue;
-            }
-            let Some(dir) = self.paths.get(&event.wd()) else {
-                continue;
-            };
-            if flags.intersects(
-                ReadFlags::IGNORED
-                    | ReadFlags::DELETE_SELF
-                    | ReadFlags::MOVE_SELF
-                    | ReadFlags::UNMOUNT,
-            ) {
-                gone.push(event.wd());
-                continue;
-            }
-            let Some(w) = self.dirs.get_mut(dir) else {
-                continue;
-            };
-            w.listing = None;
-            match event.file_name() {
-                Some(name) => {
-                    w.entries.remove(OsStr::from_bytes(name.to_bytes()));
-                }
-                None => w.entries.clear(),
-            }
-        }
-        for wd in gone {
-            if let Some(dir) = self.paths.remove(&wd)
-                && let Some(w) = self.dirs.remove(&dir)
-                && let Some(fd) = &self.fd
-            {
-                // Removed or moved: the kernel drops a removed one's watch itself.
-                let _ = inotify::remove_watch(fd, w.wd);
             }
         }
     }
@@ -471,15 +453,9 @@ mod tests {
     // tells a cgroup made and removed to a watch on its parent.
     #[test]
     fn on_cgroup2_a_cgroup_made_and_removed_is_seen() {
-        let Some(mount) = crate::host_cgroup2_mount() else {
-            eprintln!("skipped: no cgroup2 mount");
+        let Some(parent) = crate::host_test_cgroup("oomwarden-dirs-test") else {
             return;
         };
-        let parent = mount.join(format!("oomwarden-dirs-test-{}", std::process::id()));
-        if let Err(e) = std::fs::create_dir(&parent) {
-            eprintln!("skipped: cannot make {}: {e}", parent.display());
-            return;
-        }
         let dirs = DirAnswers::new(false);
         let child = parent.join("child");
         let listed_empty = dirs.subdirs(&parent).ok();

@@ -17,6 +17,7 @@ mod modified;
 pub mod names;
 pub mod parse;
 mod peaks;
+mod pending;
 mod regular;
 mod triggers;
 
@@ -317,14 +318,27 @@ pub fn join(parent: &str, child: &str) -> String {
 #[cfg(test)]
 mod tests;
 
-/// The first cgroup2 mount of the host running the tests (`/sys/fs/cgroup`, or `…/unified`
-/// on a hybrid host), for the tests that ask the kernel itself.
+/// A new cgroup on the first cgroup2 mount of the host running the tests (`/sys/fs/cgroup`,
+/// or `…/unified` on a hybrid host), named `{name}-{pid}`, for the tests that ask the kernel
+/// itself; `None`, said on stderr, where there is none or it may not be written (not root).
 #[cfg(test)]
-pub(crate) fn host_cgroup2_mount() -> Option<PathBuf> {
+pub(crate) fn host_test_cgroup(name: &str) -> Option<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    mounts.lines().find_map(|line| {
+    let mount = mounts.lines().find_map(|line| {
         let mut fields = line.split(' ');
         let (_, dir, kind) = (fields.next(), fields.next()?, fields.next()?);
         (kind == "cgroup2").then(|| PathBuf::from(dir))
-    })
+    });
+    let Some(mount) = mount else {
+        eprintln!("skipped: no cgroup2 mount");
+        return None;
+    };
+    let cgroup = mount.join(format!("{name}-{}", std::process::id()));
+    match std::fs::create_dir(&cgroup) {
+        Ok(()) => Some(cgroup),
+        Err(e) => {
+            eprintln!("skipped: cannot make {}: {e}", cgroup.display());
+            None
+        }
+    }
 }

@@ -13,12 +13,12 @@
 //! necessarily the first one after the change.
 
 use std::collections::HashMap;
-use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
-use rustix::io::Errno;
+use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+
+use crate::pending::Pending;
 
 /// At most this many files are watched.
 pub const MAX_WATCHED_FILES: usize = 512;
@@ -126,35 +126,26 @@ impl Modified {
         let Some(fd) = &self.fd else {
             return;
         };
-        let mut buffer = [MaybeUninit::<u8>::uninit(); 1024];
-        let mut reader = inotify::Reader::new(fd, &mut buffer);
-        let mut gone = Vec::new();
-        loop {
-            let event = match reader.next() {
-                Ok(event) => event,
-                Err(Errno::INTR) => continue,
-                Err(_) => break, // EAGAIN: nothing more
-            };
-            let flags = event.events();
-            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                for (_, changed) in self.watched.values_mut() {
-                    *changed = true;
+        for event in crate::pending::pending(fd) {
+            match event {
+                Pending::Overflow => {
+                    for (_, changed) in self.watched.values_mut() {
+                        *changed = true;
+                    }
                 }
-                continue;
-            }
-            let Some(key) = self.keys.get(&event.wd()) else {
-                continue;
-            };
-            if flags.intersects(ReadFlags::IGNORED | ReadFlags::DELETE_SELF | ReadFlags::UNMOUNT) {
                 // Its cgroup was removed: watched again, and read, when asked next.
-                gone.push(event.wd());
-            } else if let Some((_, changed)) = self.watched.get_mut(key) {
-                *changed = true;
-            }
-        }
-        for wd in gone {
-            if let Some(key) = self.keys.remove(&wd) {
-                self.watched.remove(&key);
+                Pending::Gone(wd) => {
+                    if let Some(key) = self.keys.remove(&wd) {
+                        self.watched.remove(&key);
+                    }
+                }
+                Pending::Changed(wd, _) => {
+                    if let Some((_, changed)) =
+                        self.keys.get(&wd).and_then(|k| self.watched.get_mut(k))
+                    {
+                        *changed = true;
+                    }
+                }
             }
         }
     }
@@ -211,15 +202,9 @@ mod tests {
     // changes when a process enters it, and the kernel says so.
     #[test]
     fn on_cgroup2_a_kernel_file_changed_is_told() {
-        let Some(mount) = crate::host_cgroup2_mount() else {
-            eprintln!("skipped: no cgroup2 mount");
+        let Some(cgroup) = crate::host_test_cgroup("oomwarden-modified-test") else {
             return;
         };
-        let cgroup = mount.join(format!("oomwarden-modified-test-{}", std::process::id()));
-        if let Err(e) = std::fs::create_dir(&cgroup) {
-            eprintln!("skipped: cannot make {}: {e}", cgroup.display());
-            return;
-        }
         let events = cgroup.join("cgroup.events");
         let mut m = Modified::new(false);
         let first = m.unchanged(asked(&[("c", events.clone())])).is_empty();

@@ -313,3 +313,38 @@ fn auto_detection_names_its_evidence_and_refuses_to_guess() {
     assert!(e.contains("cannot recognise"), "{e}");
     assert!(detect(&[]).is_err());
 }
+
+/// The root cgroup's id is not asked (it is never made again, and asking it walked the mount
+/// point's path every cycle); each class subtree's is (a unit made again is another cgroup).
+#[test]
+fn the_root_has_no_cgroup_id_and_the_classes_have_theirs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    write(
+        r,
+        "memory.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+    );
+    cg(r, "init.scope", 10, "max");
+    cg(r, "system.slice/sshd.service", 100, "max");
+    cg(r, "kubepods.slice/kubepods-burstable.slice", 900, "max");
+    let c = Collector::new(
+        CgroupFs::new(r),
+        ProcFs::new(oomwarden_testkit::proc_fixture()),
+        Layout::systemd(),
+        None,
+    );
+    let (sample, _) = c.metrics(0);
+    let root = sample.subtrees.iter().find(|s| s.dir.is_empty()).unwrap();
+    assert_eq!(root.cgroup_id, None);
+    // Those that are there (the layout names some this tree lacks).
+    let classes: Vec<_> = sample
+        .subtrees
+        .iter()
+        .filter(|s| s.class.is_some() && r.join(&s.dir).is_dir())
+        .collect();
+    assert_eq!(classes.len(), 3, "{classes:?}");
+    for s in classes {
+        assert!(s.cgroup_id.is_some(), "{}: no cgroup id", s.dir);
+    }
+}

@@ -1,20 +1,24 @@
-//! Which of some cgroup2 files the kernel changed since they were last read: the files that
-//! raise a "file modified" event on every change (`memory.events`, `cgroup.events`: see the
-//! kernel's cgroup-v2 documentation), watched with inotify, so that a reader that only wants
-//! to know whether they changed (the kernel-OOM watch, each cycle) reads none while nothing
-//! happens.
+//! Whether any of some cgroup2 files changed since they were last read: files that raise a
+//! "file modified" event on every change (`memory.events`, `cgroup.events`: see the kernel's
+//! cgroup-v2 documentation), watched with inotify, so that a reader that only wants to know
+//! whether they changed (the kernel-OOM watch, each cycle) reads none while nothing happens.
+//!
+//! All or nothing: the answer is one for the whole set, so that the files are read together,
+//! as the kernel-OOM watch needs (its files nest: a parent's counter is matched against its
+//! children's read in the same cycle, and the kernel's events for a parent and a child can
+//! arrive apart).
 //!
 //! Only on cgroup2, where such a file can be neither replaced nor renamed, so the watch stays
-//! on the file the path names until its cgroup is removed (which drops the watch: then it is
-//! read again, and found gone). A file that cannot be watched (another filesystem, no
-//! inotify, the bound) is always "changed". Lost events (the kernel's queue overflowed) make
-//! every file changed. The kernel sends the event from a work item after the counter moved
-//! (at most one per 10 ms per file): a change is seen by the next question after that, not
-//! necessarily the first one after the change.
+//! on the file the path names until its cgroup is removed (which drops the watch: then "changed",
+//! and it is watched again when asked next, or found gone). A file that cannot be watched
+//! (another filesystem, no inotify, the bound) makes every answer "changed". Lost events (the
+//! kernel's queue overflowed) too. The kernel sends the event from a work item after the
+//! counter moved (at most one per 10 ms per file): a change is told by the next question
+//! after that, not necessarily the first one after the change.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 
@@ -32,9 +36,10 @@ pub struct Modified {
     fd: Option<OwnedFd>,
     /// Watch on any filesystem, not only cgroup2 (tests).
     any_fs: bool,
-    keys: HashMap<i32, String>,
-    /// Per key: its watch, and whether it changed since the last [`Modified::unchanged`].
-    watched: HashMap<String, (i32, bool)>,
+    /// Each key's watch.
+    watched: HashMap<String, i32>,
+    /// The kernel told a change (or a watch gone, or events lost) since the last question.
+    told: bool,
 }
 
 impl Default for Modified {
@@ -49,35 +54,32 @@ impl Modified {
         Modified {
             fd: inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok(),
             any_fs,
-            keys: HashMap::new(),
             watched: HashMap::new(),
+            told: false,
         }
     }
 
-    /// Of `keys` (each with its file's path), those whose file is watched and did not change
-    /// since the last call; the others are to be read. Keys not asked for are no longer
-    /// watched.
-    pub fn unchanged<'a>(
+    /// Whether any of the files of `keys` (`path_of` names each one's) may have changed since
+    /// the last call, so that all are to be read: the kernel said one changed, or one is newly
+    /// asked for (its last reading unknown), or one cannot be watched. Keys not asked for are
+    /// no longer watched.
+    pub fn any_changed<'a>(
         &mut self,
-        keys: impl IntoIterator<Item = (&'a str, std::path::PathBuf)>,
-    ) -> Vec<&'a str> {
+        keys: impl IntoIterator<Item = &'a str>,
+        path_of: impl Fn(&str) -> PathBuf,
+    ) -> bool {
         self.drain();
-        let asked: Vec<(&str, std::path::PathBuf)> = keys.into_iter().collect();
+        let mut changed = std::mem::take(&mut self.told);
+        let asked: Vec<&str> = keys.into_iter().collect();
         self.forget_except(&asked);
-        let mut unchanged = Vec::new();
-        for (key, path) in &asked {
-            match self.watched.get_mut(*key) {
-                Some((_, changed)) => {
-                    if !*changed {
-                        unchanged.push(*key);
-                    }
-                    *changed = false;
-                }
-                // Watched from now on: read this time, as its last reading is not known.
-                None => self.watch(key, path),
+        for key in asked {
+            if !self.watched.contains_key(key) {
+                // Watched from now on (before it is read: a change after the read is told).
+                self.watch(key, &path_of(key));
+                changed = true;
             }
         }
-        unchanged
+        changed
     }
 
     fn watch(&mut self, key: &str, path: &Path) {
@@ -97,29 +99,22 @@ impl Modified {
         else {
             return;
         };
-        // The same file under two keys: one watch; the first key keeps it.
-        if self.keys.contains_key(&wd) {
-            return;
+        // The same file under two keys: one watch; the first key keeps it, the other is
+        // never watched (and so always "changed").
+        if !self.watched.values().any(|w| *w == wd) {
+            self.watched.insert(key.to_owned(), wd);
         }
-        self.keys.insert(wd, key.to_owned());
-        self.watched.insert(key.to_owned(), (wd, false));
     }
 
-    fn forget_except(&mut self, asked: &[(&str, std::path::PathBuf)]) {
-        let stale: Vec<String> = self
-            .watched
-            .keys()
-            .filter(|k| !asked.iter().any(|(a, _)| a == k))
-            .cloned()
-            .collect();
-        for key in stale {
-            if let Some((wd, _)) = self.watched.remove(&key) {
-                self.keys.remove(&wd);
-                if let Some(fd) = &self.fd {
-                    let _ = inotify::remove_watch(fd, wd);
-                }
+    fn forget_except(&mut self, asked: &[&str]) {
+        let fd = &self.fd;
+        self.watched.retain(|key, wd| {
+            let keep = asked.contains(&key.as_str());
+            if !keep && let Some(fd) = fd {
+                let _ = inotify::remove_watch(fd, *wd);
             }
-        }
+            keep
+        });
     }
 
     fn drain(&mut self) {
@@ -127,25 +122,11 @@ impl Modified {
             return;
         };
         for event in crate::pending::pending(fd) {
-            match event {
-                Pending::Overflow => {
-                    for (_, changed) in self.watched.values_mut() {
-                        *changed = true;
-                    }
-                }
-                // Its cgroup was removed: watched again, and read, when asked next.
-                Pending::Gone(wd) => {
-                    if let Some(key) = self.keys.remove(&wd) {
-                        self.watched.remove(&key);
-                    }
-                }
-                Pending::Changed(wd, _) => {
-                    if let Some((_, changed)) =
-                        self.keys.get(&wd).and_then(|k| self.watched.get_mut(k))
-                    {
-                        *changed = true;
-                    }
-                }
+            self.told = true;
+            // Its cgroup was removed (the kernel dropped the watch): watched again, or found
+            // gone, when asked next.
+            if let Pending::Gone(wd) = event {
+                self.watched.retain(|_, w| *w != wd);
             }
         }
     }
@@ -160,42 +141,48 @@ mod tests {
         r.unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn asked(dirs: &[(&'static str, PathBuf)]) -> Vec<(&'static str, PathBuf)> {
-        dirs.to_vec()
+    /// [`Modified::any_changed`] of files named by their paths.
+    fn any(m: &mut Modified, files: &[&PathBuf]) -> bool {
+        let keys: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        m.any_changed(keys.iter().map(String::as_str), |k| PathBuf::from(k))
     }
 
-    // Read the first time, then only after a change; a key no longer asked for is dropped.
+    // Changed the first time (nothing known), then only after a change of any of them; a key
+    // no longer asked for is dropped, and asked again is new.
     #[test]
-    fn a_file_is_read_again_only_after_it_changed() {
+    fn a_change_of_any_file_is_told_once() {
         let root = ok(tempfile::tempdir());
         let a = root.path().join("a.events");
         let b = root.path().join("b.events");
         ok(std::fs::write(&a, "oom_kill 0\n"));
         ok(std::fs::write(&b, "oom_kill 0\n"));
-        let both = [("a", a.clone()), ("b", b.clone())];
         let mut m = Modified::new(true);
-        assert!(m.unchanged(asked(&both)).is_empty(), "first: read both");
-        assert_eq!(m.unchanged(asked(&both)), ["a", "b"]);
+        assert!(any(&mut m, &[&a, &b]), "first: read both");
+        assert!(!any(&mut m, &[&a, &b]));
         ok(std::fs::write(&b, "oom_kill 1\n"));
-        assert_eq!(m.unchanged(asked(&both)), ["a"]);
-        assert_eq!(m.unchanged(asked(&both)), ["a", "b"]);
-        // Dropped, then asked again: read again.
-        assert_eq!(m.unchanged(asked(&[("a", a.clone())])), ["a"]);
-        assert!(m.unchanged(asked(&both)).contains(&"a"));
-        assert!(!m.unchanged(asked(&[("a", a), ("b", b)])).is_empty());
+        assert!(any(&mut m, &[&a, &b]), "b changed: both are read");
+        assert!(!any(&mut m, &[&a, &b]));
+        // b dropped: no change for a alone; b asked again is new.
+        assert!(!any(&mut m, &[&a]));
+        assert!(any(&mut m, &[&a, &b]));
+        assert!(!any(&mut m, &[&a, &b]));
     }
 
-    // A file removed: read (and found gone) when asked next, never taken as unchanged.
+    // A file removed: changed, and every time after while it cannot be watched again.
     #[test]
-    fn a_removed_file_is_read_again() {
+    fn a_removed_file_is_changed() {
         let root = ok(tempfile::tempdir());
         let a = root.path().join("a.events");
         ok(std::fs::write(&a, "oom_kill 0\n"));
         let mut m = Modified::new(true);
-        let _ = m.unchanged(asked(&[("a", a.clone())]));
-        assert_eq!(m.unchanged(asked(&[("a", a.clone())])), ["a"]);
+        let _ = any(&mut m, &[&a]);
+        assert!(!any(&mut m, &[&a]));
         ok(std::fs::remove_file(&a));
-        assert!(m.unchanged(asked(&[("a", a.clone())])).is_empty());
+        assert!(any(&mut m, &[&a]));
+        assert!(
+            any(&mut m, &[&a]),
+            "not there: not watched, so never unchanged"
+        );
     }
 
     // On the host's own cgroup2, when it may be written (root): a cgroup's `cgroup.events`
@@ -207,8 +194,8 @@ mod tests {
         };
         let events = cgroup.join("cgroup.events");
         let mut m = Modified::new(false);
-        let first = m.unchanged(asked(&[("c", events.clone())])).is_empty();
-        let quiet = m.unchanged(asked(&[("c", events.clone())])) == ["c"];
+        let first = any(&mut m, &[&events]);
+        let quiet = !any(&mut m, &[&events]);
         let mut child = ok(std::process::Command::new("sleep").arg("60").spawn());
         if let Err(e) = std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string()) {
             let _ = child.kill();
@@ -224,7 +211,7 @@ mod tests {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let mut told = false;
         while !told && std::time::Instant::now() < deadline {
-            told = m.unchanged(asked(&[("c", events.clone())])).is_empty();
+            told = any(&mut m, &[&events]);
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let _ = child.kill();
@@ -246,7 +233,7 @@ mod tests {
         let a = root.path().join("a.events");
         ok(std::fs::write(&a, "oom_kill 0\n"));
         let mut m = Modified::new(false);
-        let _ = m.unchanged(asked(&[("a", a.clone())]));
-        assert!(m.unchanged(asked(&[("a", a)])).is_empty());
+        assert!(any(&mut m, &[&a]));
+        assert!(any(&mut m, &[&a]));
     }
 }

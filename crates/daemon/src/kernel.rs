@@ -146,18 +146,17 @@ impl KernelWatch {
         self.count_dropped(engine);
         let roots = roots(engine);
         let walk = now_ns.saturating_sub(self.last_walk_ns) >= WALK_EVERY_NS;
-        let cgroups = engine.cgroups();
-        let unchanged = self.modified.unchanged(
-            roots
-                .iter()
-                .map(|r| (r.as_str(), cgroups.file(r, "memory.events"))),
-        );
         // When the kernel said none changed, none is read: each has the counts it had. When one
         // changed, all are read, as before: the roots nest (`kubepods` holds the other
         // classes), and a rise is matched against the rises below it read in the same cycle; a
         // parent and its child read in different cycles (their events can arrive 10 ms apart)
-        // would leave one rise unexplained.
-        let any_changed = unchanged.len() < roots.len();
+        // would leave one rise unexplained. `Modified` answers for all of them at once.
+        let cgroups = engine.cgroups();
+        let any_changed = self
+            .modified
+            .any_changed(roots.iter().map(String::as_str), |r| {
+                cgroups.file(r, "memory.events")
+            });
         let reads = if walk {
             self.last_walk_ns = now_ns;
             read_all(engine, &roots)

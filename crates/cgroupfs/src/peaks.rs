@@ -130,6 +130,17 @@ impl PeakMarks {
         Ok(Some(mark))
     }
 
+    /// Keeps at most `capacity` files open from now on (those beyond are closed).
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        while self.files.len() > capacity {
+            let Some(k) = self.files.keys().next().cloned() else {
+                break;
+            };
+            self.files.remove(&k);
+        }
+    }
+
     /// Closes the files of cgroups not in `keep` (gone, or no longer read).
     pub fn retain(&mut self, keep: &std::collections::HashSet<&str>) {
         self.files.retain(|k, _| keep.contains(k.as_str()));

@@ -1255,6 +1255,22 @@ fn reloads_cannot_turn_dry_run_off_and_a_sighup_storm_is_coalesced() {
             .unwrap()
             .contains("configuration reload rejected")
     );
+    // Issue 54 (2): the OOMConfig document kept but its trigger gone: Talos's default trigger
+    // would fire where `false` never did.
+    replace_file(
+        &config,
+        &format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\nsampleInterval: 2s\n{warden}dryRun: true\n"
+        ),
+    );
+    signal(&child, rustix::process::Signal::HUP);
+    logs.wait_for("lost its triggerExpression");
+    assert!(
+        logs.seen
+            .last()
+            .unwrap()
+            .contains("configuration reload rejected")
+    );
     // The storm: 300 SIGHUPs within about a second and a half, on a 2 s interval. Each one
     // used to force a reload and a cycle; now the first reloads, the rest wait for the next
     // cycle and are one reload there.
@@ -1358,4 +1374,100 @@ fn a_recording_made_with_relative_roots_replays_what_happened() {
         stderr.contains("not absolute paths under its roots"),
         "{stderr}"
     );
+}
+
+/// Issue 54 (5): the usage history kept one open `memory.peak` per series (up to `maxSeries`,
+/// 4,096) whatever the open-file limit: under a 1,024 limit the OOM loop's own reads failed
+/// with `EMFILE` and most cycles were skipped. On a node of 600 pods with a container each
+/// (1,200 series) under `prlimit --nofile=1024`, no cycle is skipped, no read fails, and the
+/// daemon keeps no more descriptors than the budget it logs at start (672 at 1,024).
+#[test]
+fn a_thousand_series_under_a_1024_limit_leave_the_loop_its_descriptors() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: prlimit (util-linux) is not installed");
+        return;
+    }
+    let (cg, proc) = node();
+    for i in 0..600u32 {
+        let pod = format!("kubepods/besteffort/pod00000000-0000-4000-8000-{i:012}");
+        let container = format!("{pod}/{:064x}", i);
+        for dir in [&pod, &container] {
+            for (file, text) in [
+                ("memory.current", "1048576\n"),
+                ("memory.peak", "2097152\n"),
+                ("memory.max", "max\n"),
+                ("memory.stat", "anon 1048576\nfile 0\n"),
+                ("memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"),
+                ("cgroup.procs", ""),
+            ] {
+                oomwarden_testkit::write(cg.path(), &format!("{dir}/{file}"), text);
+            }
+        }
+    }
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\nsampleInterval: 200ms\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nusageHistory:\n  interval: 1s\n",
+    )
+    .unwrap();
+    let mut cmd = Command::new("prlimit");
+    cmd.args(["--nofile=1024:1024", "--"])
+        .arg(env!("CARGO_BIN_EXE_oomwarden"))
+        .args(["run", "--log-format", "json", "--dry-run", "--config"])
+        .arg(&config)
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path());
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut logs = Logs::follow(&mut child);
+    logs.wait_for("oomwarden started");
+    let bound = logs
+        .seen
+        .iter()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v.pointer("/fields/descriptors_kept_at_most")
+                .or_else(|| v.get("descriptors_kept_at_most"))
+                .and_then(serde_json::Value::as_u64)
+        })
+        .unwrap();
+    assert_eq!(bound, 672, "the budget under 1,024");
+    // Several usage readings (one a second, each keeping the marks it may), decisions between.
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < deadline {
+        if let Ok(line) = logs.rx.recv_timeout(Duration::from_millis(100)) {
+            logs.seen.push(line);
+        }
+    }
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let metrics = oomwarden()
+        .args(["status", "-o", "json", "--state-dir"])
+        .arg(state.path())
+        .output()
+        .unwrap();
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
+    let skipped: Vec<&String> = logs
+        .seen
+        .iter()
+        .filter(|l| l.contains("the cycle is skipped") || l.contains("Too many open files"))
+        .collect();
+    assert!(skipped.is_empty(), "{skipped:#?}");
+    assert!(
+        u64::try_from(fds).unwrap() <= bound,
+        "the daemon holds {fds} descriptors, over its budget of {bound}"
+    );
+    let status: serde_json::Value = serde_json::from_slice(&metrics.stdout).unwrap();
+    assert!(status["cycles"].as_u64().unwrap() >= 20, "{status}");
 }

@@ -155,6 +155,22 @@ pub(crate) fn warden_sets(text: &str, key: &str) -> bool {
     })
 }
 
+/// The top-level keys `text`'s `OOMConfig` document writes (`apiVersion` and `kind`
+/// included); `None` when it has no such document (or is no YAML): a reload may lose the
+/// trigger or the ranking only when the file says so.
+pub(crate) fn oom_keys(text: &str) -> Option<Vec<String>> {
+    let docs = read_documents::<Value>(text).ok()?;
+    docs.iter().find_map(|d| {
+        let is_oom = d.get("apiVersion").and_then(Value::as_str) == Some(OOM_CONFIG_API_VERSION)
+            && d.get("kind").and_then(Value::as_str) == Some(OOM_CONFIG_KIND);
+        is_oom.then(|| {
+            d.as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default()
+        })
+    })
+}
+
 /// Errors of one load, with the file name filled in.
 struct Errors<'a> {
     file: &'a str,

@@ -282,6 +282,12 @@ pub fn declares_warden_document(text: &str) -> bool {
     document::declares_warden_document(text)
 }
 
+/// The top-level keys `text`'s `OOMConfig` document writes (`apiVersion` and `kind`
+/// included), or `None` when it has none.
+pub fn oom_keys(text: &str) -> Option<Vec<String>> {
+    document::oom_keys(text)
+}
+
 /// Whether `text`'s `OOMWardenConfig` document sets the top-level `key` itself (not by
 /// default).
 pub fn warden_sets(text: &str, key: &str) -> bool {

@@ -46,6 +46,9 @@ pub struct UsageWatch {
     settings: UsageHistorySettings,
     shared: SharedUsage,
     marks: PeakMarks,
+    /// The most `memory.peak` marks kept open, whatever `maxSeries` says (the descriptor
+    /// budget).
+    marks_budget: usize,
     dir: Option<StateDir>,
     next_read_ns: u64,
     next_save_ns: u64,
@@ -55,11 +58,13 @@ pub struct UsageWatch {
 
 impl UsageWatch {
     /// The watch, its history loaded from `dir` (a file of another version or unreadable is
-    /// kept aside as `usage.json.bad` and the history starts anew, said in the log); `None`
-    /// when `usageHistory.enabled` is false.
+    /// kept aside as `usage.json.bad` and the history starts anew, said in the log), keeping
+    /// at most `marks_budget` marks open (and `maxSeries`); `None` when
+    /// `usageHistory.enabled` is false.
     pub fn start(
         settings: &UsageHistorySettings,
         dir: Option<&StateDir>,
+        marks_budget: usize,
         now_ns: u64,
     ) -> Option<UsageWatch> {
         if !settings.enabled {
@@ -77,7 +82,8 @@ impl UsageWatch {
                 history,
                 params: settings.params,
             })),
-            marks: PeakMarks::new(settings.params.max_series),
+            marks: PeakMarks::new(settings.params.max_series.min(marks_budget)),
+            marks_budget,
             dir: dir.cloned(),
             next_read_ns: now_ns,
             next_save_ns: now_ns.saturating_add(nanos(settings.save_every)),
@@ -100,6 +106,8 @@ impl UsageWatch {
     /// span or a lower `maxSeries` takes effect at the next reading).
     pub fn set_settings(&mut self, settings: UsageHistorySettings) {
         self.settings = settings;
+        self.marks
+            .set_capacity(settings.params.max_series.min(self.marks_budget));
         self.shared
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -586,7 +594,7 @@ mod tests {
         let path = root.path().join("state");
         let dir = StateDir::open(&path, &mut Vec::new()).unwrap();
         let metrics = Metrics::new();
-        let mut watch = UsageWatch::start(&settings(), Some(&dir), 0).unwrap();
+        let mut watch = UsageWatch::start(&settings(), Some(&dir), usize::MAX, 0).unwrap();
         // Nothing read yet: nothing to save.
         watch.save(1_700_000_000, &metrics);
         assert!(!dir.exists(oomwarden_usage::FILE_NAME));
@@ -648,9 +656,9 @@ mod tests {
         assert_eq!(kills(&watch), 1);
         // Turned off: no watch at all.
         other.enabled = false;
-        assert!(UsageWatch::start(&other, Some(&dir), 0).is_none());
+        assert!(UsageWatch::start(&other, Some(&dir), usize::MAX, 0).is_none());
         // Started again: the saved history is loaded.
-        let again = UsageWatch::start(&settings(), Some(&dir), 0).unwrap();
+        let again = UsageWatch::start(&settings(), Some(&dir), usize::MAX, 0).unwrap();
         assert_eq!(kills(&again), 1);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use oomwarden_config::{ConfigErrors, Overrides, Settings};
+use oomwarden_config::{ConfigErrors, Overrides, Settings, oom_keys};
 
 use crate::SetupError;
 
@@ -80,30 +80,51 @@ pub fn load_for_reload(
     Ok((settings, Declared::of(&text)))
 }
 
-/// What a configuration file says itself, beyond the settings it comes to: whether it has an
-/// `OOMWardenConfig` document, and whether that document writes `dryRun`.
+/// What a configuration file says itself, beyond the settings it comes to: which of its two
+/// documents it has, and which of the keys a reload may not lose in silence each writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Declared {
     /// The file has an `OOMWardenConfig` document.
     pub warden_document: bool,
     /// That document writes `dryRun`.
     pub dry_run: bool,
+    /// The file has an `OOMConfig` document.
+    pub oom_document: bool,
+    /// That document has nothing but its `apiVersion` and `kind`: Talos's defaults, asked for.
+    pub oom_bare: bool,
+    /// That document writes `triggerExpression` (an empty value asks for the default).
+    pub trigger: bool,
+    /// That document writes `cgroupRankingExpression`.
+    pub ranking: bool,
 }
 
 impl Declared {
     /// What `text` declares.
     pub fn of(text: &str) -> Self {
+        let oom = oom_keys(text);
+        let writes = |key: &str| oom.as_ref().is_some_and(|k| k.iter().any(|k| k == key));
         Declared {
             warden_document: oomwarden_config::declares_warden_document(text),
             dry_run: oomwarden_config::warden_sets(text, "dryRun"),
+            oom_document: oom.is_some(),
+            oom_bare: oom
+                .as_ref()
+                .is_some_and(|k| k.iter().all(|k| k == "apiVersion" || k == "kind")),
+            trigger: writes("triggerExpression"),
+            ranking: writes("cgroupRankingExpression"),
         }
     }
 }
 
 /// Why a reload that loads would lower safety without the file saying so: a file cut at a
-/// document boundary lost its `OOMWardenConfig` (and with it a `dryRun: true`), or a
-/// `dryRun: true` in force would become false by default. Found by the fault suite: a file
-/// truncated to its first document turned dry runs into kills, with only a warning.
+/// document boundary lost a document (the `OOMWardenConfig` with a `dryRun: true`, or the
+/// `OOMConfig` with the trigger and ranking that exempt pods), or a document lost its
+/// `triggerExpression` or `cgroupRankingExpression` (both would fall back to Talos's
+/// defaults), or a `dryRun: true` in force would become false by default. Found by the fault
+/// suite: a file truncated to its first document turned dry runs into kills, and one that lost
+/// its ranking made an exempted pod the victim. A loss the file asks for is taken: the bare
+/// document (only `apiVersion` and `kind`) asks for the defaults, and a key kept with an empty
+/// value asks for its default.
 pub fn unsafe_reload(
     running: &Settings,
     running_declared: Declared,
@@ -115,6 +136,30 @@ pub fn unsafe_reload(
             "the OOMWardenConfig document the running configuration has is gone from the file (a file cut short?); to go back to oomwarden's defaults, keep the document with only its apiVersion and kind"
                 .to_owned(),
         );
+    }
+    if running_declared.oom_document && !declared.oom_document {
+        return Some(
+            "the OOMConfig document the running configuration has is gone from the file (a file cut short?); to go back to Talos's default trigger and ranking, keep the document with only its apiVersion and kind"
+                .to_owned(),
+        );
+    }
+    for (key, was, is) in [
+        (
+            "triggerExpression",
+            running_declared.trigger,
+            declared.trigger,
+        ),
+        (
+            "cgroupRankingExpression",
+            running_declared.ranking,
+            declared.ranking,
+        ),
+    ] {
+        if was && !is && !declared.oom_bare {
+            return Some(format!(
+                "the OOMConfig document lost its {key} (a file cut short?): it would fall back to Talos's default; to ask for the default, write `{key}: \"\"` (or keep the document with only its apiVersion and kind)"
+            ));
+        }
     }
     if running.warden.dry_run && !new.warden.dry_run && !declared.dry_run {
         return Some(
@@ -186,6 +231,60 @@ mod tests {
         // The bare document (apiVersion and kind only) is how the defaults are asked for.
         let (running, declared) = load(&format!("{oom}{warden}killTimeout: 2s\n"));
         let (new, d) = load(&format!("{oom}{warden}"));
+        assert_eq!(unsafe_reload(&running, declared, &new, d), None);
+    }
+
+    // Issue 54 (2): a file that lost its OOMConfig document, or that document its trigger or
+    // ranking, fell back to Talos's defaults at a reload, and an exempted pod became the
+    // victim.
+    #[test]
+    fn a_reload_cannot_lose_the_trigger_or_the_ranking_in_silence() {
+        let load = |text: &str| {
+            let s = Settings::from_yaml(text, "oom.yaml").unwrap();
+            (s, Declared::of(text))
+        };
+        let head = "apiVersion: v1alpha1\nkind: OOMConfig\n";
+        let trigger = "triggerExpression: \"true\"\n";
+        let ranking = "cgroupRankingExpression: 'path.contains(\"etcd\") ? 0.0 : 1.0'\n";
+        let warden =
+            "---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\nkillTimeout: 2s\n";
+        let (running, declared) = load(&format!("{head}{trigger}{ranking}{warden}"));
+        let refused = |text: &str, needle: &str| {
+            let (new, d) = load(text);
+            let why = unsafe_reload(&running, declared, &new, d).unwrap_or_default();
+            assert!(why.contains(needle), "{text:?}: {why:?}");
+        };
+        // The OOMConfig document cut away (the file's second half kept).
+        refused(
+            warden.trim_start_matches("---\n"),
+            "OOMConfig document the running",
+        );
+        // The ranking or the trigger lost, the document kept.
+        refused(
+            &format!("{head}{trigger}{warden}"),
+            "lost its cgroupRankingExpression",
+        );
+        refused(
+            &format!("{head}{ranking}{warden}"),
+            "lost its triggerExpression",
+        );
+        let taken = |text: &str| {
+            let (new, d) = load(text);
+            assert_eq!(unsafe_reload(&running, declared, &new, d), None, "{text:?}");
+        };
+        // Asked for: the key kept empty, or the bare document; or any new expression.
+        taken(&format!(
+            "{head}{trigger}cgroupRankingExpression: \"\"\n{warden}"
+        ));
+        taken(&format!("{head}{warden}"));
+        taken(&format!(
+            "{head}{trigger}cgroupRankingExpression: \"2.0\"\n{warden}"
+        ));
+        // A file that never had them loses nothing.
+        let (running, declared) = load(warden.trim_start_matches("---\n"));
+        let (new, d) = load(warden.trim_start_matches("---\n"));
+        assert_eq!(unsafe_reload(&running, declared, &new, d), None);
+        let (new, d) = load(&format!("{head}{warden}"));
         assert_eq!(unsafe_reload(&running, declared, &new, d), None);
     }
 

@@ -13,6 +13,13 @@ use super::options::RunOptions;
 use super::reload::{ConfigWatch, reload};
 use super::wake::{MIN_EVENT_GAP, Wake};
 
+/// What the loop holds besides the engine: the state directory and the descriptor budget.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Held<'a> {
+    pub(super) state: Option<&'a crate::statedir::StateDir>,
+    pub(super) descriptors: super::setup::Descriptors,
+}
+
 /// The loop: a cycle every tick (and on each PSI wake-up, at most one per
 /// [`MIN_EVENT_GAP`]), reloads on SIGHUP or a changed file, until a stop signal or
 /// `options.cycles`.
@@ -23,14 +30,14 @@ pub(super) fn cycle_until_stopped(
     shared: &crate::api::SharedState,
     config_watch: &mut ConfigWatch,
     mut declared: Declared,
-    state: Option<&crate::statedir::StateDir>,
+    held: Held<'_>,
 ) {
     let mut kernel = crate::kernel::KernelWatch::start(
         engine,
         &engine.settings().warden.kernel_oom_watch.clone(),
         monotonic_ns(),
     );
-    let mut usage = start_usage(engine, shared, state);
+    let mut usage = start_usage(engine, shared, held);
     // Its reads at start are no cycle's.
     engine.discard_reads();
     let metrics = engine.metrics();
@@ -96,7 +103,7 @@ pub(super) fn cycle_until_stopped(
         }
         reloaded_since_cycle = false;
         rewatch_if_changed(engine, &mut kernel);
-        reusage_if_changed(engine, &mut usage, state, shared);
+        reusage_if_changed(engine, &mut usage, held, shared);
         let started = Instant::now();
         last_cycle = Some(started);
         let wall = wall_clock();
@@ -156,11 +163,12 @@ fn kernel_after_cycle(
 fn start_usage(
     engine: &Engine,
     shared: &crate::api::SharedState,
-    state: Option<&crate::statedir::StateDir>,
+    held: Held<'_>,
 ) -> Option<crate::usage::UsageWatch> {
     let usage = crate::usage::UsageWatch::start(
         &engine.settings().warden.usage_history,
-        state,
+        held.state,
+        held.descriptors.marks,
         monotonic_ns(),
     );
     share_usage(shared, usage.as_ref());
@@ -200,7 +208,7 @@ fn share_usage(shared: &crate::api::SharedState, usage: Option<&crate::usage::Us
 fn reusage_if_changed(
     engine: &Engine,
     usage: &mut Option<crate::usage::UsageWatch>,
-    state: Option<&crate::statedir::StateDir>,
+    held: Held<'_>,
     shared: &crate::api::SharedState,
 ) {
     let wanted = engine.settings().warden.usage_history;
@@ -216,7 +224,12 @@ fn reusage_if_changed(
             true
         }
         None if wanted.enabled => {
-            *usage = crate::usage::UsageWatch::start(&wanted, state, monotonic_ns());
+            *usage = crate::usage::UsageWatch::start(
+                &wanted,
+                held.state,
+                held.descriptors.marks,
+                monotonic_ns(),
+            );
             true
         }
         None => false,

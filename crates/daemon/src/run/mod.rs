@@ -30,7 +30,8 @@ pub use options::{RunError, RunOptions};
 use reload::{CONFIG_CHECK_EVERY, ConfigWatch};
 pub use setup::events_options;
 use setup::{
-    engine_files, events_sender, identity_cache, log_protection, own_cgroup, recorder, serve,
+    Descriptors, engine_files, events_sender, identity_cache, log_protection, own_cgroup, recorder,
+    serve,
 };
 pub use state::{StateSetup, open_state};
 use state::{restored_cooldown, starting_state};
@@ -62,10 +63,11 @@ pub fn run(
     check_node(&settings, options)?;
     let flight = settings.warden.flight_recorder;
     let options = &options.with_absolute_roots();
+    let descriptors = Descriptors::under(&protection.nofile);
     let (tap, cgroups, proc) = engine_files(
         options,
         options.record.is_some() || flight.enabled,
-        &protection.nofile,
+        descriptors,
     );
     log_protection(protection);
     let self_cgroup = own_cgroup(&cgroups);
@@ -87,6 +89,7 @@ pub fn run(
         own_cgroup = self_cgroup.as_deref().unwrap_or("/"),
         sample_interval = ?settings.oom.sample_interval,
         dry_run = settings.warden.dry_run,
+        descriptors_kept_at_most = descriptors.bound(),
         "oomwarden started"
     );
     let meta = tap.is_some().then(|| {
@@ -149,7 +152,10 @@ pub fn run(
         &shared,
         &mut config_watch,
         declared,
-        state.as_ref(),
+        cycles::Held {
+            state: state.as_ref(),
+            descriptors,
+        },
     );
     handle.close();
     wind_down(&mut engine, socket.as_deref());

@@ -41,15 +41,15 @@ pub(super) fn serve(
 
 /// Says what self-protection could not do.
 /// What the engine reads through: the kernel's files kept open (one pread a file a cycle,
-/// not a path walk, an open and a close), within a quarter of the open-file limit the kills
-/// need; and, when recording, the tap every read goes through.
+/// not a path walk, an open and a close), within the budget's `kept`; and, when recording,
+/// the tap every read goes through.
 pub(super) fn engine_files(
     options: &RunOptions,
     recording: bool,
-    nofile: &std::io::Result<(u64, u64)>,
+    budget: Descriptors,
 ) -> (Option<Arc<oomwarden_recording::Tap>>, CgroupFs, ProcFs) {
     let kept: Arc<dyn oomwarden_cgroupfs::Files> =
-        Arc::new(oomwarden_cgroupfs::Kept::new(kept_files(nofile)));
+        Arc::new(oomwarden_cgroupfs::Kept::new(budget.kept));
     let tap = recording.then(|| oomwarden_recording::Tap::new(Arc::clone(&kept)));
     let files: Arc<dyn oomwarden_cgroupfs::Files> = match &tap {
         Some(tap) => tap.clone(),
@@ -62,11 +62,52 @@ pub(super) fn engine_files(
     )
 }
 
-/// How many files the engine's reads keep open: 256 (the every-cycle files of a node with a
-/// few hundred Guaranteed pods), at most a quarter of the open-file limit.
-pub(super) fn kept_files(nofile: &std::io::Result<(u64, u64)>) -> usize {
-    let limit = nofile.as_ref().map_or(1024, |(soft, _)| *soft);
-    usize::try_from(limit / 4).unwrap_or(usize::MAX).min(256)
+/// The descriptors the daemon keeps open, budgeted against its open-file limit so that the
+/// OOM loop always has room (a kill's pidfds, a cycle's reads): the files its cycles keep open
+/// and the usage history's `memory.peak` marks each take at most a quarter of the limit, and
+/// the marks only what leaves the loop [`LOOP_RESERVE`] (or a quarter) beside
+/// [`OWN_DESCRIPTORS`] and the clients' [`CONNECTIONS`] (352 of a 1,024 limit). Found by the fault suite: one mark per series
+/// up to `maxSeries` made the loop's own reads fail with `EMFILE` under a 1,024 limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Descriptors {
+    /// Files the cycles' reads keep open (`cgroupfs::Kept`): 256 (the every-cycle files of a
+    /// node with a few hundred Guaranteed pods), at most a quarter of the limit.
+    pub(crate) kept: usize,
+    /// `memory.peak` marks the usage history keeps open: at most a quarter of the limit (and
+    /// `maxSeries`); past it a mark is read without being kept.
+    pub(crate) marks: usize,
+}
+
+/// The descriptors the daemon holds besides its budget: logs, the state directory, sockets,
+/// runtimes, threads' eventfds, inotify instances, the kernel log (31 measured; a margin).
+pub(crate) const OWN_DESCRIPTORS: usize = 64;
+/// The clients' connections at most: 32 to the metrics endpoint, 64 to the action API.
+pub(crate) const CONNECTIONS: usize = 96;
+/// The fewest descriptors left to the loop (a kill's pidfds, a cycle's reads): 256, or a
+/// quarter of the limit when that is more.
+pub(crate) const LOOP_RESERVE: usize = 256;
+
+impl Descriptors {
+    /// The budget under the soft open-file limit `nofile` (1,024 when it could not be read).
+    pub(crate) fn under(nofile: &std::io::Result<(u64, u64)>) -> Self {
+        let limit =
+            usize::try_from(nofile.as_ref().map_or(1024, |(soft, _)| *soft)).unwrap_or(usize::MAX);
+        let quarter = limit / 4;
+        let kept = quarter.min(256);
+        // What is left once the loop has its reserve: at least 256, or a quarter.
+        let left = limit
+            .saturating_sub(OWN_DESCRIPTORS + CONNECTIONS + kept)
+            .saturating_sub(quarter.max(LOOP_RESERVE));
+        Descriptors {
+            kept,
+            marks: quarter.min(left),
+        }
+    }
+
+    /// The most the daemon keeps open: what `operations.md` promises.
+    pub(crate) fn bound(self) -> usize {
+        OWN_DESCRIPTORS + CONNECTIONS + self.kept + self.marks
+    }
 }
 
 pub(super) fn log_protection(protection: oomwarden_actuate::SelfProtection) {
@@ -223,6 +264,8 @@ pub fn events_options(wanted: &EventsSettings) -> oomwarden_events::Options {
     };
     oomwarden_events::Options {
         pod_condition: wanted.pod_condition,
+        // A taint a daemon before this one put there is found and let go (issue 54).
+        find_taint_at_start: true,
         ..oomwarden_events::Options::new(wanted.kubeconfig.clone(), reporter)
     }
 }
@@ -234,4 +277,31 @@ pub(super) fn restart_events(engine: &mut Engine) {
     }
     let events = events_sender(engine.settings());
     engine.set_events(events);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Descriptors;
+
+    // Issue 54 (5): under a 1,024 limit the daemon keeps at most 672 descriptors, so the loop
+    // has at least 352; under 65,536 the marks are bounded by `maxSeries` instead.
+    #[test]
+    fn the_descriptor_budget_leaves_the_loop_its_reserve() {
+        for (limit, kept, marks, bound) in [
+            (1024u64, 256, 256, 672),
+            (4096, 256, 1024, 1440),
+            (65536, 256, 16384, 16800),
+            // A limit too low for the budget: no mark kept; the loop keeps what is left.
+            (256, 64, 0, 224),
+        ] {
+            let d = Descriptors::under(&Ok((limit, limit)));
+            assert_eq!(
+                (d.kept, d.marks, d.bound()),
+                (kept, marks, bound),
+                "{limit}"
+            );
+        }
+        let unknown = Descriptors::under(&Err(std::io::Error::other("no")));
+        assert_eq!(unknown.bound(), 672, "read as 1,024");
+    }
 }

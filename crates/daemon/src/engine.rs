@@ -112,6 +112,8 @@ pub struct Engine {
     /// What holds the node's taint (`taint` stages, workloads killed again and again), each
     /// with, for a stage, since when its condition has been false.
     taint_holders: std::collections::BTreeMap<stages::TaintCause, Option<u64>>,
+    /// Whether what the Node carried at the start has been taken in (`stages::inherit_taint`).
+    taint_inherited: bool,
     /// The cgroups whose kill was asked of the kernel's OOM killer (`killMethod: kernel-oom`)
     /// in the last [`ORDERED_FOR_NS`]: (cgroup dir, record id, when).
     ordered: Vec<(String, u64, u64)>,
@@ -281,6 +283,7 @@ impl Engine {
             stage_held: Vec::new(),
             pending: None,
             taint_holders: std::collections::BTreeMap::new(),
+            taint_inherited: false,
             last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,
@@ -293,6 +296,10 @@ impl Engine {
     pub fn set_events(&mut self, events: Option<oomwarden_events::Events>) {
         if let Some(old) = std::mem::replace(&mut self.events, events) {
             self.events_before.add(&old.counts());
+            // A taint or its removal not made yet is the new sender's to make.
+            if let (Some(update), Some(new)) = (old.unmade_node_update(), &self.events) {
+                new.want_node(update);
+            }
         }
     }
 
@@ -405,6 +412,11 @@ impl Engine {
         if settings.warden.stages != self.settings.warden.stages {
             // Other stages: each acts when its condition is next found true.
             self.stage_held.clear();
+        }
+        // A waiting termination is judged again under these settings before anything is
+        // sent to its victim (`stages`).
+        if let Some(p) = &mut self.pending {
+            p.configuration_changed();
         }
         self.settings = settings;
     }

@@ -73,9 +73,10 @@ pub struct Index {
     pub last_own: Option<ActionRecord>,
     /// The kernel OOM kills recorded: (monotonic time, victim PID).
     pub kernel_reports: std::collections::HashSet<(u64, Option<u32>)>,
-    /// The kills of each workload, with their monotonic times, oldest first (those older than
+    /// The kills of each workload, with their monotonic times and whether each says something
+    /// about the node ([`ActionRecord::is_node_kill`]), oldest first (those older than
     /// [`WORKLOAD_KILLS_WINDOW`] dropped as the next is noted).
-    pub workload_kills: std::collections::VecDeque<(Workload, u64)>,
+    pub workload_kills: std::collections::VecDeque<(Workload, u64, bool)>,
 }
 
 impl Index {
@@ -84,9 +85,12 @@ impl Index {
             let window = u64::try_from(WORKLOAD_KILLS_WINDOW.as_nanos()).unwrap_or(u64::MAX);
             let now = record.monotonic_ns;
             self.workload_kills
-                .retain(|(_, at)| *at <= now && now - *at <= window);
-            self.workload_kills
-                .push_back((workload.clone(), record.monotonic_ns));
+                .retain(|(_, at, _)| *at <= now && now - *at <= window);
+            self.workload_kills.push_back((
+                workload.clone(),
+                record.monotonic_ns,
+                record.is_node_kill(),
+            ));
         }
         match record.kind {
             // A stage's warning did nothing: it starts no cooldown.
@@ -416,10 +420,21 @@ impl History {
     /// Each workload's kills in the [`WORKLOAD_KILLS_WINDOW`] before `now_ns` (kills from a
     /// time after it, recorded before the node's last boot, are not counted).
     pub fn workload_kills(&self, now_ns: u64) -> WorkloadKills {
+        self.kills_in_window(now_ns, false)
+    }
+
+    /// [`Self::workload_kills`], but only the kills that say something about the node's
+    /// memory (oomwarden's own, the kernel's global ones: [`ActionRecord::is_node_kill`]): what
+    /// `events.taintAfterKills` counts.
+    pub fn node_workload_kills(&self, now_ns: u64) -> WorkloadKills {
+        self.kills_in_window(now_ns, true)
+    }
+
+    fn kills_in_window(&self, now_ns: u64, node_only: bool) -> WorkloadKills {
         let window = u64::try_from(WORKLOAD_KILLS_WINDOW.as_nanos()).unwrap_or(u64::MAX);
         let mut kills = WorkloadKills::default();
-        for (workload, at) in &self.index.workload_kills {
-            if *at <= now_ns && now_ns - *at <= window {
+        for (workload, at, node) in &self.index.workload_kills {
+            if *at <= now_ns && now_ns - *at <= window && (*node || !node_only) {
                 kills.add(workload);
             }
         }

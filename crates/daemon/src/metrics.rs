@@ -1242,7 +1242,11 @@ fn counted_as_kill(outcome: Outcome) -> bool {
         // record say so; no kill was attempted.
         Outcome::NoEligibleCgroup => false,
         // A stage's, in `oomwarden_stage_actions_total`: no kill.
-        Outcome::Warned | Outcome::Terminated | Outcome::Tainted | Outcome::Untainted => false,
+        Outcome::Warned
+        | Outcome::Terminated
+        | Outcome::Tainted
+        | Outcome::Untainted
+        | Outcome::Cancelled => false,
     }
 }
 

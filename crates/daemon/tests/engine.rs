@@ -12,7 +12,7 @@ use oomwarden_cgroupfs::CgroupFs;
 use oomwarden_collect::Collector;
 use oomwarden_config::Settings;
 use oomwarden_daemon::{CycleOutcome, Engine, EngineParts, History};
-use oomwarden_model::{ActionRecord, Layout, Outcome, QosClass, Wakeup};
+use oomwarden_model::{ActionRecord, CancelReason, Layout, Outcome, QosClass, Wakeup};
 use oomwarden_procfs::ProcFs;
 use oomwarden_testkit::write;
 
@@ -2454,4 +2454,376 @@ fn the_cooldown_counts_from_the_end_of_the_kill() {
         matches!(e.cycle(20_500_000_000, "t"), CycleOutcome::Acted(_)),
         "5.5 s after the kill ended"
     );
+}
+
+/// The settings of the termination tests: a trigger that never fires, a `terminate` stage
+/// `shed` (grace 3 s) unless `stage` is false, `ranking` as the ranking, and `dry_run`.
+fn shed_settings(state: &Path, ranking: Option<&str>, stage: bool, dry_run: bool) -> Settings {
+    let ranking = ranking
+        .map(|r| format!("cgroupRankingExpression: '{r}'\n"))
+        .unwrap_or_default();
+    let mut warden = format!("dryRun: {dry_run}\n");
+    if stage {
+        warden.push_str(
+            "stages:\n  - name: shed\n    when: memory_full_avg10 > 12.0\n    action: terminate\n    grace: 3s\n",
+        );
+    }
+    settings(
+        &format!("triggerExpression: \"false\"\n{ranking}"),
+        &warden,
+        state,
+    )
+}
+
+/// A ranking that exempts the pod the stage terminates (`pod-live`), as an operator writes on
+/// seeing a wanted pod get SIGTERM.
+const EXEMPT_LIVE: &str = "path.contains(\"pod-live\") ? 0.0 : 1.0";
+
+fn sigkills(fake: &SharedRecorder) -> usize {
+    fake.lock()
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::WriteCgroupKill(_) | Call::StartMemcgOom(_)))
+        .count()
+}
+
+/// Issue 54 (1): a reload mid-grace to a configuration that would not choose the stage's
+/// victim (the ranking exempts it, the stage is gone, a dry run) ends the termination without
+/// a kill, at the first cycle after the reload, with a record `cancelled` saying why; a
+/// reload that would still choose it leaves the kill at the grace's end.
+#[test]
+fn a_reload_mid_grace_is_judged_before_any_kill() {
+    let cases: [(&str, Option<&str>, bool, bool, Option<CancelReason>); 4] = [
+        (
+            "exempt",
+            Some(EXEMPT_LIVE),
+            true,
+            false,
+            Some(CancelReason::Exempt),
+        ),
+        (
+            "stage removed",
+            None,
+            false,
+            false,
+            Some(CancelReason::StageRemoved),
+        ),
+        ("dry run", None, true, true, Some(CancelReason::DryRun)),
+        ("the same choice", None, true, false, None),
+    ];
+    for (name, ranking, stage, dry_run, expected) in cases {
+        let (dirs, mut e, fake) = staged(
+            "  - name: shed\n    when: memory_full_avg10 > 12.0\n    action: terminate\n    grace: 3s\n",
+            RecordingActuator::new(KillEffect::Empty),
+        );
+        assert!(quiet(&e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z")));
+        assert_eq!(
+            fake.lock().calls,
+            [Call::SendSigterm(100), Call::SendSigterm(101)],
+            "{name}"
+        );
+        e.set_settings(shed_settings(dirs.state.path(), ranking, stage, dry_run));
+        let next = e.cycle(2_000_000_000, "2026-12-01T00:00:02.000Z");
+        match expected {
+            Some(reason) => {
+                let r = acted(next);
+                assert_eq!(r.outcome, Outcome::Cancelled, "{name}");
+                assert_eq!(r.cancel_reason, Some(reason), "{name}");
+                assert_eq!(r.stage.as_deref(), Some("shed"), "{name}");
+                assert_eq!(
+                    r.victim.as_deref(),
+                    Some("/sys/fs/cgroup/kubepods/besteffort/pod-live"),
+                    "{name}"
+                );
+                // Nothing more happens to it: not at the grace's end, not later.
+                for t in 3..8u64 {
+                    let _ = e.cycle(t * 1_000_000_000, &format!("2026-12-01T00:00:0{t}.000Z"));
+                }
+                assert_eq!(sigkills(&fake), 0, "{name}: {:?}", fake.lock().calls);
+            }
+            None => {
+                assert!(quiet(&next), "{name}");
+                assert!(quiet(&e.cycle(3_000_000_000, "2026-12-01T00:00:03.000Z")));
+                let r = acted(e.cycle(4_000_000_000, "2026-12-01T00:00:04.000Z"));
+                assert_eq!(r.outcome, Outcome::Killed, "{name}");
+                assert_eq!(r.stage.as_deref(), Some("shed"), "{name}");
+                assert_eq!(sigkills(&fake), 1, "{name}");
+            }
+        }
+        let persisted = persisted(dirs.state.path());
+        assert!(
+            persisted.iter().all(|r| r.outcome != Outcome::Killed) || expected.is_none(),
+            "{name}: {persisted:?}"
+        );
+    }
+}
+
+/// Issue 54 (1): the configuration is judged at the grace's end too, whatever happened
+/// before it: a ranking that stops choosing the victim by itself (here: its memory is now
+/// what the ranking exempts) cancels the kill.
+#[test]
+fn the_grace_end_is_judged_under_the_configuration_in_force() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Empty));
+    // Exempt once the victim's memory falls under 100 MB (as a ranking by usage would).
+    let s = shed_settings(
+        state.path(),
+        Some("memory_current.orValue(0u) > 100000000u ? 1.0 : 0.0"),
+        true,
+        false,
+    );
+    let mut e = engine_with(
+        cg.path(),
+        proc.path(),
+        s,
+        Box::new(fake.clone()),
+        Box::new(fake.clone()),
+    );
+    assert!(quiet(&e.cycle(1_000_000_000, "2026-12-01T00:00:01.000Z")));
+    assert_eq!(fake.lock().calls.len(), 2, "{:?}", fake.lock().calls);
+    fs::write(
+        cg.path()
+            .join("kubepods/besteffort/pod-live/memory.current"),
+        "5000000\n",
+    )
+    .unwrap();
+    assert!(quiet(&e.cycle(2_000_000_000, "2026-12-01T00:00:02.000Z")));
+    let r = acted(e.cycle(4_000_000_000, "2026-12-01T00:00:04.000Z"));
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert_eq!(r.cancel_reason, Some(CancelReason::Exempt));
+    assert_eq!(r.error.as_deref(), Some("score is not above 0"));
+    assert_eq!(sigkills(&fake), 0);
+}
+
+/// One step of the model of a daemon with a `terminate` stage.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// A cycle, this many seconds after the last.
+    Cycle(u64),
+    /// A reload to one of the configurations of [`Variant`].
+    Reload(Variant),
+    /// The victim's processes exit.
+    Exit,
+    /// The daemon stops and starts again (a new engine on the same state directory).
+    Restart,
+}
+
+/// The configurations a reload may bring.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Variant {
+    /// The stage, the default ranking (which chooses `pod-live`).
+    Base,
+    /// The ranking exempts every pod (`pod-live` among them).
+    Exempt,
+    /// No stage.
+    NoStage,
+    /// A dry run.
+    DryRun,
+}
+
+impl Variant {
+    fn settings(self, state: &Path) -> Settings {
+        match self {
+            Variant::Base => shed_settings(state, None, true, false),
+            Variant::Exempt => shed_settings(state, Some("0.0"), true, false),
+            Variant::NoStage => shed_settings(state, None, false, false),
+            Variant::DryRun => shed_settings(state, None, true, true),
+        }
+    }
+
+    /// Whether this configuration may signal `pod-live` at all.
+    fn may_signal_live(self) -> bool {
+        self == Variant::Base
+    }
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let variant = prop_oneof![
+        Just(Variant::Base),
+        Just(Variant::Exempt),
+        Just(Variant::NoStage),
+        Just(Variant::DryRun),
+    ];
+    prop_oneof![
+        4 => (1u64..4).prop_map(Step::Cycle),
+        3 => variant.prop_map(Step::Reload),
+        1 => Just(Step::Exit),
+        1 => Just(Step::Restart),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Issue 54 (1), the invariant over interleavings of reloads, restarts, exits, grace ends
+    /// and cycles: no signal is ever sent under a configuration other than the one in force at
+    /// that instant (each signal is seen in the step it was sent in, under that step's
+    /// configuration), and a kill of the stage's victim only ever follows its SIGTERM by the
+    /// same daemon.
+    #[test]
+    fn no_signal_under_a_configuration_not_in_force(steps in proptest::collection::vec(step(), 1..24)) {
+        let (cg, proc) = node();
+        let state = tempfile::tempdir().unwrap();
+        let fake = SharedRecorder::new(RecordingActuator::new(KillEffect::Nothing));
+        let make = |v: Variant| {
+            engine_with(cg.path(), proc.path(), v.settings(state.path()), Box::new(fake.clone()), Box::new(fake.clone()))
+        };
+        let mut variant = Variant::Base;
+        let mut e = make(variant);
+        let mut now = 1_000_000_000u64;
+        let mut sigterm_by_this_daemon = false;
+        let live = cg.path().join("kubepods/besteffort/pod-live");
+        let mut seen = 0;
+        for step in steps {
+            match step {
+                Step::Cycle(s) => {
+                    now += s * 1_000_000_000;
+                    let _ = e.cycle(now, "2026-12-01T00:00:00.000Z");
+                }
+                Step::Reload(v) => {
+                    variant = v;
+                    e.set_settings(v.settings(state.path()));
+                }
+                Step::Exit => {
+                    fs::write(live.join("cgroup.events"), "populated 0\nfrozen 0\n").unwrap();
+                    fs::write(live.join("c1/cgroup.procs"), "").unwrap();
+                }
+                Step::Restart => {
+                    drop(e);
+                    e = make(variant);
+                    sigterm_by_this_daemon = false;
+                }
+            }
+            let calls = fake.lock().calls.clone();
+            for call in calls.iter().skip(seen) {
+                match call {
+                    Call::SendSigterm(_) => {
+                        proptest::prop_assert!(variant.may_signal_live(), "SIGTERM under {variant:?} at {step:?}");
+                        sigterm_by_this_daemon = true;
+                    }
+                    Call::WriteCgroupKill(dir) | Call::StartMemcgOom(dir) => {
+                        proptest::prop_assert!(dir.starts_with(&live), "{dir:?}");
+                        proptest::prop_assert!(variant.may_signal_live(), "kill under {variant:?} at {step:?}");
+                        proptest::prop_assert!(sigterm_by_this_daemon, "a kill without this daemon's SIGTERM at {step:?}");
+                    }
+                    _ => {}
+                }
+            }
+            seen = calls.len();
+        }
+    }
+}
+
+/// A kernel OOM kill of the pod `shop/cart-1` (as the kernel-OOM watch records it), by
+/// `constraint`.
+fn kernel_kill_of_cart(at: u64, constraint: oomwarden_model::OomConstraint) -> ActionRecord {
+    let mut r = ActionRecord::empty(
+        oomwarden_model::RecordKind::KernelOom,
+        Outcome::Killed,
+        "2026-11-29T12:00:00.000Z".to_owned(),
+        at,
+    );
+    r.constraint = Some(constraint);
+    r.workload = Some(oomwarden_model::Workload {
+        namespace: "shop".to_owned(),
+        kind: oomwarden_model::WorkloadKind::Pod,
+        name: "cart-1".to_owned(),
+    });
+    r
+}
+
+/// Cools the fixture node's pressure so that the trigger does not fire.
+fn cool(cg: &Path) {
+    for f in ["", "init", "system", "podruntime", "kubepods/besteffort"] {
+        fs::write(cg.join(f).join("memory.pressure"), COLD).unwrap();
+    }
+}
+
+/// Issue 54 (4): the kernel's memcg kills (a container over its own limit, which says nothing
+/// about the node's memory) never count toward `taintAfterKills`: a CrashLoopBackOff
+/// `OOMKilled` container tainted its node in 15 minutes. The kernel's global kills do; and a
+/// dry run never taints for repeated kills.
+#[test]
+fn only_kills_that_say_something_about_the_node_taint_it() {
+    use oomwarden_model::OomConstraint;
+    for (constraint, dry_run, taints) in [
+        (OomConstraint::Memcg, false, false),
+        (OomConstraint::Global, false, true),
+        (OomConstraint::Global, true, false),
+    ] {
+        let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+        server.add_node("worker-1");
+        let (dirs, _kube, mut e) = node_with_events_and(&server, dry_run, "  taintAfterKills: 3\n");
+        cool(dirs._cg.path());
+        for i in 0..3u64 {
+            e.record_kernel_kill(kernel_kill_of_cart(1_000_000_000 + i, constraint), 1);
+        }
+        let outcome = e.cycle(2_000_000_000, "2026-11-29T12:00:02.000Z");
+        let case = format!("{constraint:?}, dry run {dry_run}");
+        if taints {
+            let r = acted(outcome);
+            assert_eq!(r.outcome, Outcome::Tainted, "{case}");
+            assert_eq!(r.workload_kills, Some(3), "{case}");
+        } else {
+            assert!(quiet(&outcome), "{case}: {outcome:?}");
+            assert!(
+                quiet(&e.cycle(3_000_000_000, "2026-11-29T12:00:03.000Z")),
+                "{case}"
+            );
+        }
+        // The ranking's `workload_kills` still counts every kill (it damps one workload's
+        // repeats, whatever killed it).
+        assert_eq!(
+            e.history()
+                .workload_kills(2_000_000_000)
+                .iter()
+                .map(|(_, n)| n)
+                .sum::<u64>(),
+            3,
+            "{case}"
+        );
+    }
+}
+
+/// Issue 54 (3): a daemon restarted while the node carried its taint never looked at the Node
+/// again, and the node stayed tainted for ever. The taint found at the start is held for the
+/// hold-down (no `taint` stage: 5 minutes), then removed when nothing holds it; an
+/// administrator's taint with the same key is left alone.
+#[test]
+fn a_taint_found_at_the_start_is_let_go_after_the_hold_down() {
+    let server = oomwarden_testkit::apiserver::FakeApiServer::start();
+    server.add_node("worker-1");
+    server.add_taint(
+        "worker-1",
+        serde_json::json!({"key": "oomwarden.io/memory-pressure", "value": "oomwarden", "effect": "NoSchedule"}),
+    );
+    server.add_taint(
+        "worker-1",
+        serde_json::json!({"key": "dedicated", "value": "db", "effect": "NoSchedule"}),
+    );
+    let (dirs, _kube, mut e) = node_with_events(&server, false);
+    cool(dirs._cg.path());
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while e.events().unwrap().taint_found_at_start().is_none() {
+        assert!(std::time::Instant::now() < end, "the node was never read");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let start = 10_000_000_000u64;
+    assert!(quiet(&e.cycle(start, "2026-11-29T12:00:10.000Z")));
+    assert!(
+        quiet(&e.cycle(start + 299_000_000_000, "2026-11-29T12:05:09.000Z")),
+        "held for the hold-down"
+    );
+    let r = acted(e.cycle(start + 300_000_000_000, "2026-11-29T12:05:10.000Z"));
+    assert_eq!(r.outcome, Outcome::Untainted);
+    assert_eq!(r.stage, None);
+    assert_eq!(r.workload, None);
+    wait_for_node_updates(&e, 1);
+    let node = server.node("worker-1").unwrap();
+    assert_eq!(node.taints.len(), 1, "{:?}", node.taints);
+    assert_eq!(node.taints[0]["key"], "dedicated");
+    assert_eq!(node.conditions[0]["status"], "False");
+    assert_eq!(node.conditions[0]["reason"], "Restarted");
 }

@@ -28,6 +28,9 @@ pub const REASON_UNTAINTED: &str = "OOMWardenUntainted";
 /// The taint oomwarden puts on its node (effect `NoSchedule`): new pods stay off a node
 /// being squeezed (those that tolerate it still come).
 pub const TAINT_KEY: &str = "oomwarden.io/memory-pressure";
+/// The value of oomwarden's taint: what tells it from an administrator's taint with the same
+/// key, which oomwarden never removes.
+pub const TAINT_VALUE: &str = "oomwarden";
 /// The node condition set with the taint.
 pub const CONDITION_MEMORY_PRESSURE: &str = "OOMWardenMemoryPressure";
 
@@ -54,11 +57,12 @@ pub fn node_update_for(record: &ActionRecord, reporter: &Reporter) -> Option<Nod
     let time = record.time.parse::<Timestamp>().ok()?;
     Some(NodeUpdate {
         taint,
-        reason: if record.stage.is_some() {
-            "Stage".to_owned()
-        } else {
-            "RepeatedKills".to_owned()
-        },
+        reason: match (&record.stage, &record.workload) {
+            (Some(_), _) => "Stage",
+            (None, Some(_)) => "RepeatedKills",
+            (None, None) => "Restarted",
+        }
+        .to_owned(),
         message: cut(taint_note(record, reporter), NOTE_LIMIT),
         time: time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
     })
@@ -77,10 +81,13 @@ fn taint_note(record: &ActionRecord, reporter: &Reporter) -> String {
             "workload {w} killed {} times in the last hour",
             record.workload_kills.unwrap_or(0)
         ),
-        (None, None) => "?".to_owned(),
+        // Neither: the taint a daemon before this start put there, let go after its hold-down.
+        (None, None) => {
+            "its taint from before oomwarden restarted, which nothing holds any more".to_owned()
+        }
     };
     format!(
-        "oomwarden {verb} node {} ({TAINT_KEY}:NoSchedule): {cause}; record {}",
+        "oomwarden {verb} node {} ({TAINT_KEY}={TAINT_VALUE}:NoSchedule): {cause}; record {}",
         reporter.node, record.id
     )
 }
@@ -324,7 +331,11 @@ fn wording(record: &ActionRecord) -> Option<(&'static str, &'static str, &'stati
         Outcome::Untainted => (REASON_UNTAINTED, "Untaint", "removed the node's taint"),
         // Nothing happened to a pod Kubernetes could be told of. Every outcome is named, so a
         // new one does not compile until it is decided here.
-        Outcome::KillFailed | Outcome::NoEligibleCgroup | Outcome::Gone => return None,
+        // A cancelled termination's victim got SIGTERM and was then left as it was: its pod's
+        // own Events (the container's exit, or none) say what became of it.
+        Outcome::KillFailed | Outcome::NoEligibleCgroup | Outcome::Gone | Outcome::Cancelled => {
+            return None;
+        }
     })
 }
 

@@ -12,13 +12,20 @@
 //! current-thread tokio runtime, a deadline on every request, a token bucket, and a bounded
 //! number of retries with backoff. Outcomes are counted ([`Counts`]) and each kind of
 //! problem is logged once.
+//!
+//! The node's taint is no message but a level: the last state asked for is kept beside the
+//! queue (a full queue cannot drop it) and written until it is made, with a backoff that
+//! grows to [`NODE_RETRY_MAX`], never given up. At its start the sender reads the Node and
+//! says whether it carries oomwarden's taint ([`Events::taint_found_at_start`]): a daemon
+//! restarted while the node was tainted lets go of it once nothing holds it. Only oomwarden's
+//! own taint (value [`TAINT_VALUE`]) is ever removed.
 
 mod build;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,8 +34,8 @@ pub use build::{
     ANNOTATION_STARVED_RESOURCE, CONDITION_DISRUPTION_TARGET, CONDITION_MEMORY_PRESSURE,
     ConditionPatch, NODE_EVENT_NAMESPACE, NOTE_LIMIT, NewEvent, NodeUpdate, REASON_KILLED,
     REASON_REPEATED_KILLS, REASON_TAINTED, REASON_TERMINATED, REASON_TERMINATION, REASON_UNTAINTED,
-    REASON_WARNING, REASON_WOULD_KILL, REPORTING_CONTROLLER, Reporter, TAINT_KEY, condition_for,
-    events_for, node_update_for,
+    REASON_WARNING, REASON_WOULD_KILL, REPORTING_CONTROLLER, Reporter, TAINT_KEY, TAINT_VALUE,
+    condition_for, events_for, node_update_for,
 };
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -56,6 +63,9 @@ pub struct Options {
     pub backoff: Duration,
     /// Also set the `DisruptionTarget` condition of each killed pod (`events.podCondition`).
     pub pod_condition: bool,
+    /// Read the Node at the start to find oomwarden's taint from before it
+    /// ([`Events::taint_found_at_start`]); the daemon does, a test of Events alone need not.
+    pub find_taint_at_start: bool,
 }
 
 impl Options {
@@ -72,6 +82,7 @@ impl Options {
             attempts: 5,
             backoff: Duration::from_secs(1),
             pod_condition: false,
+            find_taint_at_start: false,
         }
     }
 }
@@ -215,6 +226,34 @@ struct Shared {
     dropped: [[AtomicU64; 4]; 3],
     retries: AtomicU64,
     stop: AtomicBool,
+    /// The node's taint as asked for, and what the Node held at the start.
+    node: Mutex<NodeWanted>,
+}
+
+/// The node's state as the cycle asks for it (a level, not a message).
+#[derive(Debug, Default)]
+struct NodeWanted {
+    /// The last update asked for.
+    update: Option<NodeUpdate>,
+    /// Bumped with each update asked for.
+    generation: u64,
+    /// The generation the sender made.
+    made: u64,
+    /// Whether the Node carried oomwarden's taint when the sender started (`None`: not read
+    /// yet, or no client).
+    found_at_start: Option<bool>,
+}
+
+/// The longest wait between two attempts at the node's taint: it is retried until made.
+pub const NODE_RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// A message on the sender's queue.
+#[derive(Debug)]
+enum Msg {
+    /// A record's Events (and pod condition).
+    Record(Box<ActionRecord>),
+    /// The node's taint asked for changed.
+    Wake,
 }
 
 impl Shared {
@@ -226,13 +265,17 @@ impl Shared {
 
     fn drop_writes(&self, reason: Dropped, writes: &[Write]) {
         for w in writes {
-            if let Some(c) = self
-                .dropped
-                .get(w.kind().index())
-                .and_then(|d| d.get(reason.index()))
-            {
-                c.fetch_add(1, Ordering::Relaxed);
-            }
+            self.drop_kind(reason, w.kind());
+        }
+    }
+
+    fn drop_kind(&self, reason: Dropped, kind: Kind) {
+        if let Some(c) = self
+            .dropped
+            .get(kind.index())
+            .and_then(|d| d.get(reason.index()))
+        {
+            c.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -242,7 +285,6 @@ impl Shared {
 enum Write {
     Event(Box<NewEvent>),
     Condition(ConditionPatch),
-    Node(NodeUpdate),
 }
 
 impl Write {
@@ -250,23 +292,17 @@ impl Write {
         match self {
             Write::Event(_) => Kind::Event,
             Write::Condition(_) => Kind::Condition,
-            Write::Node(_) => Kind::Node,
         }
     }
 }
 
-/// What a record makes: the node's update (a taint's), its Events, then (with
-/// `pod_condition`) its pod's condition.
+/// What a record makes through the queue: its Events, then (with `pod_condition`) its pod's
+/// condition. (A taint's node update is kept as a level beside the queue.)
 fn writes(record: &ActionRecord, reporter: &Reporter, pod_condition: bool) -> Vec<Write> {
-    let mut out: Vec<Write> = node_update_for(record, reporter)
-        .map(Write::Node)
+    let mut out: Vec<Write> = events_for(record, reporter)
         .into_iter()
+        .map(|e| Write::Event(Box::new(e)))
         .collect();
-    out.extend(
-        events_for(record, reporter)
-            .into_iter()
-            .map(|e| Write::Event(Box::new(e))),
-    );
     if pod_condition && let Some(c) = condition_for(record, reporter) {
         out.push(Write::Condition(c));
     }
@@ -276,7 +312,7 @@ fn writes(record: &ActionRecord, reporter: &Reporter, pod_condition: bool) -> Ve
 /// The running sender: offer it records; it ends when dropped.
 #[derive(Debug)]
 pub struct Events {
-    queue: SyncSender<ActionRecord>,
+    queue: SyncSender<Msg>,
     shared: Arc<Shared>,
     reporter: Reporter,
     pod_condition: bool,
@@ -316,8 +352,12 @@ impl Events {
     }
 
     /// Offers a record; returns at once. A record that makes no Event (the kernel's kills, a
-    /// failed kill) is ignored; a full queue drops its Events, counted.
+    /// failed kill) is ignored; a full queue drops its Events, counted. A `tainted` or
+    /// `untainted` record's node update is kept as the state wanted, whatever the queue.
     pub fn offer(&self, record: &ActionRecord) {
+        if let Some(update) = node_update_for(record, &self.reporter) {
+            self.want_node(update);
+        }
         let writes = writes(record, &self.reporter, self.pod_condition);
         if writes.is_empty() {
             if matches!(
@@ -334,7 +374,7 @@ impl Events {
             }
             return;
         }
-        match self.queue.try_send(record.clone()) {
+        match self.queue.try_send(Msg::Record(Box::new(record.clone()))) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.shared.drop_writes(Dropped::QueueFull, &writes);
@@ -374,6 +414,43 @@ impl Events {
     /// The Node the Events are about.
     pub fn node(&self) -> &str {
         &self.reporter.node
+    }
+
+    /// Asks for the node's taint and condition to be as `update` says, until made (a
+    /// `tainted` or `untainted` record does this through [`Self::offer`]).
+    pub fn want_node(&self, update: NodeUpdate) {
+        {
+            let mut node = self
+                .shared
+                .node
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            node.update = Some(update);
+            node.generation += 1;
+        }
+        // A full queue means the sender is busy: it looks at the node between writes.
+        let _ = self.queue.try_send(Msg::Wake);
+    }
+
+    /// The node's state asked for and not made yet: what a sender replacing this one (a
+    /// reload) must go on with.
+    pub fn unmade_node_update(&self) -> Option<NodeUpdate> {
+        let node = self
+            .shared
+            .node
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        node.update.clone().filter(|_| node.made != node.generation)
+    }
+
+    /// Whether the Node carried oomwarden's taint when the sender started: `None` until it
+    /// has been read (or without a client).
+    pub fn taint_found_at_start(&self) -> Option<bool> {
+        self.shared
+            .node
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .found_at_start
     }
 }
 
@@ -457,7 +534,7 @@ enum Attempt {
     Rejected(u16, String),
 }
 
-fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) {
+fn sender(options: &Options, records: &Receiver<Msg>, shared: &Shared) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -490,19 +567,232 @@ fn sender(options: &Options, records: &Receiver<ActionRecord>, shared: &Shared) 
         }
     };
     let mut bucket = Bucket::new(options.burst, options.refill);
-    // Blocked until a record comes: `Events` dropped (the daemon stopping, or a reload
-    // replacing it) drops the queue's sender, which ends the wait. No periodic wake-up.
-    while let Ok(record) = records.recv() {
+    let mut node = NodeWork::new(options.backoff);
+    if !options.find_taint_at_start {
+        node.read = true;
+        shared
+            .node
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .found_at_start = Some(false);
+    }
+    let sender = Sender {
+        runtime: &runtime,
+        client: &client,
+        options,
+        shared,
+    };
+    // Blocked until a message comes or the node's next attempt is due: `Events` dropped (the
+    // daemon stopping, or a reload replacing it) drops the queue's sender, which ends the
+    // wait. No periodic wake-up while the node is as asked.
+    loop {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
+        node.serve(&sender);
+        let msg = match node.next_in() {
+            Some(d) => match records.recv_timeout(d) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return,
+            },
+            None => match records.recv() {
+                Ok(m) => m,
+                Err(_) => return,
+            },
+        };
+        let Msg::Record(record) = msg else {
+            continue;
+        };
         for write in writes(&record, &options.reporter, options.pod_condition) {
+            // The node first, between any two writes: the taint never waits behind Events.
+            node.serve(&sender);
             if !wait(&mut bucket, shared) {
                 return;
             }
-            deliver(&runtime, &client, options, shared, &write);
+            deliver(&sender, &write);
         }
     }
+}
+
+/// What one request needs.
+struct Sender<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    client: &'a kube::Client,
+    options: &'a Options,
+    shared: &'a Shared,
+}
+
+/// The sender's side of the node's taint: the Node read once at the start, then each state
+/// asked for written until made.
+#[derive(Debug)]
+struct NodeWork {
+    /// The generation made (0: none asked for yet).
+    made: u64,
+    /// Whether the start's read is done.
+    read: bool,
+    /// When the next attempt is due, after a failure.
+    due: Option<Instant>,
+    /// The wait after the next failure.
+    backoff: Duration,
+    first_backoff: Duration,
+    /// The generation whose refusal was counted (once per state asked for).
+    refusal_counted: u64,
+}
+
+impl NodeWork {
+    fn new(backoff: Duration) -> Self {
+        NodeWork {
+            made: 0,
+            read: false,
+            due: None,
+            backoff,
+            first_backoff: backoff,
+            refusal_counted: 0,
+        }
+    }
+
+    /// How long until an attempt is due; `None` when nothing is to be done.
+    fn next_in(&self) -> Option<Duration> {
+        self.due
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    fn failed(&mut self) {
+        self.due = Some(Instant::now() + self.backoff);
+        self.backoff = self.backoff.saturating_mul(2).min(NODE_RETRY_MAX);
+    }
+
+    fn succeeded(&mut self) {
+        self.due = None;
+        self.backoff = self.first_backoff;
+    }
+
+    /// The start's read, then the state asked for, when an attempt is due.
+    fn serve(&mut self, s: &Sender<'_>) {
+        if self.due.is_some_and(|at| Instant::now() < at) {
+            return;
+        }
+        let node = &s.options.reporter.node;
+        if !self.read {
+            let result = s.runtime.block_on(async {
+                tokio::time::timeout(s.options.timeout, async {
+                    Api::<Node>::all(s.client.clone()).get(node).await
+                })
+                .await
+            });
+            match result {
+                Ok(Ok(n)) => {
+                    let ours = n
+                        .spec
+                        .as_ref()
+                        .and_then(|spec| spec.taints.as_ref())
+                        .is_some_and(|t| t.iter().any(is_ours));
+                    s.shared
+                        .node
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .found_at_start = Some(ours);
+                    if ours {
+                        tracing::info!(%node, "the node carries oomwarden's taint from before this start; it is let go once nothing holds it");
+                    }
+                    self.read = true;
+                    self.succeeded();
+                }
+                failed => match classify(failed.map(|r| r.map(drop))) {
+                    // No permission (403) or no such Node (404): nothing to find; said once,
+                    // never asked again.
+                    Attempt::Rejected(code, message) => {
+                        log_once(
+                            "node-read-refused",
+                            &format!(
+                                "cannot read the node to find oomwarden's taint from before this start ({code}); a taint left by an earlier start is not removed (give the service account get on nodes: deploy/kubernetes/node-taint.yaml)"
+                            ),
+                            &message,
+                        );
+                        s.shared
+                            .node
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .found_at_start = Some(false);
+                        self.read = true;
+                    }
+                    Attempt::Retry(why) => {
+                        log_once(
+                            "node-read",
+                            "cannot read the node to find oomwarden's taint from before this start; retrying",
+                            &why,
+                        );
+                        self.failed();
+                        return;
+                    }
+                    Attempt::Created => {}
+                },
+            }
+        }
+        let (generation, update) = {
+            let wanted = s
+                .shared
+                .node
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (wanted.generation, wanted.update.clone())
+        };
+        let Some(update) = update.filter(|_| generation != self.made) else {
+            return;
+        };
+        let result = s.runtime.block_on(async {
+            tokio::time::timeout(s.options.timeout, update_node(s.client, node, &update)).await
+        });
+        match classify(result) {
+            Attempt::Created => {
+                s.shared.done(Kind::Node);
+                self.made = generation;
+                s.shared
+                    .node
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .made = generation;
+                self.succeeded();
+            }
+            Attempt::Rejected(code, message) => {
+                if self.refusal_counted != generation {
+                    self.refusal_counted = generation;
+                    s.shared.drop_kind(Dropped::Rejected, Kind::Node);
+                }
+                log_once(
+                    &format!("rejected-Node-{code}"),
+                    &format!(
+                        "the API server refused the node's taint and condition ({code}){}; retried until made (at most every {} s)",
+                        if code == 403 {
+                            ": give oomwarden's service account get and patch on nodes, patch on nodes/status (deploy/kubernetes/node-taint.yaml)"
+                        } else {
+                            ""
+                        },
+                        NODE_RETRY_MAX.as_secs()
+                    ),
+                    &message,
+                );
+                s.shared.retries.fetch_add(1, Ordering::Relaxed);
+                self.failed();
+            }
+            Attempt::Retry(why) => {
+                log_once(
+                    "failed-Node",
+                    "the node's taint and condition could not be written; retried until made",
+                    &why,
+                );
+                s.shared.retries.fetch_add(1, Ordering::Relaxed);
+                self.failed();
+            }
+        }
+    }
+}
+
+/// Whether a taint is the one oomwarden sets: its key and its value (an administrator's taint
+/// with the same key is never removed).
+fn is_ours(t: &Taint) -> bool {
+    t.key == TAINT_KEY && t.value.as_deref() == Some(TAINT_VALUE)
 }
 
 /// Waits for a token; false when stopped meanwhile.
@@ -533,13 +823,13 @@ fn pause(d: Duration, shared: &Shared) -> bool {
     shared.stop.load(Ordering::Relaxed)
 }
 
-fn deliver(
-    runtime: &tokio::runtime::Runtime,
-    client: &kube::Client,
-    options: &Options,
-    shared: &Shared,
-    write: &Write,
-) {
+fn deliver(s: &Sender<'_>, write: &Write) {
+    let Sender {
+        runtime,
+        client,
+        options,
+        shared,
+    } = *s;
     let kind = write.kind();
     let mut backoff = options.backoff;
     for attempt in 1..=options.attempts.max(1) {
@@ -565,9 +855,6 @@ fn deliver(
                         )
                         .await
                         .map(drop),
-                    Write::Node(update) => {
-                        update_node(client, &options.reporter.node, update).await
-                    }
                 }
             })
             .await
@@ -578,10 +865,8 @@ fn deliver(
                 "a pod's DisruptionTarget condition (events.podCondition)",
                 "patch on pods/status",
             ),
-            Kind::Node => (
-                "the node's taint and condition",
-                "get and patch on nodes, patch on nodes/status",
-            ),
+            // Never through the queue (`NodeWork`).
+            Kind::Node => ("the node's taint", "get and patch on nodes"),
         };
         match classify(result) {
             Attempt::Created => {
@@ -622,11 +907,13 @@ fn deliver(
     }
 }
 
-/// Sets or clears the taint `oomwarden.io/memory-pressure:NoSchedule` of `node` and its
-/// condition `OOMWardenMemoryPressure`. The taints are read first and written back whole
-/// with the node's `resourceVersion` (a list without a merge key: a patch of it replaces
+/// Sets or clears the taint `oomwarden.io/memory-pressure=oomwarden:NoSchedule` of `node`
+/// and its condition `OOMWardenMemoryPressure`. The taints are read first and written back
+/// whole with the node's `resourceVersion` (a list without a merge key: a patch of it replaces
 /// it), so a taint another controller set meanwhile makes a 409 Conflict, retried with a
-/// fresh read.
+/// fresh read. A taint with the key already there (an administrator's, with another value)
+/// is not doubled (taints are unique by key and effect) and never removed: only the one with
+/// oomwarden's value is.
 async fn update_node(
     client: &kube::Client,
     node: &str,
@@ -639,18 +926,23 @@ async fn update_node(
         .as_ref()
         .and_then(|s| s.taints.clone())
         .unwrap_or_default();
-    let present = taints.iter().any(|t| t.key == TAINT_KEY);
-    if update.taint != present {
-        if update.taint {
+    let before = taints.len();
+    if update.taint {
+        if !taints
+            .iter()
+            .any(|t| t.key == TAINT_KEY && t.effect == "NoSchedule")
+        {
             taints.push(Taint {
                 key: TAINT_KEY.to_owned(),
                 effect: "NoSchedule".to_owned(),
-                value: None,
+                value: Some(TAINT_VALUE.to_owned()),
                 time_added: None,
             });
-        } else {
-            taints.retain(|t| t.key != TAINT_KEY);
         }
+    } else {
+        taints.retain(|t| !is_ours(t));
+    }
+    if taints.len() != before {
         let patch = serde_json::json!({
             "metadata": { "resourceVersion": current.metadata.resource_version },
             "spec": { "taints": taints },
@@ -694,10 +986,25 @@ fn classify(result: Result<Result<(), kube::Error>, tokio::time::error::Elapsed>
 }
 
 /// No client: every record's writes are dropped as they come, until the stop.
-fn drain(records: &Receiver<ActionRecord>, shared: &Shared, options: &Options, why: Dropped) {
+fn drain(records: &Receiver<Msg>, shared: &Shared, options: &Options, why: Dropped) {
     // Until `Events` is dropped (its sender with it).
-    while let Ok(r) = records.recv() {
-        shared.drop_writes(why, &writes(&r, &options.reporter, options.pod_condition));
+    while let Ok(msg) = records.recv() {
+        match msg {
+            Msg::Record(r) => {
+                shared.drop_writes(why, &writes(&r, &options.reporter, options.pod_condition));
+            }
+            Msg::Wake => {
+                let update = shared
+                    .node
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .update
+                    .clone();
+                if update.is_some() {
+                    shared.drop_kind(why, Kind::Node);
+                }
+            }
+        }
     }
 }
 

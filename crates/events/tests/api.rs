@@ -502,7 +502,8 @@ fn a_conflicting_node_write_is_read_again() {
     assert_eq!(node.taints.len(), 1);
 }
 
-/// Without the RBAC (403) the taint is refused, counted, and the Event still goes out.
+/// Without the RBAC (403) the taint is refused, counted (once), and the Event still goes out;
+/// the taint is tried again until made.
 #[test]
 fn a_refused_taint_is_counted_and_the_event_still_sent() {
     let server = FakeApiServer::start();
@@ -515,5 +516,126 @@ fn a_refused_taint_is_counted_and_the_event_still_sent() {
         events.counts().node_updates_dropped(Dropped::Rejected) == 1
     });
     wait_until("the Event", || events.counts().sent == 1);
+    // Issue 54 (3): the node's state is written until made (here, the RBAC granted after the
+    // first refusal), not dropped.
+    wait_until("the taint, made later", || {
+        events.counts().node_updates == 1
+    });
+    assert_eq!(server.node("worker-1").unwrap().taints.len(), 1);
+}
+
+/// [`options`], reading the Node at the start as the daemon does.
+fn finding_taint(server: &FakeApiServer, dir: &std::path::Path) -> Options {
+    Options {
+        find_taint_at_start: true,
+        ..options(server, dir)
+    }
+}
+
+/// Waits until the sender has read the Node at its start.
+fn read_at_start(events: &Events) -> bool {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(found) = events.taint_found_at_start() {
+            return found;
+        }
+        assert!(Instant::now() < end, "the node was never read");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 54 (3): a removal whose writes fail for longer than the Events' retries (five
+/// attempts, about 20 s in production) was dropped and the node stayed tainted for ever; it is
+/// now written until made.
+#[test]
+fn a_removal_that_keeps_failing_is_retried_until_made() {
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(finding_taint(&server, dir.path())).unwrap();
+    assert!(!read_at_start(&events));
+    events.offer(&taint_record(30, Outcome::Tainted));
+    wait_until("the taint", || events.counts().node_updates == 1);
+    wait_until("its Event", || events.counts().sent == 1);
+    // Twelve failures in a row: more than the five attempts an Event gets.
+    server.script(std::iter::repeat_n(
+        Reply::Status(503, "ServiceUnavailable"),
+        12,
+    ));
+    events.offer(&taint_record(31, Outcome::Untainted));
+    let end = Instant::now() + Duration::from_secs(60);
+    while events.counts().node_updates < 2 {
+        assert!(Instant::now() < end, "{:?}", events.counts());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(server.node("worker-1").unwrap().taints.is_empty());
+    assert_eq!(events.counts().node_updates_dropped(Dropped::Failed), 0);
+}
+
+/// Issue 54 (3): a full Events queue dropped the removal with the Events; the node's state is
+/// kept beside the queue and made whatever the queue holds.
+#[test]
+fn a_full_queue_never_drops_the_taints_removal() {
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = finding_taint(&server, dir.path());
+    o.queue = 1;
+    let events = Events::start(o).unwrap();
+    read_at_start(&events);
+    events.offer(&taint_record(40, Outcome::Tainted));
+    wait_until("the taint", || events.counts().node_updates == 1);
+    // The sender busy on slow answers while the queue overflows.
+    server.script(std::iter::repeat_n(
+        Reply::Delay(Duration::from_millis(300)),
+        4,
+    ));
+    for id in 41..46 {
+        events.offer(&kill(id));
+    }
+    events.offer(&taint_record(46, Outcome::Untainted));
+    assert!(
+        events.counts().dropped(Dropped::QueueFull) > 0,
+        "the queue overflowed"
+    );
+    wait_until("the removal", || events.counts().node_updates == 2);
+    assert!(server.node("worker-1").unwrap().taints.is_empty());
+}
+
+/// Issue 54 (3, 6): only oomwarden's own taint (its value) is ever removed; an administrator's
+/// with the same key is neither doubled (taints are unique by key and effect) nor removed. The
+/// sender says at its start whether the Node carries oomwarden's taint.
+#[test]
+fn an_administrators_taint_with_the_key_is_left_alone() {
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    server.add_taint(
+        "worker-1",
+        serde_json::json!({"key": "oomwarden.io/memory-pressure", "effect": "NoSchedule"}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::start(finding_taint(&server, dir.path())).unwrap();
+    assert!(
+        !read_at_start(&events),
+        "an administrator's taint is not ours"
+    );
+    events.offer(&taint_record(50, Outcome::Tainted));
+    wait_until("the taint", || events.counts().node_updates == 1);
+    events.offer(&taint_record(51, Outcome::Untainted));
+    wait_until("the untaint", || events.counts().node_updates == 2);
+    let node = server.node("worker-1").unwrap();
+    assert_eq!(
+        node.taints,
+        [serde_json::json!({"key": "oomwarden.io/memory-pressure", "effect": "NoSchedule"})]
+    );
+    assert!(server.requests().iter().all(|r| r.problems.is_empty()));
+    // oomwarden's own, from before a restart, is found.
+    let server = FakeApiServer::start();
+    server.add_node("worker-1");
+    server.add_taint(
+        "worker-1",
+        serde_json::json!({"key": "oomwarden.io/memory-pressure", "value": "oomwarden", "effect": "NoSchedule"}),
+    );
+    let events = Events::start(finding_taint(&server, dir.path())).unwrap();
+    assert!(read_at_start(&events));
 }

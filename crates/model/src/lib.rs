@@ -37,9 +37,9 @@ pub use layout::{
 };
 pub use limit::Limit;
 pub use record::{
-    ActionRecord, DetectedBy, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED, MAX_PROCESSES_LISTED,
-    MAX_RECORD_CMDLINE_BYTES, MAX_RUNNERS_UP, MemoryBreakdown, OomConstraint, Outcome, RecordKind,
-    RunnerUp, Wakeup, listed_pids,
+    ActionRecord, CancelReason, DetectedBy, MAX_CONTAINERS_LISTED, MAX_PIDS_LISTED,
+    MAX_PROCESSES_LISTED, MAX_RECORD_CMDLINE_BYTES, MAX_RUNNERS_UP, MemoryBreakdown, OomConstraint,
+    Outcome, RecordKind, RunnerUp, Wakeup, listed_pids,
 };
 pub use sample::{
     CandidateSample, EventCounters, MemoryReading, MetricsSample, NodeMemory, NodeSwap,

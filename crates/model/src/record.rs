@@ -107,11 +107,15 @@ pub enum Outcome {
     /// What `tainted` asked for ended (the stage's condition false for its hold-down, or the
     /// workload's kills out of the window): the taint is removed when nothing else holds it.
     Untainted,
+    /// A `terminate` stage's victim, sent SIGTERM, was not killed: the configuration in force
+    /// when its grace ended, or at a reload before that, would not choose it
+    /// (`cancelReason` says why). Its processes were left as they were.
+    Cancelled,
 }
 
 impl Outcome {
     /// Every outcome, in declaration order.
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Killed,
         Outcome::KillFailed,
         Outcome::NotVerified,
@@ -122,9 +126,43 @@ impl Outcome {
         Outcome::Terminated,
         Outcome::Tainted,
         Outcome::Untainted,
+        Outcome::Cancelled,
     ];
 
     /// The name written in records (`killed`, `kill-failed`, …): its serde name.
+    pub fn name(self) -> &'static str {
+        crate::serde_name(&self)
+    }
+}
+
+/// Why a `terminate` stage's kill was called off (a record `cancelled`): the configuration in
+/// force would not choose its victim. No signal is ever sent under a configuration other than
+/// the one in force at that instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelReason {
+    /// `dryRun` is true now: nothing is killed.
+    DryRun,
+    /// The stage that sent SIGTERM is gone from the configuration (or is no `terminate` stage
+    /// any more).
+    StageRemoved,
+    /// The ranking in force does not make the victim eligible (a score not above 0, an
+    /// exemption, an error).
+    Exempt,
+    /// The victim is no candidate of the layout in force.
+    NotACandidate,
+}
+
+impl CancelReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [CancelReason; 4] = [
+        CancelReason::DryRun,
+        CancelReason::StageRemoved,
+        CancelReason::Exempt,
+        CancelReason::NotACandidate,
+    ];
+
+    /// `dry-run`, `stage-removed`, `exempt`, `not-a-candidate`: its serde name.
     pub fn name(self) -> &'static str {
         crate::serde_name(&self)
     }
@@ -218,6 +256,9 @@ pub struct ActionRecord {
     /// a termination, or the kill that ended a termination's grace. Absent for the trigger's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
+    /// On a `cancelled` record: why the configuration in force would not choose the victim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_reason: Option<CancelReason>,
     /// On the `tainted` record of a workload killed again and again: its kills in the last
     /// hour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -439,6 +480,7 @@ impl ActionRecord {
             identity_age_ms: None,
             kill_scope: None,
             stage: None,
+            cancel_reason: None,
             workload_kills: None,
             workload: None,
             kill_method: None,
@@ -479,6 +521,19 @@ impl ActionRecord {
             RecordKind::Oomwarden => matches!(self.outcome, Outcome::Killed | Outcome::NotVerified),
             RecordKind::KernelOom => self.ordered_by.is_none(),
         }
+    }
+
+    /// Whether the kill says something about the node's memory: oomwarden's own (the node was
+    /// under pressure), or the kernel's global OOM kill (the node ran out). A kernel memcg kill
+    /// (a container or pod over its own `memory.max`) says nothing about the node: one
+    /// CrashLoopBackOff container or a leaking Deployment would otherwise taint every node
+    /// it runs on (`events.taintAfterKills`).
+    pub fn is_node_kill(&self) -> bool {
+        self.is_kill()
+            && match self.kind {
+                RecordKind::Oomwarden => true,
+                RecordKind::KernelOom => self.constraint == Some(OomConstraint::Global),
+            }
     }
 
     /// Sets `pids` to the first [`MAX_PIDS_LISTED`] of `all` and counts the rest in

@@ -563,7 +563,20 @@ fn patch_node(
     }
     let qualified = Regex::new(r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$").unwrap();
     let taints = body["spec"]["taints"].as_array().cloned();
+    // `validateNodeTaints`: a value is a label value, and taints are unique by key and effect.
+    let label_value = Regex::new(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$").unwrap();
+    let mut pairs = HashSet::new();
     for t in taints.iter().flatten() {
+        let value = t["value"].as_str().unwrap_or("");
+        if value.len() > 63 || !label_value.is_match(value) {
+            problems.push(format!("spec.taints.value: Invalid value: {}", t["value"]));
+        }
+        if !pairs.insert((t["key"].to_string(), t["effect"].to_string())) {
+            problems.push(format!(
+                "spec.taints: Duplicate value: {}: taints must be unique by key and effect pair",
+                t["key"]
+            ));
+        }
         if !qualified.is_match(t["key"].as_str().unwrap_or("")) {
             problems.push(format!("spec.taints.key: Invalid value: {}", t["key"]));
         }

@@ -511,6 +511,16 @@ fn headline(r: &ActionRecord) -> String {
             (None, None) => "oomwarden tainted the node".to_owned(),
         },
         (_, Outcome::Untainted) => "oomwarden removed the node's taint".to_owned(),
+        (_, Outcome::Cancelled) => format!(
+            "oomwarden's stage {} sent SIGTERM to {pod}, then did not kill it: the configuration in force would not choose it ({}{})",
+            r.stage.as_deref().unwrap_or("?"),
+            r.cancel_reason
+                .map_or("?", oomwarden_model::CancelReason::name),
+            r.error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        ),
         (_, Outcome::Terminated) => format!(
             "oomwarden's stage {} terminated {pod}: it exited within its grace after SIGTERM",
             r.stage.as_deref().unwrap_or("?")

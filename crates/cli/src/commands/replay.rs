@@ -950,7 +950,9 @@ fn decision_rows(
                             oomwarden_plot::EventKind::Failed
                         }
                         Outcome::Warned => oomwarden_plot::EventKind::Warned,
-                        Outcome::Terminated => oomwarden_plot::EventKind::Terminated,
+                        Outcome::Terminated | Outcome::Cancelled => {
+                            oomwarden_plot::EventKind::Terminated
+                        }
                         Outcome::Tainted | Outcome::Untainted => oomwarden_plot::EventKind::Taint,
                     },
                     label: d

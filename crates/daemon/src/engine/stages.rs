@@ -5,13 +5,21 @@
 //! waits, across cycles, for them to exit within its grace (a record `terminated`), else
 //! kills it as the trigger would (the record naming the stage). At most one stage acts in a
 //! cycle (the next ones on the next cycles) and one termination waits at a time.
+//!
+//! A waiting termination is judged again under the configuration in force whenever that
+//! changes (a reload) and when its grace ends: if that configuration would not choose its
+//! victim (a dry run, the stage gone, the ranking exempting it, no candidate any more), it is
+//! never killed, and a record `cancelled` says why. No signal is ever sent under a
+//! configuration other than the one in force at that instant.
 
 use std::sync::Arc;
 
 use oomwarden_actuate::{ActOutcome, ActReport, Order};
 use oomwarden_config::{Stage, StageAction};
-use oomwarden_model::{ActionRecord, Identities, KillScope, Outcome, TriggerContext, Workload};
-use oomwarden_policy::{Decision, Plan};
+use oomwarden_model::{
+    ActionRecord, CancelReason, Identities, KillScope, Outcome, TriggerContext, Workload,
+};
+use oomwarden_policy::{Decision, Plan, Verdict};
 
 use super::{CycleOutcome, Engine};
 use crate::report::{self, Target};
@@ -25,6 +33,26 @@ pub(super) struct Pending {
     signalled: ActReport,
     signalled_ns: u64,
     deadline_ns: u64,
+    /// The configuration changed since it was last judged (a reload): judged again at the
+    /// next cycle, before anything else is done.
+    stale: bool,
+}
+
+impl Pending {
+    /// The configuration was replaced: judge the termination again.
+    pub(super) fn configuration_changed(&mut self) {
+        self.stale = true;
+    }
+}
+
+/// How a waiting termination ends.
+enum Settle {
+    /// Its processes exited within the grace.
+    Exited,
+    /// The configuration in force would not choose its victim: why, and in words.
+    Cancelled((CancelReason, String)),
+    /// Its grace ended and the configuration in force would still choose it.
+    Kill,
 }
 
 /// Why the node is tainted.
@@ -32,9 +60,17 @@ pub(super) struct Pending {
 pub(super) enum TaintCause {
     /// A `taint` stage, by name.
     Stage(String),
-    /// A workload killed `events.taintAfterKills` times in the last hour.
+    /// A workload killed `events.taintAfterKills` times in the last hour (kills that say
+    /// something about the node only: [`ActionRecord::is_node_kill`]).
     Workload(Workload),
+    /// oomwarden's taint found on the Node at the start (a daemon restarted while the node was
+    /// tainted): held for the taint's hold-down, then let go if nothing else holds it.
+    Inherited,
 }
+
+/// How long a taint found on the Node at the start is held when no `taint` stage says
+/// (`stages[].grace`'s default for `taint`: the kubelet's `evictionPressureTransitionPeriod`).
+const INHERITED_HOLD: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// What a cycle of the stages knows besides the engine.
 pub(super) struct StageCycle<'a> {
@@ -88,6 +124,7 @@ impl Engine {
     pub(super) fn run_stages(&mut self, cycle: StageCycle<'_>) -> Option<CycleOutcome> {
         let events = &self.settings.warden.events;
         let repeated_kills = events.enabled && events.taint_after_kills > 0;
+        self.inherit_taint(cycle.now_ns);
         if self.settings.warden.stages.is_empty()
             && self.pending.is_none()
             && self.taint_holders.is_empty()
@@ -98,21 +135,27 @@ impl Engine {
         let context = cycle.plan.context.clone()?;
         let held = self.stage_conditions(&context, cycle.now_ns);
         self.stage_held.resize(held.len(), false);
-        let settled = self.pending.take().and_then(|p| {
-            let empty = oomwarden_actuate::order_empty(
+        if let Some(p) = self.pending.take() {
+            let exited = oomwarden_actuate::order_empty(
                 self.collector.cgroups(),
                 &p.target.dir,
                 &p.target.parts,
             );
-            if empty || cycle.now_ns >= p.deadline_ns {
-                Some((p, empty))
-            } else {
-                self.pending = Some(p);
-                None
+            let due = cycle.now_ns >= p.deadline_ns;
+            if exited {
+                return Some(self.settle(p, Settle::Exited, &cycle));
             }
-        });
-        if let Some((p, exited)) = settled {
-            return Some(self.settle(p, exited, &cycle));
+            if due || p.stale {
+                // Under the configuration in force now, which is the one a kill would be
+                // sent under (a reload happens between cycles, never inside one).
+                if let Err(why) = self.would_choose(&p, cycle.identities, cycle.now_ns) {
+                    return Some(self.settle(p, Settle::Cancelled(why), &cycle));
+                }
+            }
+            if due {
+                return Some(self.settle(p, Settle::Kill, &cycle));
+            }
+            self.pending = Some(Pending { stale: false, ..p });
         }
         if let Some(outcome) = self.release_taints(&held, &context, &cycle) {
             return Some(outcome);
@@ -164,6 +207,37 @@ impl Engine {
         outcome
     }
 
+    /// Once the Events sender has read the Node: oomwarden's taint found there (put by a
+    /// daemon before this start, whose causes died with it) is held as [`TaintCause::Inherited`]
+    /// for the hold-down, then released like any cause, so a restart never leaves the node
+    /// tainted for ever.
+    fn inherit_taint(&mut self, now_ns: u64) {
+        if self.taint_inherited {
+            return;
+        }
+        let Some(found) = self.events.as_ref().and_then(|e| e.taint_found_at_start()) else {
+            return;
+        };
+        self.taint_inherited = true;
+        if found {
+            self.taint_holders
+                .insert(TaintCause::Inherited, Some(now_ns));
+        }
+    }
+
+    /// The taint's hold-down: the longest `grace` of the `taint` stages, else
+    /// [`INHERITED_HOLD`].
+    fn taint_hold(&self) -> std::time::Duration {
+        self.settings
+            .warden
+            .stages
+            .iter()
+            .filter(|s| s.action == StageAction::Taint)
+            .map(|s| s.grace)
+            .max()
+            .unwrap_or(INHERITED_HOLD)
+    }
+
     /// Lets go of the taint's causes that ended: a `taint` stage whose condition has been
     /// false for its hold-down (or that is gone at a reload), a workload whose kills in the
     /// last hour fell below `events.taintAfterKills`. When none holds it any more, the record
@@ -178,8 +252,9 @@ impl Engine {
             return None;
         }
         let now = cycle.now_ns;
-        let kills = self.history.workload_kills(now);
+        let kills = self.history.node_workload_kills(now);
         let after = u64::from(self.settings.warden.events.taint_after_kills);
+        let inherited_hold = u64::try_from(self.taint_hold().as_nanos()).unwrap_or(u64::MAX);
         let stages = &self.settings.warden.stages;
         let mut released = None;
         let holders = std::mem::take(&mut self.taint_holders);
@@ -201,6 +276,10 @@ impl Engine {
                     }
                 }
                 TaintCause::Workload(w) => (after > 0 && kills.get(w) >= after).then_some(None),
+                TaintCause::Inherited => {
+                    let since = false_since.unwrap_or(now);
+                    (now.saturating_sub(since) < inherited_hold).then_some(Some(since))
+                }
             };
             match keep {
                 Some(since) => {
@@ -218,30 +297,34 @@ impl Engine {
                 .iter()
                 .find(|s| &s.name == name)
                 .map_or_else(String::new, |s| s.when.source().to_owned()),
-            TaintCause::Workload(_) => String::new(),
+            TaintCause::Workload(_) | TaintCause::Inherited => String::new(),
         };
         let mut record = self.stage_record(&when, context, None, None, cycle);
         record.outcome = Outcome::Untainted;
         match cause {
             TaintCause::Stage(name) => record.stage = Some(name),
             TaintCause::Workload(w) => record.workload = Some(w),
+            // Neither: the record says the taint from before the start is removed.
+            TaintCause::Inherited => {}
         }
         tracing::warn!("nothing holds the node's taint any more: removing it");
         Some(self.report_stage(record, None, cycle))
     }
 
     /// A workload killed `events.taintAfterKills` times in the last hour (and not yet holding
-    /// the taint) taints the node: the record `tainted` naming it.
+    /// the taint) taints the node: the record `tainted` naming it. Only kills that say
+    /// something about the node count (oomwarden's own, the kernel's global ones); never in a
+    /// dry run, which changes nothing on the node or in the cluster.
     fn taint_for_repeated_kills(
         &mut self,
         context: &TriggerContext,
         cycle: &StageCycle<'_>,
     ) -> Option<CycleOutcome> {
         let after = u64::from(self.settings.warden.events.taint_after_kills);
-        if after == 0 || !self.settings.warden.events.enabled {
+        if after == 0 || !self.settings.warden.events.enabled || self.settings.warden.dry_run {
             return None;
         }
-        let kills = self.history.workload_kills(cycle.now_ns);
+        let kills = self.history.node_workload_kills(cycle.now_ns);
         let (workload, n) = kills.iter().find(|(w, n)| {
             *n >= after
                 && !self
@@ -372,35 +455,104 @@ impl Engine {
                     signalled,
                     signalled_ns: cycle.now_ns,
                     deadline_ns: cycle.now_ns.saturating_add(grace_ns),
+                    stale: false,
                 });
                 None
             }
         }
     }
 
-    /// A termination's end: `terminated` when its processes exited within the grace, else
-    /// the kill (as the trigger's: the kill method, the pre-kill hook, the verification).
-    fn settle(&mut self, p: Pending, exited: bool, cycle: &StageCycle<'_>) -> CycleOutcome {
-        let context = cycle.plan.context.clone().unwrap_or_default();
-        // Memory is being freed, as after the trigger's kill: the trigger's cooldown starts
-        // (its pressure averages lag; without it the next cycle could kill another).
-        self.state.triggered(cycle.now_ns);
-        let mut record = if exited {
-            tracing::info!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim exited after SIGTERM");
-            let mut report = p.signalled;
-            report.duration = Some(std::time::Duration::from_nanos(
-                cycle.now_ns.saturating_sub(p.signalled_ns),
+    /// Whether the configuration in force would choose `p`'s victim now; why not, when it
+    /// would not (with the ranking's own words for an exemption).
+    fn would_choose(
+        &mut self,
+        p: &Pending,
+        identities: &Arc<Identities>,
+        now_ns: u64,
+    ) -> Result<(), (CancelReason, String)> {
+        if self.settings.warden.dry_run {
+            return Err((CancelReason::DryRun, "dryRun is true".to_owned()));
+        }
+        if !self
+            .settings
+            .warden
+            .stages
+            .iter()
+            .any(|s| s.name == p.stage && s.action == StageAction::Terminate)
+        {
+            return Err((
+                CancelReason::StageRemoved,
+                format!("no terminate stage named {:?} any more", p.stage),
             ));
-            let mut record =
-                self.stage_record(&p.when, &context, Some((&p.target, report)), None, cycle);
-            record.outcome = Outcome::Terminated;
-            record.error = None;
-            record
-        } else {
-            tracing::warn!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim did not exit within its grace: killing it");
-            let id = self.history.next_id();
-            let acted = self.act(id, &p.target);
-            self.stage_record(&p.when, &context, Some((&p.target, acted)), None, cycle)
+        }
+        let (mut candidates, problems) = self.collector.candidates();
+        self.log_problems(problems, now_ns);
+        let Some(index) = candidates.iter().position(|c| c.dir == p.target.dir) else {
+            return Err((
+                CancelReason::NotACandidate,
+                "no candidate of the layout in force".to_owned(),
+            ));
+        };
+        if self
+            .settings
+            .oom
+            .ranking
+            .reads(oomwarden_model::RankingVar::DMemoryCurrent.name())
+        {
+            self.state.growth_mut().fill(now_ns, &mut candidates);
+        }
+        let workload_kills = self.ranking_workload_kills(now_ns);
+        let ranking = oomwarden_policy::rank_with(
+            &self.settings.oom.ranking,
+            &candidates,
+            identities,
+            &workload_kills,
+        );
+        match ranking.verdict(index) {
+            // Its processes are exiting: the kill finds what is left, if anything.
+            Verdict::Eligible(_) | Verdict::Excluded(oomwarden_policy::Exclusion::Empty) => Ok(()),
+            other => Err((CancelReason::Exempt, other.reason())),
+        }
+    }
+
+    /// A termination's end: `terminated` when its processes exited within the grace,
+    /// `cancelled` when the configuration in force would not choose its victim, else the kill
+    /// (as the trigger's: the kill method, the pre-kill hook, the verification).
+    fn settle(&mut self, p: Pending, how: Settle, cycle: &StageCycle<'_>) -> CycleOutcome {
+        let context = cycle.plan.context.clone().unwrap_or_default();
+        let mut report = p.signalled;
+        report.duration = Some(std::time::Duration::from_nanos(
+            cycle.now_ns.saturating_sub(p.signalled_ns),
+        ));
+        let mut record = match how {
+            Settle::Exited => {
+                // Memory is being freed, as after the trigger's kill: the trigger's cooldown
+                // starts (its pressure averages lag; without it the next cycle could kill
+                // another).
+                self.state.triggered(cycle.now_ns);
+                tracing::info!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim exited after SIGTERM");
+                let mut record =
+                    self.stage_record(&p.when, &context, Some((&p.target, report)), None, cycle);
+                record.outcome = Outcome::Terminated;
+                record.error = None;
+                record
+            }
+            Settle::Cancelled((reason, detail)) => {
+                tracing::warn!(stage = %p.stage, cgroup = %p.target.path, reason = reason.name(), %detail, "the configuration in force would not choose the stage's victim: it is not killed");
+                let mut record =
+                    self.stage_record(&p.when, &context, Some((&p.target, report)), None, cycle);
+                record.outcome = Outcome::Cancelled;
+                record.cancel_reason = Some(reason);
+                record.error = Some(detail);
+                record
+            }
+            Settle::Kill => {
+                self.state.triggered(cycle.now_ns);
+                tracing::warn!(stage = %p.stage, cgroup = %p.target.path, "the stage's victim did not exit within its grace: killing it");
+                let id = self.history.next_id();
+                let acted = self.act(id, &p.target);
+                self.stage_record(&p.when, &context, Some((&p.target, acted)), None, cycle)
+            }
         };
         record.stage = Some(p.stage);
         self.report_stage(record, Some(&p.target), cycle)

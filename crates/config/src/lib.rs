@@ -35,8 +35,8 @@ pub use layout::{DEFAULT_CUSTOM_NAME, LayoutSetting};
 pub use warden::{
     ContainerRuntimeSettings, DEFAULT_IDENTITY_REFRESH, DEFAULT_POST_KILL_TIMEOUT,
     DEFAULT_PRE_KILL_TIMEOUT, DEFAULT_TAINT_AFTER_KILLS, DEFAULT_TAINT_HOLD_DOWN,
-    DEFAULT_TERMINATE_GRACE, EventsSettings, FlightRecorderSettings, Hook, Hooks,
-    KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, Stage,
+    DEFAULT_TERMINATE_GRACE, DEFAULT_WARN_HOLD_DOWN, EventsSettings, FlightRecorderSettings, Hook,
+    Hooks, KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, Stage,
     StageAction, UsageHistorySettings, WardenSettings,
 };
 

@@ -710,6 +710,8 @@ fn stages_settings() {
     let stages = &s.warden.stages;
     assert_eq!(stages.len(), 2);
     assert_eq!(stages[0].action, oomwarden_config::StageAction::Warn);
+    // Issue 54: a warn stage's grace is its hold-down (a flapping condition warns once).
+    assert_eq!(stages[0].grace, oomwarden_config::DEFAULT_WARN_HOLD_DOWN);
     assert_eq!(stages[1].grace, oomwarden_config::DEFAULT_TERMINATE_GRACE);
     assert_eq!(stages[1].when.source(), "memory_full_avg10 > 2.0");
     assert_eq!(load(&s.to_yaml()).unwrap().warden.stages, s.warden.stages);
@@ -729,7 +731,6 @@ fn stages_settings() {
             "stages[0].when",
             "stages[0].action",
             "stages[1].when",
-            "stages[2].grace",
             "stages[3].name",
             "stages[4].grace",
             "stages[5]",
@@ -745,7 +746,7 @@ fn stages_settings() {
         "{errors:?}"
     );
     assert!(
-        errors[5].1.contains("another stage is named \"c\""),
+        errors[4].1.contains("another stage is named \"c\""),
         "{errors:?}"
     );
 }

@@ -114,6 +114,8 @@ pub struct Engine {
     taint_holders: std::collections::BTreeMap<stages::TaintCause, Option<u64>>,
     /// Whether what the Node carried at the start has been taken in (`stages::inherit_taint`).
     taint_inherited: bool,
+    /// The `warn` stages within the episode of their last warning, by name.
+    warn_episodes: std::collections::BTreeMap<String, stages::WarnEpisode>,
     /// The cgroups whose kill was asked of the kernel's OOM killer (`killMethod: kernel-oom`)
     /// in the last [`ORDERED_FOR_NS`]: (cgroup dir, record id, when).
     ordered: Vec<(String, u64, u64)>,
@@ -284,6 +286,7 @@ impl Engine {
             pending: None,
             taint_holders: std::collections::BTreeMap::new(),
             taint_inherited: false,
+            warn_episodes: std::collections::BTreeMap::new(),
             last_pod_scan_ns: None,
             cycle_identities: None,
             last_context: None,

@@ -23,6 +23,8 @@ use crate::statedir::StateDir;
 
 /// Records kept in memory (Talos's `OOMActionLogKeep`).
 pub const KEEP_IN_MEMORY: usize = 50;
+/// Of those, warnings at most (a fifth): a warning never pushes a kill out.
+pub const WARNINGS_IN_MEMORY: usize = KEEP_IN_MEMORY / 5;
 /// Lines in `actions.jsonl` that trigger a compaction.
 pub const MAX_LINES: usize = 10_000;
 /// Lines kept by a compaction.
@@ -256,10 +258,26 @@ fn push_bounded(records: &mut VecDeque<ActionRecord>, record: ActionRecord, keep
     if keep == 0 {
         return;
     }
-    if records.len() == keep {
+    make_room(records, &record, keep);
+    records.push_back(record);
+}
+
+/// Makes room in `records` (oldest first) for `record`: at most `keep` records, of which at
+/// most a fifth are warnings (the oldest warning goes first), so that a stage's warnings never
+/// push a kill out of what `status` and `actions` serve.
+fn make_room(records: &mut VecDeque<ActionRecord>, record: &ActionRecord, keep: usize) {
+    let warned = |r: &ActionRecord| r.outcome == oomwarden_model::Outcome::Warned;
+    let warnings = records.iter().filter(|r| warned(r)).count();
+    let full = records.len() >= keep;
+    if ((warned(record) && warnings >= keep / 5) || (full && warnings > 0))
+        && let Some(i) = records.iter().position(warned)
+    {
+        records.remove(i);
+        return;
+    }
+    if full {
         records.pop_front();
     }
-    records.push_back(record);
 }
 
 /// A failure to open or write the history.
@@ -524,9 +542,7 @@ impl History {
             source: io::Error::other(e),
         })?;
         line.push('\n');
-        if self.recent.len() == KEEP_IN_MEMORY {
-            self.recent.pop_front();
-        }
+        make_room(&mut self.recent, &record, KEEP_IN_MEMORY);
         self.index.note(&record);
         self.recent.push_back(record);
         if !self.persist {
@@ -573,53 +589,87 @@ impl History {
     }
 
     /// Rewrites the file with its newest lines (at most `keep_lines` and `keep_bytes`),
-    /// streaming: only the start offsets of the last `keep_lines` lines are held.
+    /// streaming: only the offsets of the lines kept are held. Warnings (`warned`, a stage's
+    /// record of nothing done) count for at most a fifth of the lines kept: a flapping
+    /// condition never pushes a kill's record out of the history.
     fn compact(&mut self) -> Result<(), HistoryError> {
         let Some(dir) = self.dir.clone() else {
             return Ok(());
         };
-        let mut file = dir
+        let file = dir
             .open_file(FILE_NAME, OFlags::RDONLY)
             .map_err(wrap(&self.path))?;
-        let mut starts: VecDeque<u64> = VecDeque::with_capacity(self.keep_lines.min(1 << 16));
+        let keep_warnings = self.keep_lines / 5;
+        // (start, length) of the newest lines of each kind.
+        let mut others: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut warnings: VecDeque<(u64, u64)> = VecDeque::new();
+        let mut reader = BufReader::new(&file);
+        let mut buf = Vec::new();
         let mut at = 0u64;
-        let mut line_start = true;
-        let mut chunk = vec![0u8; 64 << 10];
         loop {
-            let n = match file.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(wrap(&self.path)(e)),
-            };
-            for b in chunk.get(..n).unwrap_or_default() {
-                if line_start {
-                    if starts.len() == self.keep_lines {
-                        starts.pop_front();
-                    }
-                    if self.keep_lines > 0 {
-                        starts.push_back(at);
+            buf.clear();
+            let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX) + 1;
+            let n = (&mut reader)
+                .take(limit)
+                .read_until(b'\n', &mut buf)
+                .map_err(wrap(&self.path))?;
+            if n == 0 {
+                break;
+            }
+            let mut len = n as u64;
+            if buf.last() != Some(&b'\n') && n > MAX_LINE_BYTES {
+                // A line over the bound: skipped to its end, never held.
+                let mut rest = Vec::new();
+                loop {
+                    rest.clear();
+                    let m = (&mut reader)
+                        .take(64 << 10)
+                        .read_until(b'\n', &mut rest)
+                        .map_err(wrap(&self.path))?;
+                    len += m as u64;
+                    if m == 0 || rest.last() == Some(&b'\n') {
+                        break;
                     }
                 }
-                line_start = *b == b'\n';
-                at += 1;
             }
+            let (list, cap) = if is_warning_line(&buf) {
+                (&mut warnings, keep_warnings)
+            } else {
+                (&mut others, self.keep_lines)
+            };
+            if cap > 0 {
+                if list.len() == cap {
+                    list.pop_front();
+                }
+                list.push_back((at, len));
+            }
+            at += len;
         }
-        let total = at;
-        // The oldest kept line is the first whose suffix fits in `keep_bytes`.
-        let from = starts
-            .iter()
-            .copied()
-            .find(|s| total - s <= self.keep_bytes)
-            .unwrap_or(total);
-        let kept = starts.iter().filter(|s| **s >= from).count();
+        // In the file's order, the newest first until `keep_lines` and `keep_bytes`.
+        let mut lines: Vec<(u64, u64)> = others.into_iter().chain(warnings).collect();
+        lines.sort_unstable();
+        let mut bytes = 0u64;
+        let mut count = 0usize;
+        let mut from = lines.len();
+        for (i, (_, len)) in lines.iter().enumerate().rev() {
+            if count == self.keep_lines || bytes + len > self.keep_bytes {
+                break;
+            }
+            bytes += len;
+            count += 1;
+            from = i;
+        }
+        let kept = lines.get(from..).unwrap_or_default();
         let tmp = dir.join(TMP_NAME);
         // O_EXCL | O_NOFOLLOW: a name planted there (a dangling symlink) is an error, never a
         // file made where it points.
         let written = (|| -> io::Result<()> {
             let mut out = dir.create_new(TMP_NAME)?;
-            file.seek(io::SeekFrom::Start(from))?;
-            io::copy(&mut (&mut file).take(total - from), &mut out)?;
+            let mut src = &file;
+            for (start, len) in kept {
+                src.seek(io::SeekFrom::Start(*start))?;
+                io::copy(&mut src.take(*len), &mut out)?;
+            }
             out.sync_all()?;
             dir.rename(TMP_NAME, FILE_NAME)
         })();
@@ -629,11 +679,18 @@ impl History {
             let _ = dir.remove(TMP_NAME);
             return Err(wrap(&tmp)(e));
         }
-        self.lines = kept;
-        self.bytes = total - from;
+        self.lines = count;
+        self.bytes = bytes;
         self.compactions += 1;
         Ok(())
     }
+}
+
+/// Whether a line of the file is a stage's warning (as oomwarden writes records: `kind` just
+/// before `outcome`).
+fn is_warning_line(line: &[u8]) -> bool {
+    const NEEDLE: &[u8] = b"\"outcome\":\"warned\"";
+    line.windows(NEEDLE.len()).any(|w| w == NEEDLE)
 }
 
 /// At start: a history file that others can read (it holds command lines) is made private
@@ -889,6 +946,54 @@ mod tests {
         );
         let (h, _) = History::open(dir.path()).unwrap();
         assert_eq!(h.next_id(), 101);
+    }
+
+    // Issue 54 (6): a flapping `warn` stage wrote 99 records in 20 s; warnings would push the
+    // kills out of the bounded history, in memory and in the file.
+    #[test]
+    fn warnings_never_push_a_kill_out_of_the_history() {
+        let dir = private_dir();
+        let (h, _) = History::open(dir.path()).unwrap();
+        let mut h = h.with_bounds(100, 60);
+        let mut kill = record(0);
+        kill.outcome = Outcome::Killed;
+        h.push(kill).unwrap();
+        for id in 1..1000 {
+            let mut w = record(id);
+            w.outcome = Outcome::Warned;
+            h.push(w).unwrap();
+        }
+        let ids: Vec<u64> = h.recent().map(|r| r.id).collect();
+        assert_eq!(ids.first(), Some(&0), "the kill is kept in memory");
+        assert_eq!(ids.len(), 1 + WARNINGS_IN_MEMORY, "{ids:?}");
+        assert_eq!(ids.last(), Some(&999), "the newest warnings with it");
+        let text = fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .contains("\"outcome\":\"killed\""),
+            "the kill survives every compaction: {}",
+            text.lines().next().unwrap()
+        );
+        assert!(text.lines().count() <= 100, "{}", text.lines().count());
+        // At a restart, with more than fifty warnings after the kill in the file.
+        let mut id = 1000;
+        while fs::read_to_string(dir.path().join(FILE_NAME))
+            .unwrap()
+            .lines()
+            .count()
+            < 80
+        {
+            let mut w = record(id);
+            w.outcome = Outcome::Warned;
+            h.push(w).unwrap();
+            id += 1;
+        }
+        let (h, _) = History::open(dir.path()).unwrap();
+        assert_eq!(h.next_id(), id);
+        assert_eq!(h.recent().next().map(|r| r.id), Some(0));
+        assert_eq!(h.recent().count(), 1 + WARNINGS_IN_MEMORY);
     }
 
     // Issue 14, item 6: odd content and an interrupted past must not cost a record or an id.

@@ -1989,12 +1989,13 @@ fn quiet(outcome: &CycleOutcome) -> bool {
     matches!(outcome, CycleOutcome::Quiet)
 }
 
-/// Issue 34: a `warn` stage records once each time its condition becomes true, never while it
-/// stays true; nothing is done to any cgroup.
+/// Issue 34: a `warn` stage records once each time its condition becomes true (after it has
+/// been false for its hold-down: issue 54), never while it stays true; nothing is done to any
+/// cgroup.
 #[test]
 fn a_warn_stage_records_each_time_its_condition_becomes_true() {
     let (dirs, mut e, fake) = staged(
-        "  - name: early\n    when: memory_full_avg10 > 12.0\n    action: warn\n",
+        "  - name: early\n    when: memory_full_avg10 > 12.0\n    action: warn\n    grace: 1s\n",
         RecordingActuator::new(KillEffect::Empty),
     );
     let root = dirs._cg.path().join("memory.pressure");
@@ -2012,8 +2013,9 @@ fn a_warn_stage_records_each_time_its_condition_becomes_true() {
     );
     fs::write(&root, COLD).unwrap();
     assert!(quiet(&e.cycle(3_000_000_000, "2026-12-01T00:00:03.000Z")));
+    assert!(quiet(&e.cycle(4_000_000_000, "2026-12-01T00:00:04.000Z")));
     fs::write(&root, HOT).unwrap();
-    let again = acted(e.cycle(4_000_000_000, "2026-12-01T00:00:04.000Z"));
+    let again = acted(e.cycle(5_000_000_000, "2026-12-01T00:00:05.000Z"));
     assert_eq!(again.outcome, Outcome::Warned);
     assert!(fake.lock().calls.is_empty(), "{:?}", fake.lock().calls);
     assert_eq!(persisted(dirs.state.path()).len(), 2);
@@ -2026,6 +2028,37 @@ fn a_warn_stage_records_each_time_its_condition_becomes_true() {
         text.contains("oomwarden_triggers_without_victim_total 0\n"),
         "{text}"
     );
+}
+
+/// Issue 54 (6): a flapping condition (true and false every other second) wrote 99 warnings
+/// in 20 s, filling the Events queue and the history; a `warn` stage now warns once per
+/// episode, which ends when its condition has been false for its hold-down (default 1 m).
+#[test]
+fn a_flapping_warn_stage_warns_once_per_episode() {
+    let (dirs, mut e, _fake) = staged(
+        "  - name: early\n    when: memory_full_avg10 > 12.0\n    action: warn\n",
+        RecordingActuator::new(KillEffect::Empty),
+    );
+    let root = dirs._cg.path().join("memory.pressure");
+    let mut warnings = 0;
+    for s in 1..=40u64 {
+        fs::write(&root, if s % 2 == 1 { HOT } else { COLD }).unwrap();
+        if let CycleOutcome::Acted(r) = e.cycle(s * 1_000_000_000, "2026-12-01T00:00:01.000Z") {
+            assert_eq!(r.outcome, Outcome::Warned);
+            warnings += 1;
+        }
+    }
+    assert_eq!(warnings, 1, "one episode, one warning");
+    // False for the hold-down: the episode ends; the next time it holds, a warning.
+    fs::write(&root, COLD).unwrap();
+    for s in 41..=101u64 {
+        assert!(quiet(
+            &e.cycle(s * 1_000_000_000, "2026-12-01T00:01:00.000Z")
+        ));
+    }
+    fs::write(&root, HOT).unwrap();
+    let r = acted(e.cycle(102_000_000_000, "2026-12-01T00:01:42.000Z"));
+    assert_eq!(r.outcome, Outcome::Warned);
 }
 
 /// A `terminate` stage sends SIGTERM to the ranked victim's processes and waits, across

@@ -30,7 +30,9 @@ pub use kernel_oom_watch::KernelOomWatchSettings;
 pub use metrics::MetricsSettings;
 pub(crate) use metrics::listen_from_text;
 pub use psi_triggers::PsiTriggerSettings;
-pub use stages::{DEFAULT_TAINT_HOLD_DOWN, DEFAULT_TERMINATE_GRACE, Stage, StageAction};
+pub use stages::{
+    DEFAULT_TAINT_HOLD_DOWN, DEFAULT_TERMINATE_GRACE, DEFAULT_WARN_HOLD_DOWN, Stage, StageAction,
+};
 pub use usage_history::UsageHistorySettings;
 
 use crate::fields::{

@@ -55,7 +55,9 @@ pub struct Stage {
     /// What it does.
     pub action: StageAction,
     /// `terminate`: how long the victim has to exit after SIGTERM before it is killed;
-    /// `taint`: how long the condition must have been false before the taint is removed.
+    /// `taint`: how long the condition must have been false before the taint is removed;
+    /// `warn`: the hold-down, how long the condition must have been false before the stage
+    /// warns again (one warning per episode: a flapping condition warns once).
     pub grace: Duration,
 }
 
@@ -77,6 +79,10 @@ pub const DEFAULT_TERMINATE_GRACE: Duration = Duration::from_secs(30);
 /// A `taint` stage's hold-down unless it says: the kubelet's default
 /// `evictionPressureTransitionPeriod`, for the same reason (no flapping).
 pub const DEFAULT_TAINT_HOLD_DOWN: Duration = Duration::from_secs(300);
+
+/// A `warn` stage's hold-down unless it says: a minute of the condition false before it warns
+/// again (found by the fault suite: a flapping condition wrote 99 warnings in 20 s).
+pub const DEFAULT_WARN_HOLD_DOWN: Duration = Duration::from_secs(60);
 
 /// One stage as written.
 #[derive(Debug, Default, Deserialize)]
@@ -203,12 +209,6 @@ pub(super) fn settings(list: StagesIn, at: &KeyPath, problems: &mut Vec<Problem>
             Field::Reported => None,
         };
         let grace = stage.grace.into_option().and_then(|g| g.0);
-        if action == Some(StageAction::Warn) && grace.is_some() {
-            problems.push(Problem::new(
-                at.key("grace"),
-                "a warn stage has no grace (a warning waits for nothing)",
-            ));
-        }
         if let Some(n) = &name
             && stages.iter().any(|s| &s.name == n)
         {
@@ -227,7 +227,8 @@ pub(super) fn settings(list: StagesIn, at: &KeyPath, problems: &mut Vec<Problem>
                 action,
                 grace: grace.unwrap_or(match action {
                     StageAction::Taint => DEFAULT_TAINT_HOLD_DOWN,
-                    StageAction::Warn | StageAction::Terminate => DEFAULT_TERMINATE_GRACE,
+                    StageAction::Warn => DEFAULT_WARN_HOLD_DOWN,
+                    StageAction::Terminate => DEFAULT_TERMINATE_GRACE,
                 }),
             });
         }
@@ -241,8 +242,7 @@ pub(super) struct StageOut {
     name: String,
     when: String,
     action: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    grace: Option<String>,
+    grace: String,
 }
 
 impl StageOut {
@@ -251,7 +251,7 @@ impl StageOut {
             name: s.name.clone(),
             when: s.when.source().to_owned(),
             action: s.action.name(),
-            grace: (s.action != StageAction::Warn).then(|| format_duration(s.grace)),
+            grace: format_duration(s.grace),
         }
     }
 }

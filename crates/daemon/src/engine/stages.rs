@@ -45,6 +45,16 @@ impl Pending {
     }
 }
 
+/// A `warn` stage's episode: from its warning until its condition has been false for the
+/// stage's hold-down (`grace`). One warning per episode: a flapping condition warns once.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct WarnEpisode {
+    /// Since when the condition has been false (none while it holds).
+    false_since: Option<u64>,
+    /// Whether a warning within the episode was held back (said once per episode).
+    held_back: bool,
+}
+
 /// How a waiting termination ends.
 enum Settle {
     /// Its processes exited within the grace.
@@ -135,6 +145,7 @@ impl Engine {
         let context = cycle.plan.context.clone()?;
         let held = self.stage_conditions(&context, cycle.now_ns);
         self.stage_held.resize(held.len(), false);
+        self.end_warn_episodes(&held, cycle.now_ns);
         if let Some(p) = self.pending.take() {
             let exited = oomwarden_actuate::order_empty(
                 self.collector.cgroups(),
@@ -181,7 +192,16 @@ impl Engine {
             let stage = &stage;
             match stage.action {
                 StageAction::Warn => {
-                    outcome = Some(self.warn(stage, &context, &cycle));
+                    if let Some(episode) = self.warn_episodes.get_mut(&stage.name) {
+                        // Within the episode of its last warning: held back.
+                        if !std::mem::replace(&mut episode.held_back, true) {
+                            tracing::info!(stage = %stage.name, hold_down = ?stage.grace, "stage condition holds again within its hold-down: no new warning until it has been false that long");
+                        }
+                    } else {
+                        outcome = Some(self.warn(stage, &context, &cycle));
+                        self.warn_episodes
+                            .insert(stage.name.clone(), WarnEpisode::default());
+                    }
                     self.set_held(i, true);
                 }
                 StageAction::Taint => {
@@ -205,6 +225,31 @@ impl Engine {
             }
         }
         outcome
+    }
+
+    /// Ends the episodes of the `warn` stages whose condition has been false for their
+    /// hold-down (and of stages gone at a reload): each may warn again.
+    fn end_warn_episodes(&mut self, held: &[bool], now_ns: u64) {
+        if self.warn_episodes.is_empty() {
+            return;
+        }
+        let stages = &self.settings.warden.stages;
+        self.warn_episodes.retain(|name, episode| {
+            let Some((i, stage)) = stages
+                .iter()
+                .enumerate()
+                .find(|(_, s)| &s.name == name && s.action == StageAction::Warn)
+            else {
+                return false;
+            };
+            if held.get(i).copied().unwrap_or(false) {
+                episode.false_since = None;
+                return true;
+            }
+            let since = *episode.false_since.get_or_insert(now_ns);
+            let hold = u64::try_from(stage.grace.as_nanos()).unwrap_or(u64::MAX);
+            now_ns.saturating_sub(since) < hold
+        });
     }
 
     /// Once the Events sender has read the Node: oomwarden's taint found there (put by a

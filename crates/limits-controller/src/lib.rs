@@ -23,15 +23,13 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, Pod};
-use kube::api::Api;
 use kube_runtime::controller::{Action as Requeue, Config, Controller};
 use kube_runtime::reflector::ObjectRef;
-use kube_runtime::watcher;
 use oomwarden_limits::{Action, Decision, Settings};
 use thiserror::Error;
 
 pub use metrics::{Metrics, serve_metrics};
-pub use observe::{Stores, snapshot};
+pub use observe::{MAX_PAGES, Stores, snapshot};
 pub use write::REPORTING_CONTROLLER;
 
 /// The crate's errors under a short name.
@@ -66,6 +64,13 @@ pub enum ControllerError {
     /// The caches stopped (the controller is stopping).
     #[error("the watches stopped")]
     Stopped,
+    /// Some kinds were not listed yet (an unreachable or misbehaving API server): no
+    /// namespace is decided on a partial view.
+    #[error("not listed yet: {}; no namespace is decided until every kind is", .0.join(", "))]
+    NotListed(Vec<&'static str>),
+    /// A list's pagination did not end.
+    #[error("{0}")]
+    Pagination(String),
     /// The metrics endpoint could not listen.
     #[error("metrics on {address}: {source}")]
     Metrics {
@@ -133,8 +138,15 @@ pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<kube::Client
         .map_err(Error::Client)
 }
 
-/// Runs the controller until `stop` resolves (then lets the reconciles in flight finish and
-/// releases the Lease).
+/// How long a reconcile waits for every kind to be listed before it fails (and is retried).
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long after the stop the reconciles in flight may take before `run` returns without
+/// them.
+pub const STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// Runs the controller until `stop` resolves (then lets the reconciles in flight finish,
+/// within [`STOP_GRACE`] whatever the API server does, and releases the Lease).
 pub async fn run(
     options: Options,
     metrics: Arc<Metrics>,
@@ -159,8 +171,16 @@ pub async fn run(
             (rx, Some(task))
         }
     };
+    // The stop, shared: the controller's graceful shutdown, and the bound on it.
+    let (stopped_tx, stopped_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop.await;
+        let _ = stopped_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
     // Becoming the leader reconciles every namespace at once.
-    let namespaces: Api<Namespace> = Api::all(client.clone());
     let became_leader = futures::stream::unfold(leader.clone(), |mut rx| async move {
         loop {
             rx.changed().await.ok()?;
@@ -171,9 +191,10 @@ pub async fn run(
     });
     let by_namespace =
         |namespace: Option<String>| namespace.map(|ns| ObjectRef::<Namespace>::new(&ns));
-    let mut controller = Controller::new(namespaces, watcher::Config::default())
+    let (namespaces, namespace_trigger) = observe::cached::<Namespace>(&client, &metrics);
+    let mut controller = Controller::for_stream(namespace_trigger, namespaces.clone())
         .with_config(Config::default().debounce(Duration::from_millis(500)));
-    let (stores, t) = observe::watch_all(&client, controller.store());
+    let (stores, t) = observe::watch_all(&client, namespaces, &metrics);
     let context = Arc::new(Context {
         client,
         options: options.clone(),
@@ -201,21 +222,30 @@ pub async fn run(
         .watches_stream(t.jobs, move |o: Job| by_namespace(o.metadata.namespace))
         .watches_stream(t.pods, move |o: Pod| by_namespace(o.metadata.namespace))
         .reconcile_all_on(became_leader)
-        .graceful_shutdown_on(stop);
+        .graceful_shutdown_on(stopped(stopped_rx.clone()));
     tracing::info!(
         limit = options.settings.limit.as_ref().map_or("0 (disabled)".to_owned(), |l| l.text.clone()),
         request = %options.settings.request,
         limit_range = %options.settings.names.limit_range,
         "the system-namespace memory defaults controller is starting"
     );
-    controller
+    let running = controller
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
+            // Failed reconciles are said by `error_policy`, failed watches where they are
+            // made (`observe::cached`).
             if let Err(e) = result {
                 tracing::debug!(error = %e, "reconcile");
             }
-        })
-        .await;
+        });
+    let bound = async {
+        stopped(stopped_rx).await;
+        tokio::time::sleep(STOP_GRACE).await;
+    };
+    tokio::select! {
+        () = running => {}
+        () = bound => tracing::warn!(grace = ?STOP_GRACE, "reconciles still in flight after the stop's grace; stopping without them"),
+    }
     // Dropping the receivers makes the lease task release the Lease.
     drop(leader);
     if let Some(task) = lease_task {
@@ -233,7 +263,7 @@ async fn reconcile(namespace: Arc<Namespace>, ctx: Arc<Context>) -> Result<Reque
         return Ok(Requeue::requeue(ctx.options.resync));
     }
     // A decision on a partial cache could miss a blocker: every cache is listed first.
-    ctx.stores.ready().await?;
+    ctx.stores.ready(READY_WITHIN).await?;
     let name = namespace.metadata.name.clone().unwrap_or_default();
     let view = ctx.stores.view(&namespace);
     let now = std::time::SystemTime::now()

@@ -21,6 +21,11 @@ struct StateLabel {
     state: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
 /// The registry and its metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -29,6 +34,7 @@ pub struct Metrics {
     errors: Counter<u64, AtomicU64>,
     reconciles: Counter<u64, AtomicU64>,
     leader: Gauge<i64, AtomicI64>,
+    watch_errors: Family<KindLabel, Counter<u64, AtomicU64>>,
 }
 
 impl Default for Metrics {
@@ -65,6 +71,12 @@ impl Metrics {
             "1 when this replica holds the Lease and writes, else 0",
             leader.clone(),
         );
+        let watch_errors = Family::<KindLabel, Counter<u64, AtomicU64>>::default();
+        registry.register(
+            "oomwarden_limits_watch_errors",
+            "Lists and watches of a kind that failed (an unreachable or refusing API server, an answer that is no JSON); each is retried with backoff, and no namespace is decided until every kind was listed",
+            watch_errors.clone(),
+        );
         for state in ["defaulted", "held", "foreign"] {
             namespaces.get_or_create(&StateLabel { state }).set(0);
         }
@@ -74,6 +86,7 @@ impl Metrics {
             errors,
             reconciles,
             leader,
+            watch_errors,
         }
     }
 
@@ -93,6 +106,11 @@ impl Metrics {
     /// One more failed reconcile.
     pub fn error(&self) {
         self.errors.inc();
+    }
+
+    /// One more failed list or watch of `kind` (its plural).
+    pub fn watch_error(&self, kind: &'static str) {
+        self.watch_errors.get_or_create(&KindLabel { kind }).inc();
     }
 
     /// One more completed reconcile.

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
-use futures::Stream;
+use futures::{Stream, TryStreamExt};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, Pod};
@@ -51,31 +51,70 @@ impl Debug for Stores {
     }
 }
 
+/// How often one kind's failing list or watch is said at the default level (each failure is
+/// counted; kube-rs retries it with backoff).
+const WATCH_ERROR_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A reflector over every object of kind `K`, its managed fields dropped (they are most of an
-/// object's size and nothing here reads them).
-fn cached<K>(client: &kube::Client) -> (Store<K>, Trigger<K>)
+/// object's size and nothing here reads them). A failing list or watch (an answer that is no
+/// JSON, a refusal, an unreachable server) is counted and said at warn, once a minute per
+/// kind: until every kind was listed no namespace is decided.
+pub(crate) fn cached<K>(
+    client: &kube::Client,
+    metrics: &std::sync::Arc<crate::Metrics>,
+) -> (Store<K>, Trigger<K>)
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
+    let metrics = std::sync::Arc::clone(metrics);
+    let said: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
     let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
         .default_backoff()
         .modify(|o: &mut K| o.meta_mut().managed_fields = None)
         .reflect(writer)
-        .touched_objects();
+        .touched_objects()
+        .inspect_err(move |e| {
+            let kind = plural::<K>();
+            metrics.watch_error(kind);
+            let mut last = said.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_none_or(|t| t.elapsed() >= WATCH_ERROR_LOG_EVERY) {
+                *last = Some(std::time::Instant::now());
+                tracing::warn!(kind, error = %e, "cannot list or watch; retrying (no namespace is decided until every kind is listed)");
+            }
+        });
     (reader, Box::pin(stream))
 }
 
+/// `K`'s plural (`pods`), for labels and messages.
+fn plural<K: Resource<DynamicType = ()>>() -> &'static str {
+    match K::plural(&()).as_ref() {
+        "namespaces" => "namespaces",
+        "limitranges" => "limitranges",
+        "deployments" => "deployments",
+        "statefulsets" => "statefulsets",
+        "daemonsets" => "daemonsets",
+        "cronjobs" => "cronjobs",
+        "jobs" => "jobs",
+        "pods" => "pods",
+        _ => "other",
+    }
+}
+
 /// Caches and trigger streams of every kind but Namespaces, whose cache is the controller's
-/// own (`namespaces`): each kind is watched once.
-pub(crate) fn watch_all(client: &kube::Client, namespaces: Store<Namespace>) -> (Stores, Triggers) {
-    let (limit_ranges, lr) = cached(client);
-    let (deployments, d) = cached(client);
-    let (stateful_sets, s) = cached(client);
-    let (daemon_sets, ds) = cached(client);
-    let (cron_jobs, cj) = cached(client);
-    let (jobs, j) = cached(client);
-    let (pods, p) = cached(client);
+/// (`namespaces`): each kind is watched once.
+pub(crate) fn watch_all(
+    client: &kube::Client,
+    namespaces: Store<Namespace>,
+    metrics: &std::sync::Arc<crate::Metrics>,
+) -> (Stores, Triggers) {
+    let (limit_ranges, lr) = cached(client, metrics);
+    let (deployments, d) = cached(client, metrics);
+    let (stateful_sets, s) = cached(client, metrics);
+    let (daemon_sets, ds) = cached(client, metrics);
+    let (cron_jobs, cj) = cached(client, metrics);
+    let (jobs, j) = cached(client, metrics);
+    let (pods, p) = cached(client, metrics);
     (
         Stores {
             namespaces,
@@ -110,19 +149,50 @@ fn value<K: Resource<DynamicType = ()> + Serialize>(o: &K) -> Value {
 }
 
 impl Stores {
-    /// Waits until every cache has been listed once.
-    pub(crate) async fn ready(&self) -> Result<(), Error> {
-        let r = futures::try_join!(
-            self.namespaces.wait_until_ready(),
-            self.limit_ranges.wait_until_ready(),
-            self.deployments.wait_until_ready(),
-            self.stateful_sets.wait_until_ready(),
-            self.daemon_sets.wait_until_ready(),
-            self.cron_jobs.wait_until_ready(),
-            self.jobs.wait_until_ready(),
-            self.pods.wait_until_ready(),
+    /// Waits until every cache has been listed once, at most `within`: a list that never
+    /// succeeds makes a reconcile fail (retried), never wait for ever (a reconcile that never
+    /// ends would hold the stop).
+    pub(crate) async fn ready(&self, within: std::time::Duration) -> Result<(), Error> {
+        let all = async {
+            futures::try_join!(
+                self.namespaces.wait_until_ready(),
+                self.limit_ranges.wait_until_ready(),
+                self.deployments.wait_until_ready(),
+                self.stateful_sets.wait_until_ready(),
+                self.daemon_sets.wait_until_ready(),
+                self.cron_jobs.wait_until_ready(),
+                self.jobs.wait_until_ready(),
+                self.pods.wait_until_ready(),
+            )
+        };
+        match tokio::time::timeout(within, all).await {
+            Ok(r) => r.map(drop).map_err(|_| Error::Stopped),
+            Err(_) => Err(Error::NotListed(self.not_listed())),
+        }
+    }
+
+    /// The kinds not listed yet.
+    fn not_listed(&self) -> Vec<&'static str> {
+        use futures::FutureExt;
+        let mut out = Vec::new();
+        macro_rules! each {
+            ($($store:ident: $name:literal),*) => {$(
+                if self.$store.wait_until_ready().now_or_never().is_none() {
+                    out.push($name);
+                }
+            )*};
+        }
+        each!(
+            namespaces: "namespaces",
+            limit_ranges: "limitranges",
+            deployments: "deployments",
+            stateful_sets: "statefulsets",
+            daemon_sets: "daemonsets",
+            cron_jobs: "cronjobs",
+            jobs: "jobs",
+            pods: "pods"
         );
-        r.map(drop).map_err(|_| Error::Stopped)
+        out
     }
 
     /// The names of the namespaces that exist.
@@ -170,6 +240,12 @@ impl Stores {
     }
 }
 
+/// The most pages of [`PAGE`] objects `limits status` reads of one kind (a million objects):
+/// a server that never ends a pagination is refused, not followed for ever.
+pub const MAX_PAGES: usize = 2_000;
+/// Objects asked for per page.
+const PAGE: u32 = 500;
+
 /// Lists every kind the decisions read, once (`limits status`).
 pub async fn snapshot(client: &kube::Client) -> Result<Cluster, Error> {
     async fn list<K>(client: &kube::Client, into: &mut Cluster) -> Result<(), Error>
@@ -177,8 +253,9 @@ pub async fn snapshot(client: &kube::Client) -> Result<Cluster, Error> {
         K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
     {
         let api = Api::<K>::all(client.clone());
-        let mut params = ListParams::default().limit(500);
-        loop {
+        let mut params = ListParams::default().limit(PAGE);
+        let mut last_token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
             let page = api.list(&params).await.map_err(|source| Error::Api {
                 what: format!("list {}", K::plural(&())),
                 source,
@@ -187,10 +264,23 @@ pub async fn snapshot(client: &kube::Client) -> Result<Cluster, Error> {
                 let _ = into.add_value(&value(o));
             }
             match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                Some(token) if !token.is_empty() => {
+                    if last_token.as_deref() == Some(token.as_str()) {
+                        return Err(Error::Pagination(format!(
+                            "list {}: the API server answered the same continue token twice ({token:?}); its pagination would never end",
+                            K::plural(&())
+                        )));
+                    }
+                    params = params.continue_token(&token);
+                    last_token = Some(token);
+                }
                 _ => return Ok(()),
             }
         }
+        Err(Error::Pagination(format!(
+            "list {}: still a continue token after {MAX_PAGES} pages of {PAGE}; refusing to follow it further",
+            K::plural(&())
+        )))
     }
     let mut cluster = Cluster::new();
     list::<Namespace>(client, &mut cluster).await?;

@@ -504,3 +504,72 @@ fn only_the_lease_holder_writes() {
             .is_null()
     });
 }
+
+/// Issue 54 (6): a list that never succeeds (an answer that is no JSON) kept every reconcile
+/// waiting on the caches' readiness for ever, so `limits run` could not stop; and nothing was
+/// said at the default level. Now each failure is counted and said at warn (with its kind), a
+/// reconcile fails after a bounded wait, and the stop completes within its grace.
+#[test]
+fn a_list_that_never_succeeds_is_said_and_never_holds_the_stop() {
+    let server = FakeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    seed(&server, &["kube-system"]);
+    server.quirk("/api/v1/pods", oomwarden_testkit::apiserver::Quirk::Garbage);
+    let running = start(&server, dir.path(), "", None);
+    let metrics = Arc::clone(&running.metrics);
+    wait_for("a failed list of pods counted", || {
+        metrics
+            .encode()
+            .contains("oomwarden_limits_watch_errors_total{kind=\"pods\"}")
+    });
+    // A reconcile is under way, waiting for the pods to be listed.
+    wait_for("a reconcile failing for want of the pods", || {
+        metrics
+            .encode()
+            .lines()
+            .any(|l| l.starts_with("oomwarden_limits_reconcile_errors_total") && !l.ends_with(" 0"))
+    });
+    assert!(!has_lr(&server, "kube-system"), "nothing decided on a partial view");
+    let asked = Instant::now();
+    let log = running.stop().unwrap();
+    let took = asked.elapsed();
+    assert!(
+        took < oomwarden_limits_controller::STOP_GRACE + Duration::from_secs(10),
+        "the stop took {took:?}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("cannot list or watch") && l.contains("pods")),
+        "{log}"
+    );
+    assert!(log.contains("not listed yet: pods"), "{log}");
+}
+
+/// Issue 54 (6): `limits status` followed a continue token for ever; a pagination is now
+/// bounded (the same token twice, or more than `MAX_PAGES` pages, is an error naming the kind).
+#[test]
+fn a_pagination_that_never_ends_is_refused() {
+    use oomwarden_testkit::apiserver::Quirk;
+    for (quirk, expected) in [
+        (Quirk::SameContinue, "the same continue token twice"),
+        (Quirk::EndlessContinue, "still a continue token after"),
+    ] {
+        let server = FakeApiServer::start();
+        let dir = tempfile::tempdir().unwrap();
+        seed(&server, &["kube-system"]);
+        server.quirk("/api/v1/pods", quirk);
+        let kubeconfig = server.kubeconfig(dir.path());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt
+            .block_on(async {
+                let client = oomwarden_limits_controller::client(Some(&kubeconfig)).await?;
+                oomwarden_limits_controller::snapshot(&client).await
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("list pods") && err.contains(expected), "{err}");
+    }
+}

@@ -43,6 +43,19 @@ pub enum Reply {
     Huge(u16, usize),
 }
 
+/// A lasting misbehaviour for the object requests (lists, watches) whose path contains a text,
+/// until [`FakeApiServer::clear_quirks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quirk {
+    /// `200` with a body that is no JSON (a proxy's page, a broken server).
+    Garbage,
+    /// A list's answer always carries a new `continue` token, whatever was asked (a server
+    /// that never ends a pagination).
+    EndlessContinue,
+    /// A list's answer always carries the same `continue` token.
+    SameContinue,
+}
+
 /// One request the fake received.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -69,6 +82,10 @@ struct State {
     nodes: HashMap<String, FakeNode>,
     /// Namespaces, LimitRanges, workloads, Pods and Leases (the limits controller's).
     objects: objects::Objects,
+    /// Lasting misbehaviours: (a text the path contains, the quirk).
+    quirks: Vec<(String, Quirk)>,
+    /// Continue tokens handed out by [`Quirk::EndlessContinue`].
+    tokens: u64,
 }
 
 /// A node the fake holds: its resource version, taints and status conditions.
@@ -270,6 +287,21 @@ impl FakeApiServer {
             .fail(method, path, code, reason);
     }
 
+    /// From now on, every object request (list, watch, get) whose path contains `path`
+    /// misbehaves as `quirk` says.
+    pub fn quirk(&self, path: &str, quirk: Quirk) {
+        self.state
+            .lock()
+            .unwrap()
+            .quirks
+            .push((path.to_owned(), quirk));
+    }
+
+    /// Ends every quirk.
+    pub fn clear_quirks(&self) {
+        self.state.lock().unwrap().quirks.clear();
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().unwrap().requests.clone()
@@ -442,7 +474,29 @@ fn answer_objects(
     body: Value,
 ) -> Response {
     let mut s = state.lock().unwrap();
-    let (status, out) = if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
+    let quirk = s
+        .quirks
+        .iter()
+        .find(|(p, _)| path.contains(p.as_str()))
+        .map(|(_, q)| *q);
+    if quirk == Some(Quirk::Garbage) {
+        s.requests.push(Request {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            body,
+            problems: Vec::new(),
+            status: 200,
+        });
+        drop(s);
+        return hyper::Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .body(Either::Left(Full::new(Bytes::from_static(
+                b"<html>502 Bad Gateway</html>",
+            ))))
+            .unwrap();
+    }
+    let (status, mut out) = if auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
         (401, status_body(401, "Unauthorized", "Unauthorized"))
     } else if let Some(failure) = s.objects.scripted(method, path) {
         failure
@@ -466,6 +520,16 @@ fn answer_objects(
     } else {
         s.objects.answer(method, target, query, content_type, &body)
     };
+    if status == 200 && out["items"].is_array() {
+        match quirk {
+            Some(Quirk::EndlessContinue) => {
+                s.tokens += 1;
+                out["metadata"]["continue"] = json!(format!("more-{}", s.tokens));
+            }
+            Some(Quirk::SameContinue) => out["metadata"]["continue"] = json!("more"),
+            _ => {}
+        }
+    }
     s.requests.push(Request {
         method: method.to_owned(),
         path: path.to_owned(),

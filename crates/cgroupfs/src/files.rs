@@ -47,6 +47,27 @@ fn too_long() -> io::Error {
     )
 }
 
+/// Opens a file a reader reads: without blocking (a FIFO planted in a tree opens at once, with
+/// no writer) and only when it is a regular file, checked on the descriptor opened (every
+/// cgroup2 and proc file is one; a FIFO, a device or a socket is refused, so no read can
+/// block: found by the fault suite, `oomwarden doctor` hung on a FIFO in a proc tree).
+pub(crate) fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    let stat = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or socket is never read)",
+        ));
+    }
+    Ok(std::fs::File::from(fd))
+}
+
 /// Reads an open file to its end, at most [`MAX_FILE_BYTES`].
 fn read_open(file: std::fs::File) -> io::Result<Vec<u8>> {
     use std::io::Read;
@@ -62,7 +83,7 @@ fn read_open(file: std::fs::File) -> io::Result<Vec<u8>> {
 
 impl Files for Disk {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        read_open(std::fs::File::open(path)?)
+        read_open(open_regular(path)?)
     }
 
     fn subdirs(&self, path: &Path) -> io::Result<Vec<String>> {
@@ -267,7 +288,7 @@ impl Files for Kept {
                 Err(_) => self.forget(path),
             }
         }
-        let file = std::fs::File::open(path)?;
+        let file = open_regular(path)?;
         if !(self.has_room() && is_kernel_file(&file)) {
             return read_open(file);
         }

@@ -529,7 +529,10 @@ fn a_list_that_never_succeeds_is_said_and_never_holds_the_stop() {
             .lines()
             .any(|l| l.starts_with("oomwarden_limits_reconcile_errors_total") && !l.ends_with(" 0"))
     });
-    assert!(!has_lr(&server, "kube-system"), "nothing decided on a partial view");
+    assert!(
+        !has_lr(&server, "kube-system"),
+        "nothing decided on a partial view"
+    );
     let asked = Instant::now();
     let log = running.stop().unwrap();
     let took = asked.elapsed();
@@ -538,8 +541,9 @@ fn a_list_that_never_succeeds_is_said_and_never_holds_the_stop() {
         "the stop took {took:?}"
     );
     assert!(
-        log.lines()
-            .any(|l| l.contains("WARN") && l.contains("cannot list or watch") && l.contains("pods")),
+        log.lines().any(|l| l.contains("WARN")
+            && l.contains("cannot list or watch")
+            && l.contains("pods")),
         "{log}"
     );
     assert!(log.contains("not listed yet: pods"), "{log}");

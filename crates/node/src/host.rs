@@ -26,8 +26,7 @@ pub fn check_host(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), SetupError> {
         }
     };
     if !controllers.iter().any(|c| c == "memory") {
-        let v1 = std::fs::read_to_string(proc.root().join("cgroups"))
-            .ok()
+        let v1 = read_text(&proc.root().join("cgroups"))
             .and_then(|t| {
                 t.lines()
                     .find(|l| l.starts_with("memory\t"))
@@ -49,6 +48,14 @@ pub fn check_host(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), SetupError> {
     Ok(())
 }
 
+/// A small proc file's text: only a regular file, opened without blocking, at most 64 KiB (a
+/// FIFO planted in a proc tree must not hang `doctor` or the start).
+fn read_text(path: &std::path::Path) -> Option<String> {
+    oomwarden_cgroupfs::read_regular(path, 64 << 10)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
 /// Checks that memory pressure (PSI) can be read: the root's `memory.pressure` or
 /// `/proc/pressure/memory`. The message names `psi=0` when the kernel's command line holds it
 /// (OpenShift 4.16.7 to 4.20 booted so), else says what else takes PSI away.
@@ -58,7 +65,7 @@ pub fn check_psi(cgroups: &CgroupFs, proc: &ProcFs) -> Result<(), SetupError> {
     }
     let root = cgroups.root().display();
     let cmdline = proc.root().join("cmdline");
-    let why = match psi_off_on_cmdline(&std::fs::read_to_string(&cmdline).unwrap_or_default()) {
+    let why = match psi_off_on_cmdline(&read_text(&cmdline).unwrap_or_default()) {
         Some(word) => format!(
             "the kernel was booted with {word} ({}); remove it from the kernel command line (on OpenShift, the MachineConfig that sets it) and reboot",
             cmdline.display()

@@ -56,16 +56,10 @@ pub(crate) fn run(args: &Args, out: &mut impl Write) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// A log named on the command line (or `-`), bounded as every input is (a pipe from
+/// `<(journalctl -k)` is read; a device that never ends is cut).
 fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("cannot read standard input")?;
-    } else {
-        bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    }
-    Ok(bytes)
+    crate::commands::read_input_bytes(path)
 }
 
 /// Reads every record the kernel log buffer holds now (non-blocking: stops when it would wait).

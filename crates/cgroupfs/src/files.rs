@@ -327,8 +327,20 @@ mod bounded {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(err.contains("not a cgroup or proc file"), "{err}");
+        // A device is refused before anything is read (issue 54); a regular file past the
+        // bound is cut and refused.
+        assert!(err.contains("not a regular file"), "{err}");
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let huge = dir.path().join("memory.stat");
+        let f = std::fs::File::create(&huge).unwrap_or_else(|e| panic!("{e}"));
+        f.set_len(MAX_FILE_BYTES + 1)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = Disk
+            .read(&huge)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("not a cgroup or proc file"), "{err}");
         let ok = dir.path().join("memory.current");
         std::fs::write(&ok, "4096\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(Disk.read(&ok).ok(), Some(b"4096\n".to_vec()));

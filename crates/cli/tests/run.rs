@@ -848,24 +848,32 @@ fn sigterm_ends_the_running_post_kill_hooks() {
     wait_until("the hooks' end", || process_with(&marker).is_none());
 }
 
-/// Issue 14, item 7: a cycle blocked where no flag reaches (opening a FIFO waits for a writer
-/// forever) used to keep the daemon from stopping; the watchdog ends it within a second.
+/// Issue 14, item 7: a cycle blocked where no flag reaches used to keep the daemon from
+/// stopping; the watchdog ends it within a second. (A FIFO planted in the tree blocked a read
+/// then; since issue 54 nothing but a regular file is opened, so the FIFO no longer blocks and
+/// the stop is clean.) The block here: the first ranking after a start waits up to 2.5 s for
+/// the container runtime's first answer, and a runtime that accepts the connection and never
+/// answers holds it there.
 #[test]
-fn sigterm_during_a_blocked_read_stops_within_a_second() {
+fn sigterm_during_a_blocked_cycle_stops_within_a_second() {
     let (cg, proc) = node();
     let state = tempfile::tempdir().unwrap();
-    let (mut child, mut logs) = idle_daemon(&cg, &proc, state.path());
-    let pressure = cg.path().join("memory.pressure");
-    std::fs::remove_file(&pressure).unwrap();
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &pressure,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
+    let socket = state.path().join("cri.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let config = state.path().join("oom.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1alpha1\nkind: OOMConfig\ntriggerExpression: memory_full_avg10 > 12.0\n---\napiVersion: oomwarden/v1alpha1\nkind: OOMWardenConfig\ncontainerRuntime:\n  endpoint: unix://{}\n",
+            socket.display()
+        ),
     )
     .unwrap();
-    // Let a cycle block on it.
+    let (mut child, mut logs) = spawn(&cg, &proc, state.path(), &config, &[]);
+    logs.wait_for("oomwarden started");
+    // The runtime's connection, held and never answered.
+    let _held = listener.accept().unwrap();
+    // Let the first cycle reach its wait.
     std::thread::sleep(Duration::from_millis(300));
     let signalled = Instant::now();
     signal(&child, rustix::process::Signal::TERM);
@@ -874,6 +882,32 @@ fn sigterm_during_a_blocked_read_stops_within_a_second() {
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(1), "stopped after {took:?}");
     logs.wait_for("exiting without it");
+}
+
+/// Issue 54 (6): a FIFO planted where a cycle reads is refused without blocking: the cycle
+/// goes on (the file counts as unreadable), and a stop is clean, without the watchdog.
+#[test]
+fn a_fifo_in_the_tree_never_blocks_a_cycle() {
+    let (cg, proc) = node();
+    let state = tempfile::tempdir().unwrap();
+    let (mut child, mut logs) = idle_daemon(&cg, &proc, state.path());
+    let pressure = cg.path().join("memory.pressure");
+    std::fs::remove_file(&pressure).unwrap();
+    oomwarden_testkit::fifo(&pressure);
+    let before = cycles(state.path());
+    let end = Instant::now() + Duration::from_secs(20);
+    while cycles(state.path()) < before + 2 {
+        assert!(Instant::now() < end, "the cycles stopped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    logs.wait_for("not a regular file");
+    signal(&child, rustix::process::Signal::TERM);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        !logs.seen.iter().any(|l| l.contains("exiting without it")),
+        "{:#?}",
+        logs.seen
+    );
 }
 
 /// Issue 14, items 2 and 10: 700 idle connections to the metrics port and 200 silent clients

@@ -142,10 +142,29 @@ impl fmt::Display for ConfigError {
             }
         }
         if let Some(key) = &self.key {
-            write!(f, ": {key}")?;
+            // A key is the file's text: a newline in it must not forge a line of the report.
+            write!(f, ": {}", printable(key))?;
         }
         write!(f, ": {}", self.message)
     }
+}
+
+/// `s` with its control characters written as escapes (`\n`, `\t`, `\r`, `\xHH`).
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\x{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Every problem found in a configuration (never empty).

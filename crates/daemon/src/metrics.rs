@@ -282,15 +282,15 @@ pub struct FindingLabels {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ContainerLabels {
     /// The pod's namespace (empty when the node does not know it).
-    pub namespace: String,
+    pub namespace: LabelText,
     /// The pod's name (its UID when the node does not know it).
-    pub pod: String,
+    pub pod: LabelText,
     /// The container's name (its ID when the node does not know it).
-    pub container: String,
+    pub container: LabelText,
     /// The workload's kind (`Deployment`, `StatefulSet`, `DaemonSet`, `Job`, `Pod`).
-    pub workload_kind: String,
+    pub workload_kind: LabelText,
     /// The workload's name.
-    pub workload: String,
+    pub workload: LabelText,
 }
 
 /// A container's usage series as exported: who, and its recommendation.
@@ -788,15 +788,15 @@ impl Metrics {
         } in rows
         {
             let labels = ContainerLabels {
-                namespace: pod.namespace.clone(),
-                pod: if pod.name.is_empty() {
+                namespace: LabelText(pod.namespace.clone()),
+                pod: LabelText(if pod.name.is_empty() {
                     uid.clone()
                 } else {
                     pod.name.clone()
-                },
-                container: container.clone(),
-                workload_kind: pod.owner_kind.clone(),
-                workload: pod.owner_name.clone(),
+                }),
+                container: LabelText(container.clone()),
+                workload_kind: LabelText(pod.owner_kind.clone()),
+                workload: LabelText(pod.owner_name.clone()),
             };
             self.container_peak
                 .get_or_create(&labels)
@@ -1297,5 +1297,74 @@ mod escaping {
             ),
             "{text}"
         );
+    }
+
+    /// A strict reading of one line of the text exposition: a comment, or
+    /// `name{label="value",…} number` with every value escaped as the format says.
+    fn strict_line(line: &str) -> bool {
+        let re = regex::Regex::new(
+            r#"^(# (HELP|TYPE|UNIT) [a-zA-Z_:][a-zA-Z0-9_:]* .*|# EOF|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^"\\\n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^"\\\n])*")*\})? [-+0-9.eEa-zA-Z]+)$"#,
+        )
+        .unwrap();
+        re.is_match(line)
+    }
+
+    /// Issue 54 (6): the containers' usage series wrote their label values unescaped (a
+    /// strict parser rejected the page). Every family that carries a name from outside the
+    /// daemon (a namespace, a pod, a container, a workload, a stage, a version) is fed hostile
+    /// names, and the whole page is read strictly, line by line.
+    #[test]
+    fn every_label_from_outside_is_escaped_and_the_page_parses_strictly() {
+        let hostile = "x\"} 1\nevil_series{a=\"b\\";
+        let m = Metrics::new();
+        m.killed(QosClass::Besteffort, Outcome::Killed, hostile, None);
+        m.container_usage(&[ContainerUsage {
+            pod: oomwarden_usage::PodRef {
+                namespace: hostile.to_owned(),
+                name: hostile.to_owned(),
+                owner_kind: hostile.to_owned(),
+                owner_name: hostile.to_owned(),
+            },
+            pod_uid: hostile.to_owned(),
+            container: hostile.to_owned(),
+            recommendation: oomwarden_usage::Recommendation {
+                request_bytes: 1,
+                limit_bytes: 2,
+                seen: oomwarden_usage::Seen::default(),
+                unreclaimable_percentile_bytes: 1,
+                oom_kills: 0,
+                oom_floor_bytes: 0,
+                history_seconds: 10,
+                reason: hostile.to_owned(),
+            },
+        }]);
+        let text = m.encode();
+        let bad: Vec<&str> = text.lines().filter(|l| !strict_line(l)).collect();
+        assert!(bad.is_empty(), "{bad:#?}");
+        assert!(!text.lines().any(|l| l.starts_with("evil_series")));
+        assert!(
+            text.contains(
+                "oomwarden_container_memory_peak_bytes{namespace=\"x\\\"} 1\\nevil_series"
+            )
+        );
+    }
+
+    /// So that the next family cannot forget: no label set of the daemon's metrics carries a
+    /// raw `String` (prometheus-client writes those unescaped); a value from outside is a
+    /// [`LabelText`].
+    #[test]
+    fn no_label_set_carries_a_raw_string() {
+        let source = include_str!("metrics.rs");
+        let mut raw = Vec::new();
+        for (i, _) in source.match_indices("EncodeLabelSet)]") {
+            let body = source.get(i..).unwrap_or_default();
+            let end = body.find("\n}").unwrap_or(body.len());
+            for line in body.get(..end).unwrap_or_default().lines() {
+                if line.trim_end().ends_with(": String,") {
+                    raw.push(line.trim().to_owned());
+                }
+            }
+        }
+        assert!(raw.is_empty(), "label fields that are raw Strings: {raw:?}");
     }
 }

@@ -1,6 +1,7 @@
 //! `oomwarden doctor`: what on this node stands between it and good OOM handling, each
 //! finding with an id, a severity, what was seen and the fix (`oomwarden-doctor`).
 
+use crate::terminal::clean;
 use std::io::Write;
 
 use oomwarden_doctor::{Finding, Report, Roots, Severity};
@@ -70,12 +71,13 @@ fn print(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
 
 fn print_finding(f: &Finding, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "\n{:<7} {}", f.severity.name().to_uppercase(), f.id)?;
-    writeln!(out, "  {}", f.summary)?;
+    // Names the node gave (commands, cgroups, paths) may hold anything: each line stays one.
+    writeln!(out, "  {}", clean(&f.summary))?;
     for s in &f.seen {
-        writeln!(out, "  seen: {}: {}", s.path, s.value)?;
+        writeln!(out, "  seen: {}: {}", clean(&s.path), clean(&s.value))?;
     }
     if !f.fix.is_empty() {
-        writeln!(out, "  fix:  {}", f.fix)?;
+        writeln!(out, "  fix:  {}", clean(&f.fix))?;
     }
     Ok(())
 }

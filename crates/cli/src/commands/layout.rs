@@ -13,6 +13,7 @@ use crate::commands::{LayoutArg, NodeArgs, NodeSetup, node_and_layout};
 use crate::exit::Exit;
 use crate::human;
 use crate::output::OutputArgs;
+use crate::terminal::clean;
 
 /// Arguments of `oomwarden layout`.
 #[derive(Debug, clap::Args)]
@@ -184,7 +185,11 @@ impl Report<'_> {
                 out,
                 "  {:<11} {}",
                 s.class.map_or("(node)", |c| c.name()),
-                if s.dir.is_empty() { "/" } else { &s.dir }
+                if s.dir.is_empty() {
+                    "/".into()
+                } else {
+                    clean(&s.dir)
+                }
             )?;
         }
         writeln!(out, "\nkill candidates, in class order:")?;
@@ -211,7 +216,7 @@ impl Report<'_> {
         if !self.left_out.is_empty() {
             writeln!(out, "\nleft out (in no class, or never a candidate):")?;
             for (dir, why) in self.left_out {
-                writeln!(out, "  {dir}: {why}")?;
+                writeln!(out, "  {}: {}", clean(dir), clean(why))?;
             }
         }
         if !self.talos_misreads.is_empty() {
@@ -220,7 +225,7 @@ impl Report<'_> {
                 "\nwhere Talos's own controller reads this tree otherwise (what running oomwarden instead changes):"
             )?;
             for m in self.talos_misreads {
-                writeln!(out, "  {m}")?;
+                writeln!(out, "  {}", clean(&m.to_string()))?;
             }
         }
         Ok(())
@@ -237,9 +242,9 @@ impl Report<'_> {
         let uid = oomwarden_kube::decode_cgroup_path(&c.dir)
             .pod_uid
             .unwrap_or_else(|| "-".to_owned());
-        let pod = self
-            .pod_of(&c.dir)
-            .map_or_else(String::new, |p| format!(" ({})", p.qualified_name()));
+        let pod = self.pod_of(&c.dir).map_or_else(String::new, |p| {
+            format!(" ({})", clean(&p.qualified_name()))
+        });
         let max = match c.memory.max {
             Some(Limit::Max) => "max".to_owned(),
             Some(Limit::Bytes(b)) => human::bytes(b),
@@ -257,8 +262,8 @@ impl Report<'_> {
             },
             score.map_or("-".to_owned(), oomwarden_model::format_number),
             if eligible { "yes" } else { "no" },
-            uid,
-            c.dir,
+            clean(&uid),
+            clean(&c.dir),
             pod,
             if eligible {
                 String::new()

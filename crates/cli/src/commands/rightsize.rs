@@ -2,6 +2,7 @@
 //! really used (the kernel's high-water mark included) and the request and limit that fit, with
 //! the reason; from the running daemon's usage history, else its file.
 
+use crate::terminal::clean;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -421,9 +422,10 @@ fn print_table(report: &Report, wide: bool, out: &mut impl Write) -> std::io::Re
     let mut changes = Vec::new();
     let mut reasons = Vec::new();
     for p in &report.pods {
+        // Names from the node (the runtime's, the pod-log directories'): one line each.
         let pod = match (&p.namespace, &p.pod) {
-            (Some(ns), Some(name)) => format!("{ns}/{name}"),
-            _ => p.pod_uid.clone(),
+            (Some(ns), Some(name)) => format!("{}/{}", clean(ns), clean(name)),
+            _ => clean(&p.pod_uid).into_owned(),
         };
         let pod = if p.no_request == Some(true) {
             format!("{pod} (no request)")
@@ -436,9 +438,10 @@ fn print_table(report: &Report, wide: bool, out: &mut impl Write) -> std::io::Re
             format!("{pod} (gone)")
         };
         for c in &p.containers {
+            let name = clean(&c.name);
             lines.push(vec![
                 pod.clone(),
-                c.name.clone(),
+                name.clone().into_owned(),
                 opt(c.request_bytes),
                 opt(c.limit_bytes),
                 bytes(c.working_set_bytes),
@@ -451,9 +454,9 @@ fn print_table(report: &Report, wide: bool, out: &mut impl Write) -> std::io::Re
             if let (Some(a), Some(b)) = (c.oom_score_adj, c.recommended_oom_score_adj)
                 && a != b
             {
-                changes.push(format!("  {pod} {}: {a} -> {b}", c.name));
+                changes.push(format!("  {pod} {name}: {a} -> {b}"));
             }
-            reasons.push(format!("  {pod} {}: {}", c.name, c.reason));
+            reasons.push(format!("  {pod} {name}: {}", clean(&c.reason)));
         }
     }
     columns(&lines, out)?;

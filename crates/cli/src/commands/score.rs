@@ -2,6 +2,7 @@
 //! oomwarden's default ranking can kill it; per container its kind and the `oom_score_adj` the
 //! kubelet gives it.
 
+use crate::terminal::clean;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -213,7 +214,7 @@ fn score_files(
         for pod in &pods {
             match score_with_qos(pod, capacity, args.feature_gates, memory_qos, swap) {
                 Ok(s) => scores.push(s),
-                Err(e) => problems.push(format!("{name}: pod {}: {e}", pod.metadata.name)),
+                Err(e) => problems.push(format!("{name}: pod {}: {e}", clean(&pod.metadata.name))),
             }
         }
     }
@@ -230,7 +231,7 @@ fn print_pod(s: &PodScore, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "{} {:?}{}{}",
-        s.pod,
+        clean(&s.pod),
         s.qos_class,
         if s.qos_from_status {
             " (status.qosClass)"
@@ -252,7 +253,7 @@ fn print_pod(s: &PodScore, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "  oomwarden default ranking can kill it: {}",
-        s.oom_handler_reason
+        clean(&s.oom_handler_reason)
     )?;
     if let Some(q) = &s.memory_qos {
         writeln!(out, "  pod cgroup MemoryQoS: {}", qos_text(q))?;
@@ -266,7 +267,7 @@ fn print_pod(s: &PodScore, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(
             out,
             "  {:<24} {:<8} {:>16} {:>16} {:>13}",
-            c.name,
+            clean(&c.name),
             format!("{:?}", c.kind).to_lowercase(),
             size(c.memory_request_bytes),
             c.memory_limit_bytes.map_or_else(|| "-".to_owned(), size),

@@ -3,6 +3,7 @@
 //! limits, pressure and OOM kills, and whether the OOM handler may kill it; the node as the
 //! kubelet and node-exporter see it; with `--pods`, the kubelet's eviction order.
 
+use crate::terminal::clean;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -409,7 +410,11 @@ fn eviction_rows(
     let mut not_here = 0;
     for p in &pods {
         let s = score_with_qos(p, capacity, FeatureGates::default(), None, swap).map_err(|e| {
-            Fail::failure(format!("{}: pod {}: {e}", file.display(), p.metadata.name))
+            Fail::failure(format!(
+                "{}: pod {}: {e}",
+                file.display(),
+                clean(&p.metadata.name)
+            ))
         })?;
         let row = s.pod_uid.as_ref().and_then(|uid| {
             rows.iter()
@@ -525,8 +530,9 @@ fn print_cgroups(
                 None => "-",
             },
             match (&r.namespace, &r.pod_name) {
-                (Some(ns), Some(name)) => format!("{} ({ns}/{name})", r.cgroup),
-                _ => r.cgroup.clone(),
+                (Some(ns), Some(name)) =>
+                    format!("{} ({}/{})", clean(&r.cgroup), clean(ns), clean(name)),
+                _ => clean(&r.cgroup).into_owned(),
             },
         )?;
     }
@@ -551,7 +557,7 @@ fn print_pods(pods: &[PodRow], not_here: usize, out: &mut impl Write) -> std::io
             "  {:<5} {:<40} {:>10} {:>10} {:>8} {:>9} {:>9} {:>9} {:?}",
             p.eviction_rank
                 .map_or_else(|| "never".to_owned(), |r| r.to_string()),
-            p.pod,
+            clean(&p.pod),
             mib(p.working_set_bytes),
             {
                 #[allow(clippy::cast_precision_loss)] // display only

@@ -196,12 +196,10 @@ fn commands() -> Vec<String> {
 /// Commands that read nothing from outside: what they print is the binary's own.
 const NOTHING_FROM_OUTSIDE: &[&str] = &["completions", "man", "help"];
 
-#[test]
-fn no_command_prints_a_name_from_outside_raw() {
-    let n = node();
-    let config = n.config();
-    let dir = tempfile::tempdir().unwrap();
-    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+/// Writes the files from outside, with hostile names, into `dir`: `pods.json`,
+/// `cluster.json`, `kernel.log`, `context.json`, `config.yaml`, and `history/actions.jsonl`.
+fn write_inputs(dir: &Path) {
+    let d = |name: &str| dir.join(name).to_str().unwrap().to_owned();
 
     // Files from outside with hostile names.
     let pods = std::fs::read_to_string(root().join("testdata/rightsize/pods.json"))
@@ -224,9 +222,8 @@ fn no_command_prints_a_name_from_outside_raw() {
         "triggerExpression": "true", "rankingExpression": "1.0",
         "runnersUp": [{"cgroup": HOSTILE, "class": "Burstable", "score": 0.5, "namespace": HOSTILE, "podName": HOSTILE}]
     });
-    let history = tempfile::tempdir().unwrap();
-    std::fs::write(history.path().join("actions.jsonl"), format!("{record}\n")).unwrap();
-    let history = history.path().to_str().unwrap().to_owned();
+    std::fs::create_dir_all(dir.join("history")).unwrap();
+    std::fs::write(dir.join("history/actions.jsonl"), format!("{record}\n")).unwrap();
     // A kernel OOM report whose process name and cgroups carry escapes the kernel writes.
     std::fs::write(
         d("kernel.log"),
@@ -242,10 +239,13 @@ fn no_command_prints_a_name_from_outside_raw() {
         ),
     )
     .unwrap();
+}
 
-    // The daemon on the hostile node, for `status` and the history and usage it keeps.
-    let mut daemon = oomwarden()
-        .args(["run", "--log-format", "human", "--config", &config])
+/// The daemon on the hostile node, for `status` and the history and usage it keeps: its log,
+/// `status` and `actions` are checked while it runs.
+fn run_the_daemon(n: &Node, config: &str) {
+    let daemon = oomwarden()
+        .args(["run", "--log-format", "human", "--config", config])
         .args(["--cgroup-root", n.cg(), "--proc-root", n.proc()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -259,8 +259,6 @@ fn no_command_prints_a_name_from_outside_raw() {
     }
     // Two usage readings.
     std::thread::sleep(Duration::from_millis(2500));
-    let mut cases: Vec<(&str, Vec<String>)> = Vec::new();
-    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<String>>();
     let (_, status_out, status_err) = run(&["status", "--state-dir", n.state()]);
     let (_, actions_out, actions_err) = run(&["actions", "--state-dir", n.state(), "-o", "wide"]);
     let pid = rustix::process::Pid::from_raw(i32::try_from(daemon.id()).unwrap()).unwrap();
@@ -283,119 +281,69 @@ fn no_command_prints_a_name_from_outside_raw() {
             .contains("FORGED-LINE"),
         "the daemon's records carry the hostile pod name"
     );
-    let recording = d("node.rec");
-    cases.push(("run", Vec::new()));
-    cases.push(("status", Vec::new()));
-    cases.push((
-        "record",
-        s(&[
+}
+
+/// Each command with hostile inputs (the files of [`write_inputs`] in `dir`, the node `n`):
+/// its name and its arguments, written as one line (no path here holds a space).
+fn cases(n: &Node, config: &str, dir: &Path) -> Vec<(&'static str, Vec<String>)> {
+    let d = |name: &str| dir.join(name).display().to_string();
+    let (cg, proc, state) = (n.cg(), n.proc(), n.state());
+    let (pods, history, rec) = (d("pods.json"), d("history"), d("node.rec"));
+    let host = n.host.path().display().to_string();
+    let node = format!("--cgroup-root {cg} --proc-root {proc}");
+    [
+        ("run", String::new()),
+        ("status", String::new()),
+        (
             "record",
-            "--out",
-            &recording,
-            "--cycles",
-            "3",
-            "--config",
-            &config,
-            "--cgroup-root",
-            n.cg(),
-            "--proc-root",
-            n.proc(),
-            "--sample-interval",
-            "100ms",
-        ]),
-    ));
-    cases.push(("replay", s(&["replay", &recording, "--config", &config])));
-    cases.push(("check", s(&["check", &d("config.yaml")])));
-    cases.push((
-        "eval",
-        s(&["eval", "trigger", "true", "--context", &d("context.json")]),
-    ));
-    cases.push((
-        "layout",
-        s(&[
-            "layout",
-            "--cgroup-root",
-            n.cg(),
-            "--proc-root",
-            n.proc(),
-            "--layout",
-            "talos",
-        ]),
-    ));
-    cases.push((
-        "doctor",
-        s(&[
-            "doctor",
-            "--cgroup-root",
-            n.cg(),
-            "--proc-root",
-            n.proc(),
-            "--host-root",
-            n.host.path().to_str().unwrap(),
-        ]),
-    ));
-    cases.push(("oomlog", s(&["oomlog", &d("kernel.log")])));
-    cases.push(("score", s(&["score", &d("pods.json")])));
-    cases.push(("audit", s(&["audit", &d("pods.json"), &d("cluster.json")])));
-    cases.push((
-        "top",
-        s(&[
+            format!(
+                "record --out {rec} --cycles 3 --config {config} {node} --sample-interval 100ms"
+            ),
+        ),
+        ("replay", format!("replay {rec} --config {config}")),
+        ("check", format!("check {}", d("config.yaml"))),
+        (
+            "eval",
+            format!("eval trigger true --context {}", d("context.json")),
+        ),
+        ("layout", format!("layout {node} --layout talos")),
+        ("layout", format!("layout {node} -o wide --config {config}")),
+        ("doctor", format!("doctor {node} --host-root {host}")),
+        ("oomlog", format!("oomlog {}", d("kernel.log"))),
+        ("score", format!("score {pods}")),
+        ("audit", format!("audit {pods} {}", d("cluster.json"))),
+        (
             "top",
-            "--cgroup-root",
-            n.cg(),
-            "--proc-root",
-            n.proc(),
-            "--containers",
-            "--pods",
-            &d("pods.json"),
-            "--layout",
-            "talos",
-        ]),
-    ));
-    cases.push((
-        "rightsize",
-        s(&[
+            format!("top {node} --containers --pods {pods} --layout talos"),
+        ),
+        (
             "rightsize",
-            "--state-dir",
-            n.state(),
-            "--pods",
-            &d("pods.json"),
-        ]),
-    ));
-    cases.push((
-        "rightsize",
-        s(&["rightsize", "--state-dir", n.state(), "-o", "wide"]),
-    ));
-    cases.push((
-        "layout",
-        s(&[
-            "layout",
-            "--cgroup-root",
-            n.cg(),
-            "--proc-root",
-            n.proc(),
-            "-o",
-            "wide",
-            "--config",
-            &config,
-        ]),
-    ));
-    cases.push((
-        "limits",
-        s(&[
+            format!("rightsize --state-dir {state} --pods {pods}"),
+        ),
+        (
+            "rightsize",
+            format!("rightsize --state-dir {state} -o wide"),
+        ),
+        (
             "limits",
-            "plan",
-            "--now",
-            "1800000000",
-            "--from",
-            &d("cluster.json"),
-        ]),
-    ));
-    cases.push((
-        "actions",
-        s(&["actions", "--state-dir", &history, "-o", "wide"]),
-    ));
-    cases.push(("explain", s(&["explain", "0", "--state-dir", &history])));
+            format!("limits plan --now 1800000000 --from {}", d("cluster.json")),
+        ),
+        ("actions", format!("actions --state-dir {history} -o wide")),
+        ("explain", format!("explain 0 --state-dir {history}")),
+    ]
+    .into_iter()
+    .map(|(name, line)| (name, line.split_whitespace().map(str::to_owned).collect()))
+    .collect()
+}
+
+#[test]
+fn no_command_prints_a_name_from_outside_raw() {
+    let n = node();
+    let config = n.config();
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    run_the_daemon(&n, &config);
+    let cases = cases(&n, &config, dir.path());
     // Every command has a case (or reads nothing from outside).
     let covered: Vec<&str> = cases.iter().map(|(c, _)| *c).collect();
     for command in commands() {

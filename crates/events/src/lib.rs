@@ -673,63 +673,76 @@ impl NodeWork {
         if self.due.is_some_and(|at| Instant::now() < at) {
             return;
         }
-        let node = &s.options.reporter.node;
-        if !self.read {
-            let result = s.runtime.block_on(async {
-                tokio::time::timeout(s.options.timeout, async {
-                    Api::<Node>::all(s.client.clone()).get(node).await
-                })
-                .await
-            });
-            match result {
-                Ok(Ok(n)) => {
-                    let ours = n
-                        .spec
-                        .as_ref()
-                        .and_then(|spec| spec.taints.as_ref())
-                        .is_some_and(|t| t.iter().any(is_ours));
-                    s.shared
-                        .node
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .found_at_start = Some(ours);
-                    if ours {
-                        tracing::info!(%node, "the node carries oomwarden's taint from before this start; it is let go once nothing holds it");
-                    }
-                    self.read = true;
-                    self.succeeded();
-                }
-                failed => match classify(failed.map(|r| r.map(drop))) {
-                    // No permission (403) or no such Node (404): nothing to find; said once,
-                    // never asked again.
-                    Attempt::Rejected(code, message) => {
-                        log_once(
-                            "node-read-refused",
-                            &format!(
-                                "cannot read the node to find oomwarden's taint from before this start ({code}); a taint left by an earlier start is not removed (give the service account get on nodes: deploy/kubernetes/node-taint.yaml)"
-                            ),
-                            &message,
-                        );
-                        s.shared
-                            .node
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .found_at_start = Some(false);
-                        self.read = true;
-                    }
-                    Attempt::Retry(why) => {
-                        log_once(
-                            "node-read",
-                            "cannot read the node to find oomwarden's taint from before this start; retrying",
-                            &why,
-                        );
-                        self.failed();
-                        return;
-                    }
-                    Attempt::Created => {}
-                },
-            }
+        if !self.read && !self.read_at_start(s) {
+            return;
         }
+        self.write_wanted(s);
+    }
+
+    /// Reads the Node once: whether it carries oomwarden's taint from before this start.
+    /// False when it must be tried again later.
+    fn read_at_start(&mut self, s: &Sender<'_>) -> bool {
+        let node = &s.options.reporter.node;
+        let result = s.runtime.block_on(async {
+            tokio::time::timeout(s.options.timeout, async {
+                Api::<Node>::all(s.client.clone()).get(node).await
+            })
+            .await
+        });
+        let found = |ours: bool| {
+            s.shared
+                .node
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .found_at_start = Some(ours);
+        };
+        match result {
+            Ok(Ok(n)) => {
+                let ours = n
+                    .spec
+                    .as_ref()
+                    .and_then(|spec| spec.taints.as_ref())
+                    .is_some_and(|t| t.iter().any(is_ours));
+                found(ours);
+                if ours {
+                    tracing::info!(%node, "the node carries oomwarden's taint from before this start; it is let go once nothing holds it");
+                }
+                self.read = true;
+                self.succeeded();
+                true
+            }
+            failed => match classify(failed.map(|r| r.map(drop))) {
+                // No permission (403) or no such Node (404): nothing to find; said once,
+                // never asked again.
+                Attempt::Rejected(code, message) => {
+                    log_once(
+                        "node-read-refused",
+                        &format!(
+                            "cannot read the node to find oomwarden's taint from before this start ({code}); a taint left by an earlier start is not removed (give the service account get on nodes: deploy/kubernetes/node-taint.yaml)"
+                        ),
+                        &message,
+                    );
+                    found(false);
+                    self.read = true;
+                    true
+                }
+                Attempt::Retry(why) => {
+                    log_once(
+                        "node-read",
+                        "cannot read the node to find oomwarden's taint from before this start; retrying",
+                        &why,
+                    );
+                    self.failed();
+                    false
+                }
+                Attempt::Created => true,
+            },
+        }
+    }
+
+    /// Writes the node's state asked for, when it is not made yet.
+    fn write_wanted(&mut self, s: &Sender<'_>) {
+        let node = &s.options.reporter.node;
         let (generation, update) = {
             let wanted = s
                 .shared

@@ -92,16 +92,10 @@ pub fn run(
         descriptors_kept_at_most = descriptors.bound(),
         "oomwarden started"
     );
-    let meta = tap.is_some().then(|| {
-        let source = if options.record.is_some() {
-            "daemon"
-        } else {
-            "flight-recorder"
-        };
-        oomwarden_recording::Meta {
-            own_cgroup: self_cgroup.clone(),
-            ..crate::recorder::meta(&settings, &layout, cgroups.root(), proc.root(), source)
-        }
+    let source = recording_source(options);
+    let meta = tap.is_some().then(|| oomwarden_recording::Meta {
+        own_cgroup: self_cgroup.clone(),
+        ..crate::recorder::meta(&settings, &layout, cgroups.root(), proc.root(), source)
     });
     let collector = Collector::new(cgroups, proc.clone(), layout, self_cgroup);
     let metrics_settings = settings.warden.metrics;
@@ -161,6 +155,15 @@ pub fn run(
     wind_down(&mut engine, socket.as_deref());
     drop(running_tx);
     Ok(())
+}
+
+/// Who a recording of this run says made it: `run --record`, or the flight recorder.
+fn recording_source(options: &RunOptions) -> &'static str {
+    if options.record.is_some() {
+        "daemon"
+    } else {
+        "flight-recorder"
+    }
 }
 
 /// What the stop ends, after the loop: hooks, the identity cache, the recording, the socket.

@@ -2526,7 +2526,9 @@ fn sigkills(fake: &SharedRecorder) -> usize {
 /// reload that would still choose it leaves the kill at the grace's end.
 #[test]
 fn a_reload_mid_grace_is_judged_before_any_kill() {
-    let cases: [(&str, Option<&str>, bool, bool, Option<CancelReason>); 4] = [
+    // (name, ranking, stage kept, dry run, the reason a kill is called off)
+    type Case<'a> = (&'a str, Option<&'a str>, bool, bool, Option<CancelReason>);
+    let cases: [Case<'_>; 4] = [
         (
             "exempt",
             Some(EXEMPT_LIVE),

@@ -1505,3 +1505,40 @@ fn a_thousand_series_under_a_1024_limit_leave_the_loop_its_descriptors() {
     let status: serde_json::Value = serde_json::from_slice(&metrics.stdout).unwrap();
     assert!(status["cycles"].as_u64().unwrap() >= 20, "{status}");
 }
+
+/// Issue 55 (1): with no configuration, on a node where a node-critical pod runs (an
+/// etcd-like Burstable pod at the kubelet's −997), the daemon says at start which pods the
+/// guard keeps out of every ranking.
+#[test]
+fn run_says_at_start_which_pods_the_guard_protects() {
+    let (cg, proc) = node();
+    oomwarden_testkit::write(
+        cg.path(),
+        "kubepods/burstable/podetcd/c1/cgroup.procs",
+        "4242\n",
+    );
+    oomwarden_testkit::write(cg.path(), "kubepods/burstable/podetcd/memory.max", "max\n");
+    oomwarden_testkit::write(proc.path(), "4242/oom_score_adj", "-997\n");
+    oomwarden_testkit::write(proc.path(), "4242/cmdline", "etcd\0");
+    let state = tempfile::tempdir().unwrap();
+    let out = oomwarden()
+        .args(["run", "--dry-run", "--cycles", "1", "--log-format", "json"])
+        .arg("--cgroup-root")
+        .arg(cg.path())
+        .arg("--proc-root")
+        .arg(proc.path())
+        .arg("--state-dir")
+        .arg(state.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("protect.nodeCritical: these node-critical pods are never candidates"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("kubepods/burstable/podetcd") && line.contains("-997"),
+        "{line}"
+    );
+}

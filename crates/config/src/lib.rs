@@ -36,8 +36,8 @@ pub use warden::{
     ContainerRuntimeSettings, DEFAULT_IDENTITY_REFRESH, DEFAULT_POST_KILL_TIMEOUT,
     DEFAULT_PRE_KILL_TIMEOUT, DEFAULT_TAINT_AFTER_KILLS, DEFAULT_TAINT_HOLD_DOWN,
     DEFAULT_TERMINATE_GRACE, DEFAULT_WARN_HOLD_DOWN, EventsSettings, FlightRecorderSettings, Hook,
-    Hooks, KernelOomWatchSettings, MetricsSettings, PsiTriggerSettings, RuntimeEndpoint, Stage,
-    StageAction, UsageHistorySettings, WardenSettings,
+    Hooks, KernelOomWatchSettings, MetricsSettings, ProtectSettings, PsiTriggerSettings,
+    RuntimeEndpoint, Stage, StageAction, UsageHistorySettings, WardenSettings,
 };
 
 /// Talos 1.14's `DefaultOOMTriggerExpression`, in the form cel-go's unparser prints it.

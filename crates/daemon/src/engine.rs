@@ -222,6 +222,13 @@ impl std::fmt::Debug for EngineParts {
     }
 }
 
+/// What no ranking may choose, as the settings say (`protect`).
+pub fn guards(settings: &Settings) -> oomwarden_policy::Guards {
+    oomwarden_policy::Guards {
+        node_critical: settings.warden.protect.node_critical,
+    }
+}
+
 /// The directories whose children are pod cgroups (the `kubepods` candidate parents), as
 /// node paths: what the identity cache watches for new pods.
 pub(crate) fn pod_parents(collector: &Collector) -> Vec<std::path::PathBuf> {
@@ -381,6 +388,28 @@ impl Engine {
                 )
             })
             .map(|s| s.dir)
+            .collect()
+    }
+
+    /// The node-critical pods among the candidates now (their node path, their pod's name when
+    /// known, and why), whether or not `protect.nodeCritical` is on: what the daemon says at
+    /// start. Reads the candidates once.
+    pub fn node_critical_now(&self) -> Vec<(String, Option<String>, String)> {
+        let (candidates, _) = self.collector.candidates();
+        let identities = self.identities();
+        candidates
+            .iter()
+            .filter_map(|c| {
+                let pod = oomwarden_kube::decode_cgroup_path(&c.dir)
+                    .pod_uid
+                    .and_then(|uid| identities.pod(&uid).cloned());
+                let why = oomwarden_policy::node_critical(c, pod.as_ref())?;
+                Some((
+                    c.path.clone(),
+                    pod.map(|p| p.qualified_name()),
+                    why.describe(),
+                ))
+            })
             .collect()
     }
 
@@ -583,6 +612,7 @@ impl Engine {
             trigger_expression: self.settings.oom.trigger.source(),
             ranking_expression: self.settings.oom.ranking.source(),
             eligible: plan.ranking.as_ref().map(|r| r.eligible.len()),
+            excluded: report::excluded(plan.ranking.as_ref()),
             runners_up: report::runners_up(
                 &plan,
                 self.settings.oom.strict_class_ordering,
@@ -625,6 +655,7 @@ impl Engine {
             strict_class_ordering: self.settings.oom.strict_class_ordering,
             identities,
             workload_kills: &workload_kills,
+            guards: guards(&self.settings),
         };
         let collector = &self.collector;
         let mut problems = Vec::new();
@@ -747,6 +778,13 @@ impl Engine {
                 }
                 Exclusion::OwnCgroup => {
                     tracing::debug!(cgroup = %c.path, "skipping oomwarden's own cgroup")
+                }
+                Exclusion::NodeCritical(critical) => {
+                    if let Some(left_out) =
+                        self.limiter.admit(&format!("critical:{}", c.dir), now_ns)
+                    {
+                        tracing::info!(cgroup = %c.path, why = %critical.describe(), left_out, "skipping a node-critical pod (protect.nodeCritical)");
+                    }
                 }
                 Exclusion::NotPositive(_) => {}
             }

@@ -17,7 +17,7 @@ mod slots;
 pub mod statedir;
 pub mod usage;
 
-pub use engine::{CycleOutcome, Engine, EngineParts, RankedCandidate};
+pub use engine::{CycleOutcome, Engine, EngineParts, RankedCandidate, guards};
 
 pub use history::History;
 pub use metrics::Metrics;

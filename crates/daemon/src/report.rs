@@ -289,12 +289,25 @@ pub(crate) struct Cycle<'a> {
     pub(crate) ranking_expression: &'a str,
     /// How many candidates were eligible, when the ranking ran.
     pub(crate) eligible: Option<usize>,
+    /// How many were left out, by why.
+    pub(crate) excluded: std::collections::BTreeMap<String, u64>,
     /// What would have been chosen instead of the victim.
     pub(crate) runners_up: Vec<RunnerUp>,
     /// How old the pod identities the ranking used were (none without a runtime answer).
     pub(crate) identity_age: Option<std::time::Duration>,
     /// How the victim is killed.
     pub(crate) kill_method: KillMethod,
+}
+
+/// How many candidates a ranking left out, by why (the record's `excluded`).
+pub(crate) fn excluded(
+    ranking: Option<&oomwarden_policy::Ranking>,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for (_, why) in ranking.map(|r| r.excluded.as_slice()).unwrap_or_default() {
+        *out.entry(why.name().to_owned()).or_insert(0) += 1;
+    }
+    out
 }
 
 /// The eligible candidates after the victim, in the order they would have been chosen, named
@@ -405,6 +418,7 @@ pub(crate) fn record(cycle: &Cycle<'_>, victim: Option<(&Target, ActReport)>) ->
         trigger_expression: Some(cycle.trigger_expression.to_owned()),
         ranking_expression: Some(cycle.ranking_expression.to_owned()),
         eligible: cycle.eligible.map(|n| u64::try_from(n).unwrap_or(u64::MAX)),
+        excluded: cycle.excluded.clone(),
         runners_up: cycle.runners_up.clone(),
         ..ActionRecord::empty(
             RecordKind::Oomwarden,
@@ -513,6 +527,7 @@ mod tests {
             trigger_expression: "memory_full_avg10 > 1.0",
             ranking_expression: "1.0",
             eligible: Some(2),
+            excluded: std::collections::BTreeMap::from([("node-critical".to_owned(), 1)]),
             runners_up: vec![RunnerUp {
                 cgroup: "/sys/fs/cgroup/kubepods/besteffort/pod2".to_owned(),
                 class: QosClass::Besteffort,

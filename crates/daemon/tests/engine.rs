@@ -2862,3 +2862,74 @@ fn a_taint_found_at_the_start_is_let_go_after_the_hold_down() {
     assert_eq!(node.conditions[0]["status"], "False");
     assert_eq!(node.conditions[0]["reason"], "Restarted");
 }
+
+/// Issue 55 (1): an etcd-like static pod (Burstable: requests, no limit; its processes at
+/// the kubelet's −997) is the largest unlimited Burstable pod. Talos's default ranking scores
+/// it and would kill it; `protect.nodeCritical` (on by default) leaves it out, whatever the
+/// ranking, and the record counts it in `excluded`; off, Talos's exact selection kills it.
+#[test]
+fn a_node_critical_pod_is_never_the_victim_unless_the_guard_is_off() {
+    for guard in [true, false] {
+        let cg = tempfile::tempdir().unwrap();
+        let proc = tempfile::tempdir().unwrap();
+        let r = cg.path();
+        for f in [
+            "memory.pressure",
+            "init/memory.pressure",
+            "system/memory.pressure",
+            "podruntime/memory.pressure",
+            "kubepods/burstable/memory.pressure",
+        ] {
+            write(r, f, HOT);
+        }
+        for (pod, bytes, pid, adj) in [
+            ("pod-etcd", "8000000000\n", "200", "-997\n"),
+            ("pod-app", "3000000000\n", "300", "937\n"),
+        ] {
+            let dir = format!("kubepods/burstable/{pod}");
+            write(
+                r,
+                &format!("{dir}/cgroup.events"),
+                "populated 1\nfrozen 0\n",
+            );
+            write(r, &format!("{dir}/memory.current"), bytes);
+            write(r, &format!("{dir}/memory.max"), "max\n");
+            write(r, &format!("{dir}/c1/cgroup.procs"), &format!("{pid}\n"));
+            write(proc.path(), &format!("{pid}/cmdline"), "etcd\0");
+            write(proc.path(), &format!("{pid}/oom_score_adj"), adj);
+        }
+        let state = tempfile::tempdir().unwrap();
+        let mut e = engine(
+            cg.path(),
+            proc.path(),
+            settings(
+                "triggerExpression: \"memory_full_avg10 > 12.0\"\n",
+                &format!("protect:\n  nodeCritical: {guard}\n"),
+                state.path(),
+            ),
+            RecordingActuator::new(KillEffect::Empty),
+        );
+        let rec = acted(e.cycle(5_000_000_000, "2026-11-29T12:00:00.000Z"));
+        assert_eq!(rec.outcome, Outcome::Killed, "guard {guard}");
+        let victim = rec.victim.as_deref().unwrap_or("");
+        if guard {
+            assert!(victim.ends_with("pod-app"), "{victim}");
+            assert_eq!(
+                rec.excluded.get("node-critical"),
+                Some(&1),
+                "{:?}",
+                rec.excluded
+            );
+            assert!(
+                e.last_ranking().iter().any(|c| c.path.ends_with("pod-etcd")
+                    && c.reason.contains("node-critical")
+                    && c.reason.contains("-997")),
+                "{:?}",
+                e.last_ranking()
+            );
+        } else {
+            assert!(victim.ends_with("pod-etcd"), "{victim}");
+            assert!(rec.excluded.is_empty(), "{:?}", rec.excluded);
+        }
+    }
+}

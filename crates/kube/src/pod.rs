@@ -335,7 +335,8 @@ pub struct PodScore {
     pub memory_request_bytes: i128,
     /// `memory.max` the kubelet writes on the pod cgroup; `None` is unlimited.
     pub pod_memory_max_bytes: Option<i128>,
-    /// oomwarden's default ranking can choose this pod.
+    /// oomwarden's default ranking can choose this pod (its guards on: a static, mirror or
+    /// node-critical pod never).
     pub oom_handler_candidate: bool,
     /// Why or why not.
     pub oom_handler_reason: String,
@@ -622,12 +623,27 @@ pub fn score_with_qos(
             "yes: a container has no memory limit, so the pod cgroup has none; scored at half its memory.current".to_owned(),
         ),
     };
-    let reason = if candidate && node_critical {
-        format!(
-            "{reason}. It is node-critical: give it a memory limit, or exempt it in the ranking by pod_uid"
+    // oomwarden's guard (`protect.nodeCritical`, on by default) leaves out what the node tells
+    // apart: a static or mirror pod (the runtime has its annotations), a node-critical one
+    // (the kubelet runs it at −997). A priority alone is not seen on the node.
+    let guarded = static_pod || mirror || node_critical;
+    let (candidate, reason) = if candidate && guarded {
+        let what = if static_pod {
+            "a static pod"
+        } else if mirror {
+            "a mirror pod"
+        } else {
+            "node-critical (the kubelet runs it at oom_score_adj -997)"
+        };
+        (
+            false,
+            format!(
+                "no: {what}, never a candidate while protect.nodeCritical is on (the default); Talos's own controller, or protect.nodeCritical: false, would score it: {}",
+                reason.trim_start_matches("yes: ")
+            ),
         )
     } else {
-        reason
+        (candidate, reason)
     };
     let name = match &pod.metadata.namespace {
         Some(ns) => format!("{ns}/{}", pod.metadata.name),

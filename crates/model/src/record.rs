@@ -372,6 +372,11 @@ pub struct ActionRecord {
     /// How many candidates were eligible (scored above 0), the victim included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligible: Option<u64>,
+    /// How many candidates were left out, by why: `node-critical` (`protect.nodeCritical`:
+    /// never a candidate, whatever the ranking), `empty` (no live process), `own-cgroup`,
+    /// `not-positive` (the ranking scored 0 or less), `eval-error`. Absent when none was.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub excluded: std::collections::BTreeMap<String, u64>,
     /// The next [`MAX_RUNNERS_UP`] eligible candidates in the order the victim was chosen in:
     /// what would have been killed instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -510,6 +515,7 @@ impl ActionRecord {
             trigger_expression: None,
             ranking_expression: None,
             eligible: None,
+            excluded: std::collections::BTreeMap::new(),
             runners_up: Vec::new(),
         }
     }

@@ -204,3 +204,25 @@ pub struct CandidateSample {
     /// policy from its state (`State::fill_growth`), `None` without an earlier reading.
     pub growth: Option<f64>,
 }
+
+impl CandidateSample {
+    /// A live candidate at `dir` (relative to the hierarchy) of `class`, nothing read yet:
+    /// what tests and tools start from, setting what they need.
+    pub fn new(dir: &str, class: QosClass) -> Self {
+        CandidateSample {
+            swap: None,
+            protection: None,
+            pressure: None,
+            path: format!("/sys/fs/cgroup/{dir}"),
+            dir: dir.to_owned(),
+            class,
+            memory: MemoryReading::default(),
+            populated: true,
+            contains_self: false,
+            read_errors: Vec::new(),
+            cgroup_id: None,
+            oom_score_adj: None,
+            growth: None,
+        }
+    }
+}

@@ -21,4 +21,7 @@ mod rank;
 pub use context::{State, build_context};
 pub use growth::{Growth, SPACING_NS as GROWTH_SPACING_NS};
 pub use plan::{Decision, Plan, Rules, Skip, plan};
-pub use rank::{Exclusion, Ranking, Scored, Verdict, order, rank, rank_with, select};
+pub use rank::{
+    Critical, Exclusion, Guards, NODE_CRITICAL_OOM_SCORE_ADJ, Ranking, Scored, Verdict,
+    node_critical, order, rank, rank_with, select,
+};

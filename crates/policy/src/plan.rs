@@ -25,6 +25,8 @@ pub struct Rules<'a> {
     pub identities: &'a Identities,
     /// Each workload's recent kills (the ranking's `workload_kills`).
     pub workload_kills: &'a WorkloadKills,
+    /// What no ranking may choose (`protect`).
+    pub guards: crate::Guards,
 }
 
 /// Why a cycle decided nothing.
@@ -141,6 +143,7 @@ pub fn plan(
         &candidates,
         rules.identities,
         rules.workload_kills,
+        rules.guards,
     );
     let decision = match select(&ranking, &candidates, rules.strict_class_ordering) {
         Some(v) => Decision::Victim {
@@ -317,6 +320,7 @@ mod tests {
                 strict_class_ordering: strict,
                 identities: &Identities::default(),
                 workload_kills: &WorkloadKills::default(),
+                guards: crate::Guards::ON,
             };
             let mut state = State::new();
             let read = std::cell::Cell::new(false);
@@ -397,6 +401,7 @@ mod tests {
                 strict_class_ordering: true,
                 identities: &identities,
                 workload_kills: &kills,
+                guards: crate::Guards::ON,
             };
             let p = plan(rules, &sample(5_000, 0.0), &mut State::new(), candidates);
             assert!(
@@ -417,6 +422,7 @@ mod tests {
             strict_class_ordering: true,
             identities: &Identities::default(),
             workload_kills: &WorkloadKills::default(),
+            guards: crate::Guards::ON,
         };
         let mut s = sample(5_000, 0.0);
         if let Some(t) = s.subtrees.get_mut(1) {
@@ -450,6 +456,7 @@ mod tests {
                 strict_class_ordering: true,
                 identities: &Identities::default(),
                 workload_kills: &WorkloadKills::default(),
+                guards: crate::Guards::ON,
             };
             let mut state = State::new();
             let pod = |current| {

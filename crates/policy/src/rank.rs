@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use oomwarden_expr::{RankingExpr, RankingInput};
-use oomwarden_model::{CandidateSample, Identities, Limit, WorkloadKills};
+use oomwarden_model::{CandidateSample, Identities, Limit, PodIdentity, QosClass, WorkloadKills};
 
 /// A candidate that may be killed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,6 +25,100 @@ pub enum Exclusion {
     NotPositive(f64),
     /// The ranking failed for it (Talos: `cannot calculate score for cgroup`).
     EvalError(String),
+    /// A node-critical pod (`protect.nodeCritical`): never a candidate, whatever the ranking
+    /// says.
+    NodeCritical(Critical),
+}
+
+impl Exclusion {
+    /// Its name, as records count exclusions (`excluded`) and logs say them.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Exclusion::Empty => "empty",
+            Exclusion::OwnCgroup => "own-cgroup",
+            Exclusion::NotPositive(_) => "not-positive",
+            Exclusion::EvalError(_) => "eval-error",
+            Exclusion::NodeCritical(_) => "node-critical",
+        }
+    }
+}
+
+/// What tells a pod is node-critical: what the kubelet did to it, or what the runtime says it
+/// is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Critical {
+    /// Its processes run at this `oom_score_adj` (−997 or lower): the kubelet gives −997 only
+    /// to Guaranteed and node-critical pods (`IsNodeCriticalPod`: static, mirror or
+    /// `system-node-critical` pods), so a BestEffort or Burstable pod at −997 is one.
+    OomScoreAdj(i64),
+    /// A static pod: its `kubernetes.io/config.source` annotation (`file`, `http`) is not
+    /// `api`.
+    StaticPod(String),
+    /// A mirror pod (`kubernetes.io/config.mirror`).
+    MirrorPod,
+}
+
+impl Critical {
+    /// In words, for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Critical::OomScoreAdj(adj) => format!(
+                "its processes run at oom_score_adj {adj}, the kubelet's score for node-critical pods"
+            ),
+            Critical::StaticPod(source) => {
+                format!("a static pod (kubernetes.io/config.source: {source})")
+            }
+            Critical::MirrorPod => "a mirror pod (kubernetes.io/config.mirror)".to_owned(),
+        }
+    }
+}
+
+/// The kubelet's `oom_score_adj` for Guaranteed and node-critical pods
+/// (`qos.guaranteedOOMScoreAdj`).
+pub const NODE_CRITICAL_OOM_SCORE_ADJ: i64 = -997;
+
+/// Guards outside the ranking: what is never a candidate, whatever the ranking says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guards {
+    /// Node-critical pods are left out (`protect.nodeCritical`).
+    pub node_critical: bool,
+}
+
+impl Guards {
+    /// Every guard on: oomwarden's defaults.
+    pub const ON: Guards = Guards {
+        node_critical: true,
+    };
+    /// None: Talos's exact selection.
+    pub const OFF: Guards = Guards {
+        node_critical: false,
+    };
+}
+
+/// Why a candidate is node-critical, if it is: a BestEffort or Burstable candidate whose
+/// processes run at −997 or lower, or a pod the runtime names static or mirror. (Guaranteed
+/// pods run at −997 as any Guaranteed pod does; the default ranking scores them 0.)
+pub fn node_critical(c: &CandidateSample, pod: Option<&PodIdentity>) -> Option<Critical> {
+    if let Some(pod) = pod {
+        if let Some(source) = pod
+            .annotations
+            .get("kubernetes.io/config.source")
+            .filter(|s| s.as_str() != "api")
+        {
+            return Some(Critical::StaticPod(source.clone()));
+        }
+        if pod.annotations.contains_key("kubernetes.io/config.mirror") {
+            return Some(Critical::MirrorPod);
+        }
+    }
+    match (c.class, c.oom_score_adj) {
+        (QosClass::Besteffort | QosClass::Burstable, Some(adj))
+            if adj <= NODE_CRITICAL_OOM_SCORE_ADJ =>
+        {
+            Some(Critical::OomScoreAdj(adj))
+        }
+        _ => None,
+    }
 }
 
 /// The scored candidates of one trigger.
@@ -69,6 +163,12 @@ impl Verdict {
             Verdict::Excluded(Exclusion::Empty) => "no live process".to_owned(),
             Verdict::Excluded(Exclusion::OwnCgroup) => "oomwarden's own cgroup".to_owned(),
             Verdict::Excluded(Exclusion::EvalError(e)) => format!("ranking failed: {e}"),
+            Verdict::Excluded(Exclusion::NodeCritical(why)) => {
+                format!(
+                    "node-critical, never a candidate (protect.nodeCritical): {}",
+                    why.describe()
+                )
+            }
             Verdict::NotACandidate => "not a candidate".to_owned(),
         }
     }
@@ -106,24 +206,27 @@ impl Ranking {
     }
 }
 
-/// Scores every candidate knowing only their paths (no pod identity). Empty cgroups and
-/// oomwarden's own are excluded before scoring.
+/// Scores every candidate knowing only their paths (no pod identity), every guard on. Empty
+/// cgroups, oomwarden's own and node-critical pods are excluded before scoring.
 pub fn rank(expr: &RankingExpr, candidates: &[CandidateSample]) -> Ranking {
     rank_with(
         expr,
         candidates,
         &Identities::default(),
         &WorkloadKills::default(),
+        Guards::ON,
     )
 }
 
 /// Scores every candidate, with who each pod is (`pod_namespace`, `pod_name`, `labels`, …) from
-/// `identities`. Empty cgroups and oomwarden's own are excluded before scoring.
+/// `identities`. Empty cgroups, oomwarden's own and what the `guards` protect are excluded
+/// before scoring: no ranking can choose them.
 pub fn rank_with(
     expr: &RankingExpr,
     candidates: &[CandidateSample],
     identities: &Identities,
     kills: &WorkloadKills,
+    guards: Guards,
 ) -> Ranking {
     let mut ranking = Ranking::default();
     for (index, c) in candidates.iter().enumerate() {
@@ -140,6 +243,12 @@ pub fn rank_with(
             .pod_uid
             .as_deref()
             .and_then(|uid| identities.pod(uid));
+        if guards.node_critical
+            && let Some(why) = node_critical(c, pod)
+        {
+            ranking.excluded.push((index, Exclusion::NodeCritical(why)));
+            continue;
+        }
         let input = RankingInput {
             memory_max: c.memory.max.and_then(Limit::bytes),
             memory_current: c.memory.current,
@@ -340,5 +449,106 @@ mod order_tests {
             }
             prop_assert!(ranking.eligible.is_empty());
         }
+    }
+}
+
+#[cfg(test)]
+mod guard_tests {
+    use super::*;
+    use oomwarden_model::{IdentitySource, MemoryReading};
+
+    fn candidate(class: QosClass, adj: Option<i64>) -> CandidateSample {
+        CandidateSample {
+            memory: MemoryReading {
+                current: Some(1 << 30),
+                max: Some(Limit::Max),
+                peak: None,
+            },
+            oom_score_adj: adj,
+            ..CandidateSample::new("kubepods/burstable/pod1", class)
+        }
+    }
+
+    fn pod(annotations: &[(&str, &str)]) -> PodIdentity {
+        PodIdentity {
+            uid: "1".to_owned(),
+            namespace: "kube-system".to_owned(),
+            name: "etcd-node-1".to_owned(),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            source: IdentitySource::Cri,
+            ..PodIdentity::default()
+        }
+    }
+
+    // Issue 55 (1): what tells a node-critical pod, from the kubelet's score or the runtime's
+    // annotations; what does not.
+    #[test]
+    fn node_critical_pods_are_told_by_their_score_or_their_annotations() {
+        let b = candidate(QosClass::Burstable, Some(-997));
+        assert_eq!(node_critical(&b, None), Some(Critical::OomScoreAdj(-997)));
+        assert_eq!(
+            node_critical(&candidate(QosClass::Besteffort, Some(-999)), None),
+            Some(Critical::OomScoreAdj(-999))
+        );
+        // A Guaranteed pod runs at −997 as every Guaranteed pod does: not told apart by it.
+        assert_eq!(
+            node_critical(&candidate(QosClass::Guaranteed, Some(-997)), None),
+            None
+        );
+        assert_eq!(
+            node_critical(&candidate(QosClass::Burstable, Some(-996)), None),
+            None
+        );
+        assert_eq!(
+            node_critical(&candidate(QosClass::Burstable, None), None),
+            None
+        );
+        let plain = candidate(QosClass::Burstable, Some(500));
+        assert_eq!(
+            node_critical(
+                &plain,
+                Some(&pod(&[("kubernetes.io/config.source", "file")]))
+            ),
+            Some(Critical::StaticPod("file".to_owned()))
+        );
+        assert_eq!(
+            node_critical(
+                &plain,
+                Some(&pod(&[("kubernetes.io/config.source", "api")]))
+            ),
+            None
+        );
+        assert_eq!(
+            node_critical(
+                &plain,
+                Some(&pod(&[("kubernetes.io/config.mirror", "abc")]))
+            ),
+            Some(Critical::MirrorPod)
+        );
+        // The guard is outside the ranking: a ranking that scores it cannot choose it.
+        let everything = RankingExpr::compile("1.0").unwrap_or_else(|e| panic!("{e}"));
+        let r = rank_with(
+            &everything,
+            &[b.clone()],
+            &Identities::default(),
+            &WorkloadKills::default(),
+            Guards::ON,
+        );
+        assert!(r.eligible.is_empty());
+        assert_eq!(
+            r.verdict(0).reason().split(':').next(),
+            Some("node-critical, never a candidate (protect.nodeCritical)")
+        );
+        let r = rank_with(
+            &everything,
+            &[b],
+            &Identities::default(),
+            &WorkloadKills::default(),
+            Guards::OFF,
+        );
+        assert_eq!(r.eligible.len(), 1, "Talos's exact selection");
     }
 }

@@ -75,6 +75,13 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
                     writeln!(err, "warning: Talos reads this tree otherwise: {m}")?;
                 }
             }
+            if args.talos {
+                // The one place the same document chooses otherwise under oomwarden.
+                writeln!(
+                    err,
+                    "note: run by oomwarden, this document's ranking never chooses a node-critical pod (protect.nodeCritical, on by default: a static or mirror pod, or a BestEffort or Burstable pod whose processes the kubelet runs at oom_score_adj -997, such as a kubeadm control plane's etcd and kube-apiserver); Talos's own controller would score them. For Talos's exact selection, add an OOMWardenConfig document with protect: {{nodeCritical: false}}"
+                )?;
+            }
             match args.output {
                 Format::Yaml => out.write_all(rendered.as_bytes())?,
                 Format::Json => {

@@ -92,6 +92,9 @@ struct Ranking {
     window: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     eligible: Option<u64>,
+    /// How many were left out, by why (the record's `excluded`: `node-critical`, `empty`, …).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    excluded: std::collections::BTreeMap<String, u64>,
     candidates: Vec<Candidate>,
 }
 
@@ -343,6 +346,7 @@ fn explain_ranking(record: &ActionRecord, dir: &Path, notes: &mut Vec<String>) -
         source: "record",
         window: None,
         eligible: record.eligible,
+        excluded: record.excluded.clone(),
         candidates,
     }
 }
@@ -451,6 +455,7 @@ fn from_window(record: &ActionRecord, window: &str, dir: &Path) -> anyhow::Resul
         source: "flight-recorder",
         window: Some(path.display().to_string()),
         eligible: Some(u64::try_from(eligible.len()).unwrap_or(u64::MAX)),
+        excluded: record.excluded.clone(),
         candidates,
     })
 }
@@ -716,6 +721,19 @@ fn text_ranking(rk: &Ranking, out: &mut impl Write) -> anyhow::Result<()> {
     )?;
     if let Some(x) = &rk.expression {
         writeln!(out, "  ranking: {}", x.replace('\n', " "))?;
+    }
+    if !rk.excluded.is_empty() {
+        let parts: Vec<String> = rk
+            .excluded
+            .iter()
+            .map(|(why, n)| match why.as_str() {
+                "node-critical" => {
+                    format!("{n} node-critical (protect.nodeCritical: never a candidate)")
+                }
+                other => format!("{n} {other}"),
+            })
+            .collect();
+        writeln!(out, "  left out: {}", parts.join(", "))?;
     }
     writeln!(
         out,

@@ -77,6 +77,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         &candidates,
         &identities,
         &oomwarden_model::WorkloadKills::default(),
+        oomwarden_policy::Guards {
+            node_critical: settings.warden.protect.node_critical,
+        },
     );
     let listed = ranking.verdicts(candidates.len());
     let verdicts: Vec<Verdict> = (0..candidates.len())

@@ -280,6 +280,9 @@ pub(crate) fn run(args: &Args, out: &mut impl Write, err: &mut impl Write) -> an
         &candidates,
         &identities,
         &oomwarden_model::WorkloadKills::default(),
+        oomwarden_policy::Guards {
+            node_critical: settings.warden.protect.node_critical,
+        },
     );
     let rows = cgroup_rows(
         &cgroups,
@@ -535,6 +538,30 @@ fn print_cgroups(
                 _ => clean(&r.cgroup).into_owned(),
             },
         )?;
+    }
+    // What the guards leave out, whatever the ranking says: said, so a "no" is not a puzzle.
+    let guarded: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            r.reason
+                .as_deref()
+                .is_some_and(|w| w.starts_with("node-critical"))
+        })
+        .collect();
+    if !guarded.is_empty() {
+        writeln!(
+            out,
+            "
+  never candidates (protect.nodeCritical):"
+        )?;
+        for r in guarded {
+            writeln!(
+                out,
+                "    {}: {}",
+                clean(&r.cgroup),
+                clean(r.reason.as_deref().unwrap_or_default())
+            )?;
+        }
     }
     Ok(())
 }

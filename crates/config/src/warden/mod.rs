@@ -10,6 +10,7 @@ mod flight_recorder;
 mod hooks;
 mod kernel_oom_watch;
 mod metrics;
+mod protect;
 mod psi_triggers;
 mod stages;
 mod usage_history;
@@ -29,6 +30,7 @@ pub use hooks::{DEFAULT_POST_KILL_TIMEOUT, DEFAULT_PRE_KILL_TIMEOUT, Hook, Hooks
 pub use kernel_oom_watch::KernelOomWatchSettings;
 pub use metrics::MetricsSettings;
 pub(crate) use metrics::listen_from_text;
+pub use protect::ProtectSettings;
 pub use psi_triggers::PsiTriggerSettings;
 pub use stages::{
     DEFAULT_TAINT_HOLD_DOWN, DEFAULT_TERMINATE_GRACE, DEFAULT_WARN_HOLD_DOWN, Stage, StageAction,
@@ -57,6 +59,8 @@ pub struct WardenSettings {
     pub kill_scope: KillScope,
     /// How the victim is killed: `cgroup.kill` (Talos) or the kernel's OOM killer.
     pub kill_method: KillMethod,
+    /// Guards outside the ranking (node-critical pods are never candidates).
+    pub protect: ProtectSettings,
     /// `auto` (detect from the tree), a built-in layout, or a custom one.
     pub layout: LayoutSetting,
     /// The metrics endpoint.
@@ -87,6 +91,7 @@ impl Default for WardenSettings {
             kill_timeout: DEFAULT_KILL_TIMEOUT,
             kill_scope: KillScope::Pod,
             kill_method: KillMethod::Cgroup,
+            protect: ProtectSettings::default(),
             layout: LayoutSetting::Auto,
             metrics: MetricsSettings::default(),
             hooks: Hooks::default(),
@@ -112,6 +117,7 @@ struct WardenIn {
     kill_timeout: Field<KillTimeout>,
     kill_scope: Field<Scope>,
     kill_method: Field<Method>,
+    protect: Field<Section<protect::ProtectIn>>,
     layout: Field<LayoutField>,
     metrics: Field<Section<metrics::MetricsIn>>,
     hooks: Field<Section<hooks::HooksIn>>,
@@ -178,6 +184,7 @@ pub(crate) struct WardenRaw {
     kill_timeout: Option<Duration>,
     kill_scope: Option<KillScope>,
     kill_method: Option<KillMethod>,
+    protect: Option<ProtectSettings>,
     layout: Option<LayoutSetting>,
     metrics: Option<MetricsSettings>,
     hooks: Option<Hooks>,
@@ -200,6 +207,7 @@ impl WardenRaw {
             kill_timeout: self.kill_timeout.unwrap_or(d.kill_timeout),
             kill_scope: self.kill_scope.unwrap_or(d.kill_scope),
             kill_method: self.kill_method.unwrap_or(d.kill_method),
+            protect: self.protect.unwrap_or(d.protect),
             layout: self.layout.unwrap_or(d.layout),
             metrics: self.metrics.unwrap_or(d.metrics),
             hooks: self.hooks.unwrap_or(d.hooks),
@@ -227,6 +235,7 @@ pub(crate) fn document(doc: Value, raw: &mut WardenRaw) -> Vec<Problem> {
     raw.kill_timeout = doc.kill_timeout.into_option().and_then(|t| t.0);
     raw.kill_scope = doc.kill_scope.into_option().and_then(|s| s.0);
     raw.kill_method = doc.kill_method.into_option().and_then(|m| m.0);
+    raw.protect = doc.protect.section().map(protect::ProtectIn::settings);
     raw.layout = doc
         .layout
         .into_option()
@@ -285,6 +294,7 @@ pub(crate) struct WardenOut<'a> {
     kill_timeout: String,
     kill_scope: &'static str,
     kill_method: &'static str,
+    protect: protect::ProtectOut,
     layout: LayoutOut<'a>,
     metrics: metrics::MetricsOut,
     #[serde(skip_serializing_if = "hooks::HooksOut::is_empty")]
@@ -309,6 +319,7 @@ impl<'a> WardenOut<'a> {
             kill_timeout: format_duration(s.kill_timeout),
             kill_scope: s.kill_scope.name(),
             kill_method: s.kill_method.name(),
+            protect: protect::ProtectOut::of(&s.protect),
             layout: LayoutOut::of(&s.layout),
             metrics: metrics::MetricsOut::of(&s.metrics),
             hooks: hooks::HooksOut::of(&s.hooks),

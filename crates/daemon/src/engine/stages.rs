@@ -433,6 +433,7 @@ impl Engine {
             &candidates,
             cycle.identities,
             &workload_kills,
+            super::guards(&self.settings),
         );
         let Some(chosen) = oomwarden_policy::select(
             &ranking,
@@ -552,6 +553,7 @@ impl Engine {
             &candidates,
             identities,
             &workload_kills,
+            super::guards(&self.settings),
         );
         match ranking.verdict(index) {
             // Its processes are exiting: the kill finds what is left, if anything.
@@ -631,6 +633,7 @@ impl Engine {
             trigger_expression: when,
             ranking_expression: self.settings.oom.ranking.source(),
             eligible: plan.and_then(|p| p.ranking.as_ref().map(|r| r.eligible.len())),
+            excluded: report::excluded(plan.and_then(|p| p.ranking.as_ref())),
             runners_up,
             identity_age: cycle.identity_age,
             kill_method: self.settings.warden.kill_method,

@@ -129,6 +129,7 @@ pub fn run(
         ..EngineParts::new(settings, collector, proc, history, actuator, hooks)
     });
     doctor_at_start(&engine, options);
+    say_guarded(&engine);
     let socket = serve(&engine, state.as_ref(), &shared, metrics_settings)?;
 
     let handle = signals.handle();
@@ -155,6 +156,28 @@ pub fn run(
     wind_down(&mut engine, socket.as_deref());
     drop(running_tx);
     Ok(())
+}
+
+/// Says once at start which pods `protect.nodeCritical` keeps out of every ranking (or, off,
+/// which node-critical pods a ranking may now choose).
+fn say_guarded(engine: &Engine) {
+    let guarded = engine.node_critical_now();
+    if guarded.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = guarded
+        .iter()
+        .map(|(path, pod, why)| match pod {
+            Some(pod) => format!("{pod} ({why})"),
+            None => format!("{path} ({why})"),
+        })
+        .collect();
+    if engine.settings().warden.protect.node_critical {
+        tracing::info!(pods = %listed.join("; "), "protect.nodeCritical: these node-critical pods are never candidates, whatever the ranking says");
+    } else {
+        tracing::warn!(pods = %listed.join("; "), "protect.nodeCritical is off: the ranking may choose these node-critical pods");
+    }
+    engine.discard_reads();
 }
 
 /// Who a recording of this run says made it: `run --record`, or the flight recorder.

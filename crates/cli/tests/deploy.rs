@@ -143,9 +143,30 @@ fn the_systemd_unit_keeps_its_protections() {
         "StateDirectory=oomwarden",
         "StateDirectoryMode=0700",
         "ReadWritePaths=/sys/fs/cgroup",
+        // Issue 55 (4): the kernel log readable (each kernel kill's PID and command line), a
+        // refusal that a restart cannot mend not restarted, a crash loop bounded.
+        "DeviceAllow=/dev/kmsg r",
+        "RestartPreventExitStatus=1 2 3",
+        "StartLimitBurst=10",
     ] {
         assert!(has(line), "{line}");
     }
+    for hides_kmsg in ["PrivateDevices=", "ProtectKernelLogs="] {
+        assert!(
+            !unit.lines().any(|l| l.starts_with(hides_kmsg)),
+            "{hides_kmsg} takes /dev/kmsg away"
+        );
+    }
+    assert!(
+        unit.lines()
+            .any(|l| l.starts_with("CapabilityBoundingSet=") && l.contains("CAP_SYSLOG")),
+        "reading /dev/kmsg under dmesg_restrict needs CAP_SYSLOG"
+    );
+    // The configuration it names starts as a dry run and loads.
+    let config = file("deploy/systemd/oomwarden.yaml");
+    let settings = Settings::from_yaml(&config, "deploy/systemd/oomwarden.yaml").unwrap();
+    assert!(settings.warden.dry_run);
+    assert_eq!(settings.warden.state_dir.to_str(), Some("/var/lib/oomwarden"));
     // Either would make /sys/fs/cgroup read-only: no cgroup.kill.
     assert!(!unit.lines().any(|l| l.starts_with("ProtectControlGroups=")));
     assert!(
@@ -432,4 +453,48 @@ fn the_limits_controller_has_the_rbac_it_needs_and_nothing_more() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Issue 55 (3): every way the daemon is scraped gives the labels the alert rules and the
+/// dashboard go by: job="oomwarden" and instance=<node name>.
+#[test]
+fn every_scrape_gives_job_oomwarden_and_the_node_as_instance() {
+    let docs = documents();
+    let ds = kind(&docs, "DaemonSet");
+    let pod_labels = &ds["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(pod_labels["app.kubernetes.io/name"], "oomwarden");
+    assert!(
+        ds["spec"]["template"]["metadata"]["annotations"].is_null(),
+        "prometheus.io annotations give job=<the scrape job> and instance=<pod IP>"
+    );
+    let service = kind(&docs, "Service");
+    assert_eq!(service["spec"]["clusterIP"], "None");
+    assert_eq!(service["metadata"]["labels"]["app.kubernetes.io/name"], "oomwarden");
+    let by_node = |relabel: &Value, source: &str, target: &str| {
+        relabel.as_array().unwrap().iter().any(|r| {
+            r[source][0] == "__meta_kubernetes_pod_node_name" && r[target] == "instance"
+        })
+    };
+    for (path, endpoints) in [
+        ("deploy/prometheus/podmonitor.yaml", "podMetricsEndpoints"),
+        ("deploy/prometheus/servicemonitor.yaml", "endpoints"),
+    ] {
+        let m: Value = serde_saphyr::from_str(&file(path)).unwrap();
+        // The job is the value of this label on the pod (or the Service): oomwarden.
+        assert_eq!(m["spec"]["jobLabel"], "app.kubernetes.io/name", "{path}");
+        assert_eq!(
+            m["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+            "oomwarden",
+            "{path}"
+        );
+        let e = &m["spec"][endpoints][0];
+        assert_eq!(e["port"], "metrics", "{path}");
+        assert!(by_node(&e["relabelings"], "sourceLabels", "targetLabel"), "{path}");
+    }
+    let prom: Value = serde_saphyr::from_str(&file("deploy/prometheus/scrape-config.yaml")).unwrap();
+    let job = &prom["scrape_configs"][0];
+    assert_eq!(job["job_name"], "oomwarden");
+    assert!(by_node(&job["relabel_configs"], "source_labels", "target_label"));
+    // The rules' "is it up" goes by that job.
+    assert!(file("deploy/prometheus/oomwarden-rules.yaml").contains("up{job=\"oomwarden\"}"));
 }

@@ -260,6 +260,9 @@ impl Engine {
         } = parts;
         let metrics = Arc::new(Metrics::new());
         metrics.settings(settings.oom.sample_interval, settings.warden.dry_run);
+        metrics
+            .health()
+            .set_stale_after(crate::health::stale_after(&settings));
         collector.set_reads(if read_everything {
             oomwarden_collect::Reads::ALL
         } else {
@@ -433,6 +436,9 @@ impl Engine {
     pub fn set_settings(&mut self, settings: Settings) {
         self.metrics
             .settings(settings.oom.sample_interval, settings.warden.dry_run);
+        self.metrics
+            .health()
+            .set_stale_after(crate::health::stale_after(&settings));
         if let Some(r) = &self.recorder {
             // Windows saved from now on name the configuration they will be replayed under.
             r.set_config(settings.to_yaml());

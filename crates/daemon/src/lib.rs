@@ -5,6 +5,7 @@
 pub mod api;
 mod consumers;
 mod engine;
+pub mod health;
 pub mod history;
 pub mod kernel;
 pub mod metrics;

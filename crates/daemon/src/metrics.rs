@@ -329,6 +329,8 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    /// Whether the loop advances (`/healthz`, `/readyz`).
+    health: crate::health::Health,
     /// Per class (`QosClass::index`), per kind (some, full): handles created once, so that a
     /// cycle updates atomics without building label sets or locking the families.
     class_pressure: [[FloatGauge; 2]; 5],
@@ -708,6 +710,7 @@ impl Metrics {
                 .clone()
         });
         Metrics {
+            health: crate::health::Health::default(),
             registry,
             class_pressure,
             class_stalled,
@@ -1035,6 +1038,11 @@ impl Metrics {
         self.cycle.observe(seconds);
     }
 
+    /// Whether the loop advances (`/healthz`, `/readyz`).
+    pub fn health(&self) -> &crate::health::Health {
+        &self.health
+    }
+
     /// A cycle run on a PSI trigger.
     pub fn pressure_event(&self) {
         self.pressure_events.inc();
@@ -1185,20 +1193,27 @@ fn respond(
     metrics: &Metrics,
     request: &hyper::Request<hyper::body::Incoming>,
 ) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
-    let (status, content_type, body) =
-        if request.method() == hyper::Method::GET && request.uri().path() == "/metrics" {
-            (
-                hyper::StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                metrics.encode(),
-            )
+    let text = "text/plain; charset=utf-8";
+    let probe = |(ok, body): crate::health::Answer| {
+        let status = if ok {
+            hyper::StatusCode::OK
         } else {
-            (
-                hyper::StatusCode::NOT_FOUND,
-                "text/plain; charset=utf-8",
-                "not found\n".to_owned(),
-            )
+            hyper::StatusCode::SERVICE_UNAVAILABLE
         };
+        (status, text, body)
+    };
+    let (status, content_type, body) = match (request.method(), request.uri().path()) {
+        (&hyper::Method::GET, "/metrics") => (
+            hyper::StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.encode(),
+        ),
+        (&hyper::Method::GET, "/healthz") => {
+            probe(metrics.health.live(oomwarden_node::monotonic_ns()))
+        }
+        (&hyper::Method::GET, "/readyz") => probe(metrics.health.ready()),
+        _ => (hyper::StatusCode::NOT_FOUND, text, "not found\n".to_owned()),
+    };
     let mut response =
         hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body)));
     *response.status_mut() = status;

@@ -114,6 +114,7 @@ pub(super) fn cycle_until_stopped(
         };
         let took = started.elapsed();
         metrics.cycle(took.as_secs_f64());
+        metrics.health().cycle_done(monotonic_ns());
         // After the cycle and outside its timing: the kernel's kills are recorded, not acted on.
         let new_kernel_records = kernel_after_cycle(kernel.as_mut(), engine);
         usage_after_cycle(usage.as_mut(), engine, &outcome);

@@ -166,7 +166,10 @@ fn the_systemd_unit_keeps_its_protections() {
     let config = file("deploy/systemd/oomwarden.yaml");
     let settings = Settings::from_yaml(&config, "deploy/systemd/oomwarden.yaml").unwrap();
     assert!(settings.warden.dry_run);
-    assert_eq!(settings.warden.state_dir.to_str(), Some("/var/lib/oomwarden"));
+    assert_eq!(
+        settings.warden.state_dir.to_str(),
+        Some("/var/lib/oomwarden")
+    );
     // Either would make /sys/fs/cgroup read-only: no cgroup.kill.
     assert!(!unit.lines().any(|l| l.starts_with("ProtectControlGroups=")));
     assert!(
@@ -469,12 +472,16 @@ fn every_scrape_gives_job_oomwarden_and_the_node_as_instance() {
     );
     let service = kind(&docs, "Service");
     assert_eq!(service["spec"]["clusterIP"], "None");
-    assert_eq!(service["metadata"]["labels"]["app.kubernetes.io/name"], "oomwarden");
-    let by_node = |relabel: &Value, source: &str, target: &str| {
-        relabel.as_array().unwrap().iter().any(|r| {
-            r[source][0] == "__meta_kubernetes_pod_node_name" && r[target] == "instance"
-        })
-    };
+    assert_eq!(
+        service["metadata"]["labels"]["app.kubernetes.io/name"],
+        "oomwarden"
+    );
+    let by_node =
+        |relabel: &Value, source: &str, target: &str| {
+            relabel.as_array().unwrap().iter().any(|r| {
+                r[source][0] == "__meta_kubernetes_pod_node_name" && r[target] == "instance"
+            })
+        };
     for (path, endpoints) in [
         ("deploy/prometheus/podmonitor.yaml", "podMetricsEndpoints"),
         ("deploy/prometheus/servicemonitor.yaml", "endpoints"),
@@ -483,18 +490,25 @@ fn every_scrape_gives_job_oomwarden_and_the_node_as_instance() {
         // The job is the value of this label on the pod (or the Service): oomwarden.
         assert_eq!(m["spec"]["jobLabel"], "app.kubernetes.io/name", "{path}");
         assert_eq!(
-            m["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
-            "oomwarden",
+            m["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"], "oomwarden",
             "{path}"
         );
         let e = &m["spec"][endpoints][0];
         assert_eq!(e["port"], "metrics", "{path}");
-        assert!(by_node(&e["relabelings"], "sourceLabels", "targetLabel"), "{path}");
+        assert!(
+            by_node(&e["relabelings"], "sourceLabels", "targetLabel"),
+            "{path}"
+        );
     }
-    let prom: Value = serde_saphyr::from_str(&file("deploy/prometheus/scrape-config.yaml")).unwrap();
+    let prom: Value =
+        serde_saphyr::from_str(&file("deploy/prometheus/scrape-config.yaml")).unwrap();
     let job = &prom["scrape_configs"][0];
     assert_eq!(job["job_name"], "oomwarden");
-    assert!(by_node(&job["relabel_configs"], "source_labels", "target_label"));
+    assert!(by_node(
+        &job["relabel_configs"],
+        "source_labels",
+        "target_label"
+    ));
     // The rules' "is it up" goes by that job.
     assert!(file("deploy/prometheus/oomwarden-rules.yaml").contains("up{job=\"oomwarden\"}"));
 }

@@ -1611,7 +1611,11 @@ fn healthz_reports_a_cycle_loop_that_stopped_advancing() {
     // The main thread (the loop) only: every read it starts waits 60 s.
     let mut strace = Command::new("strace")
         .args(["-q", "-o", "/dev/null", "-e", "trace=pread64,read,openat"])
-        .args(["-e", "inject=pread64,read,openat:delay_enter=60000000", "-p"])
+        .args([
+            "-e",
+            "inject=pread64,read,openat:delay_enter=60000000",
+            "-p",
+        ])
         .arg(child.id().to_string())
         .spawn()
         .unwrap();
@@ -1628,7 +1632,8 @@ fn healthz_reports_a_cycle_loop_that_stopped_advancing() {
     let _ = strace.wait();
     assert_eq!(code, 503, "{body}");
     assert!(
-        body.contains("the cycle loop is not advancing") && body.contains("over its bound of 10.5 s"),
+        body.contains("the cycle loop is not advancing")
+            && body.contains("over its bound of 10.5 s"),
         "{body}"
     );
     let _ = child.kill();

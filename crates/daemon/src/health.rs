@@ -129,13 +129,19 @@ mod tests {
         assert!(!h.ready().0, "no cycle yet");
         assert!(h.live(5_000_000_000).0, "within the bound of the start");
         let (ok, text) = h.live(12_000_000_000);
-        assert!(!ok && text.contains("since the start, no cycle has ended"), "{text}");
+        assert!(
+            !ok && text.contains("since the start, no cycle has ended"),
+            "{text}"
+        );
         h.cycle_done(12_500_000_000);
         assert!(h.ready().0);
         assert!(h.live(20_000_000_000).0);
         let (ok, text) = h.live(23_000_000_000);
         assert!(!ok, "{text}");
-        assert!(text.contains("10.5 s ago, over its bound of 10.0 s"), "{text}");
+        assert!(
+            text.contains("10.5 s ago, over its bound of 10.0 s"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -74,6 +74,8 @@ fn dry_run_one_cycle_writes_the_expected_record() {
             "triggerExpression": "memory_full_avg10 > 12.0",
             "rankingExpression": oomwarden_config::DEFAULT_RANKING_EXPRESSION,
             "eligible": 2,
+            // Issue 55: what was left out, by why.
+            "excluded": {"empty": 2, "not-positive": 1},
             "runnersUp": [{"cgroup": "/sys/fs/cgroup/kubepods/burstable/podABC", "class": "Burstable", "score": 21.0}],
         })
     );

@@ -532,7 +532,7 @@ mod guard_tests {
         let everything = RankingExpr::compile("1.0").unwrap_or_else(|e| panic!("{e}"));
         let r = rank_with(
             &everything,
-            &[b.clone()],
+            std::slice::from_ref(&b),
             &Identities::default(),
             &WorkloadKills::default(),
             Guards::ON,

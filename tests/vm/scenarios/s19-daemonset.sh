@@ -74,6 +74,12 @@ OWUID=$(pod_uid 19)
 oomwarden_pod "$OWUID"
 check "the DaemonSet's pod runs oomwarden from the image, in the manifest's dry run" "$OWLOG" \
     sh -c "grep '\"oomwarden started\"' $OWLOG | grep -q '\"dry_run\":true'"
+# The manifest's probes, asked once as the kubelet's would be (the driver says them; it does
+# not run them every period): ready after the first cycle, live while the loop advances.
+check "the manifest's probes are the daemon's /healthz and /readyz" "$CRI_EVENTS" \
+    sh -c "grep '\"container-started\"' $CRI_EVENTS | grep -q '\"kind\":\"liveness\",\"path\":\"/healthz\",\"port\":9465'"
+check "/readyz answers ready" "127.0.0.1:9465/readyz" wait_for 30 sh -c "wget -qO- http://127.0.0.1:9465/readyz | grep -q '^ready'"
+check "/healthz answers ok" "127.0.0.1:9465/healthz" sh -c "wget -qO- http://127.0.0.1:9465/healthz | grep -q '^ok: the last cycle ended'"
 check "in the Burstable class: no CPU limit" "$(cat "$OWCTR/cpu.max" 2>/dev/null || echo 'no cpu controller')" \
     sh -c "[ ! -f $OWCTR/cpu.max ] || grep -q '^max ' $OWCTR/cpu.max"
 check "the pod cgroup's memory.max is the manifest's limit" "$(cat "$OWCG/memory.max")" [ "$(cat "$OWCG/memory.max")" = 67108864 ]

@@ -56,6 +56,10 @@ pub(crate) struct ContainerPlan {
     pub(crate) mounts: Vec<MountPlan>,
     /// `containerPort`s (TCP unless said).
     pub(crate) ports: Vec<(i32, String)>,
+    /// Its HTTP probes: (`liveness` or `readiness`, path, port number). The driver does not
+    /// run them as the kubelet does, every `periodSeconds`: it says them, and the scenario
+    /// asks each path once, as the kubelet's first probe would.
+    pub(crate) probes: Vec<(String, String, i32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -359,6 +363,8 @@ fn container(c: &Value, at: &str, volumes: &BTreeMap<String, Volume>) -> Result<
             "resources",
             "ports",
             "volumeMounts",
+            "livenessProbe",
+            "readinessProbe",
         ],
     )?;
     let name = string(m.get("name").unwrap_or(&Value::Null), &format!("{at}.name"))?;
@@ -463,12 +469,19 @@ fn container(c: &Value, at: &str, volumes: &BTreeMap<String, Volume>) -> Result<
         }
     }
     let mut ports = Vec::new();
+    let mut port_names = BTreeMap::new();
     for (i, port) in items(m.get("ports"), &format!("{at}.ports"))?
         .iter()
         .enumerate()
     {
         let pat = format!("{at}.ports[{i}]");
         let pm = fields(port, &pat, &["name", "containerPort", "protocol"])?;
+        if let (Some(name), Some(number)) = (
+            pm.get("name").and_then(Value::as_str),
+            pm.get("containerPort").and_then(Value::as_i64),
+        ) {
+            port_names.insert(name.to_owned(), number);
+        }
         let number = pm
             .get("containerPort")
             .and_then(Value::as_i64)
@@ -503,7 +516,51 @@ fn container(c: &Value, at: &str, volumes: &BTreeMap<String, Volume>) -> Result<
             read_only: flag(mm.get("readOnly"), &format!("{mat}.readOnly"))?,
         });
     }
+    let mut probes = Vec::new();
+    for kind in ["livenessProbe", "readinessProbe"] {
+        let Some(probe) = m.get(kind) else {
+            continue;
+        };
+        let pat = format!("{at}.{kind}");
+        let pm = fields(
+            probe,
+            &pat,
+            &[
+                "httpGet",
+                "initialDelaySeconds",
+                "periodSeconds",
+                "timeoutSeconds",
+                "failureThreshold",
+            ],
+        )?;
+        let get = fields(
+            pm.get("httpGet").unwrap_or(&Value::Null),
+            &format!("{pat}.httpGet"),
+            &["path", "port"],
+        )?;
+        let path = string(
+            get.get("path").unwrap_or(&Value::Null),
+            &format!("{pat}.httpGet.path"),
+        )?;
+        // A port by name is one of the container's; by number, that number.
+        let port = match get.get("port") {
+            Some(Value::String(name)) => port_names
+                .get(name)
+                .copied()
+                .with_context(|| format!("{pat}.httpGet.port {name}: no such port"))?,
+            Some(v) => v
+                .as_i64()
+                .with_context(|| format!("{pat}.httpGet.port: a name or a number"))?,
+            None => bail!("{pat}.httpGet.port: required"),
+        };
+        probes.push((
+            kind.trim_end_matches("Probe").to_owned(),
+            path,
+            i32::try_from(port).with_context(|| format!("{pat}.httpGet.port"))?,
+        ));
+    }
     Ok(ContainerPlan {
+        probes,
         name,
         image,
         pull_policy,

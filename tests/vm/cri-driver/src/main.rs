@@ -1130,7 +1130,8 @@ impl Driver {
             say(
                 serde_json::json!({"event": "container-started", "uid": uid, "container": c.name, "id": id,
                 "oomScoreAdj": score.oom_score_adj, "cpuShares": daemonset::cpu_shares(c.cpu_request_milli),
-                "cpuQuota": daemonset::cpu_quota(c.cpu_limit_milli), "memoryLimit": c.memory_limit}),
+                "cpuQuota": daemonset::cpu_quota(c.cpu_limit_milli), "memoryLimit": c.memory_limit,
+                "probes": c.probes.iter().map(|(kind, path, port)| serde_json::json!({"kind": kind, "path": path, "port": port})).collect::<Vec<_>>()}),
             );
         }
         Ok(())

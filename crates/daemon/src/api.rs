@@ -195,7 +195,7 @@ async fn accept_loop(listener: UnixListener, shared: SharedState, metrics: Optio
             m.bound_hit(bound);
         }
     };
-    let mut slots = crate::slots::Slots::new(MAX_API_CONNECTIONS);
+    let mut slots = oomwarden_serve::Slots::new(MAX_API_CONNECTIONS);
     let mut logged_full = false;
     loop {
         let mut stream = match listener.accept().await {

@@ -14,7 +14,6 @@ pub mod recorder;
 pub mod replay;
 mod report;
 mod run;
-mod slots;
 pub mod statedir;
 pub mod usage;
 

@@ -329,6 +329,8 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
+    /// The endpoint's full connections said once.
+    said_connections_full: std::sync::atomic::AtomicBool,
     /// Whether the loop advances (`/healthz`, `/readyz`).
     health: crate::health::Health,
     /// Per class (`QosClass::index`), per kind (some, full): handles created once, so that a
@@ -710,6 +712,7 @@ impl Metrics {
                 .clone()
         });
         Metrics {
+            said_connections_full: std::sync::atomic::AtomicBool::new(false),
             health: crate::health::Health::default(),
             registry,
             class_pressure,
@@ -1083,146 +1086,78 @@ pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most a request may send before its headers end (hyper's read buffer; 8 KiB minimum).
 pub const MAX_REQUEST_HEAD_BYTES: usize = 16 * 1024;
 
-/// Serves `GET /metrics` (OpenMetrics text) on `addr` from a thread; any other path is 404.
-/// Returns the address bound (with the port chosen when `addr` has port 0).
+/// Serves `GET /metrics` (OpenMetrics text), `/healthz` and `/readyz` on `addr` from a thread
+/// of its own; any other path is 404. Returns the address bound (with the port chosen when
+/// `addr` has port 0).
 ///
-/// hyper on a one-thread tokio runtime, bounded: [`MAX_METRICS_CONNECTIONS`] connections
-/// (the oldest makes room for a new one), [`MAX_REQUEST_HEAD_BYTES`] of request head,
-/// [`HEADER_READ_TIMEOUT`], [`CONNECTION_TIMEOUT`], no keep-alive. A slow or hostile client
-/// holds one descriptor for at most 10 s, and never a thread or a lock the OOM loop needs.
+/// The side services' one server (`oomwarden-serve`), bounded: [`MAX_METRICS_CONNECTIONS`]
+/// connections (the oldest makes room for a new one), [`MAX_REQUEST_HEAD_BYTES`] of request
+/// head, [`HEADER_READ_TIMEOUT`], [`CONNECTION_TIMEOUT`], no keep-alive. A slow or hostile
+/// client holds one descriptor for at most 10 s, and never a thread or a lock the OOM loop
+/// needs.
 pub fn serve(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<SocketAddr, ServeError> {
-    let err = |e: std::io::Error| ServeError {
-        addr,
-        message: e.to_string(),
+    let limits = oomwarden_serve::Limits {
+        connections: MAX_METRICS_CONNECTIONS,
+        head_bytes: MAX_REQUEST_HEAD_BYTES,
+        header_timeout: HEADER_READ_TIMEOUT,
+        connection_timeout: CONNECTION_TIMEOUT,
     };
-    let listener = std::net::TcpListener::bind(addr).map_err(err)?;
-    listener.set_nonblocking(true).map_err(err)?;
-    let bound = listener.local_addr().map_err(err)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(err)?;
-    std::thread::Builder::new()
-        .name("metrics".into())
-        .spawn(move || runtime.block_on(accept_loop(listener, metrics)))
-        .map_err(err)?;
-    Ok(bound)
+    let served = Arc::clone(&metrics);
+    let respond: oomwarden_serve::Respond =
+        Arc::new(move |method, path| respond(&served, method, path));
+    oomwarden_serve::serve_on_thread(addr, "metrics", limits, respond, metrics).map_err(|e| {
+        ServeError {
+            addr,
+            message: e.source.to_string(),
+        }
+    })
 }
 
-async fn accept_loop(listener: std::net::TcpListener, metrics: Arc<Metrics>) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!(error = %e, "the metrics endpoint cannot serve");
-            return;
-        }
-    };
-    let mut slots = crate::slots::Slots::new(MAX_METRICS_CONNECTIONS);
-    let mut logged_full = false;
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // EMFILE and friends: wait rather than spin; the loop's own reads come first.
-                tracing::warn!(error = %e, "metrics endpoint: cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
+impl oomwarden_serve::Observer for Metrics {
+    fn hit(&self, hit: oomwarden_serve::Hit) {
+        let bound = match hit {
+            oomwarden_serve::Hit::Connections => Bound::MetricsConnections,
+            oomwarden_serve::Hit::RequestHead => Bound::MetricsRequestHead,
+            oomwarden_serve::Hit::HeaderTimeout => Bound::MetricsHeaderTimeout,
+            oomwarden_serve::Hit::ConnectionTime => Bound::MetricsConnectionTime,
         };
-        if slots.make_room().await {
-            metrics.bound_hit(Bound::MetricsConnections);
-            if !std::mem::replace(&mut logged_full, true) {
-                tracing::warn!(
-                    limit = MAX_METRICS_CONNECTIONS,
-                    "metrics endpoint: too many connections; the oldest are closed to serve new ones (logged once)"
-                );
-            }
+        self.bound_hit(bound);
+        if hit == oomwarden_serve::Hit::Connections
+            && !self
+                .said_connections_full
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                limit = MAX_METRICS_CONNECTIONS,
+                "metrics endpoint: too many connections; the oldest are closed to serve new ones (logged once)"
+            );
         }
-        let metrics = Arc::clone(&metrics);
-        let task = tokio::spawn(async move {
-            // Counts the connection while its task lives (also when it is closed to make room).
-            let _open = Open::new(&metrics.http_connections);
-            let served = Arc::clone(&metrics);
-            let service = hyper::service::service_fn(move |request| {
-                let response = respond(&served, &request);
-                async move { Ok::<_, std::convert::Infallible>(response) }
-            });
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .max_buf_size(MAX_REQUEST_HEAD_BYTES)
-                .keep_alive(false);
-            let connection =
-                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            match tokio::time::timeout(CONNECTION_TIMEOUT, connection).await {
-                Ok(Ok(())) => {}
-                // Oversized heads, timeouts, resets: the client's problem, counted.
-                Ok(Err(e)) => {
-                    if e.is_parse_too_large() {
-                        metrics.bound_hit(Bound::MetricsRequestHead);
-                    } else if e.is_timeout() {
-                        metrics.bound_hit(Bound::MetricsHeaderTimeout);
-                    }
-                }
-                Err(_) => metrics.bound_hit(Bound::MetricsConnectionTime),
-            }
-        });
-        slots.push(task.abort_handle());
     }
-}
 
-/// One open connection in a gauge, for as long as it lives.
-struct Open(Gauge);
-
-impl Open {
-    fn new(gauge: &Gauge) -> Self {
-        gauge.inc();
-        Open(gauge.clone())
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
-fn respond(
-    metrics: &Metrics,
-    request: &hyper::Request<hyper::body::Incoming>,
-) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
-    let text = "text/plain; charset=utf-8";
-    let probe = |(ok, body): crate::health::Answer| {
-        let status = if ok {
-            hyper::StatusCode::OK
+    fn connection(&self, open: bool) {
+        if open {
+            self.http_connections.inc();
         } else {
-            hyper::StatusCode::SERVICE_UNAVAILABLE
-        };
-        (status, text, body)
-    };
-    let (status, content_type, body) = match (request.method(), request.uri().path()) {
-        (&hyper::Method::GET, "/metrics") => (
-            hyper::StatusCode::OK,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.encode(),
-        ),
+            self.http_connections.dec();
+        }
+    }
+}
+
+fn respond(metrics: &Metrics, method: &hyper::Method, path: &str) -> oomwarden_serve::Answer {
+    use oomwarden_serve::Answer;
+    let probe = |(ok, body): crate::health::Answer| Answer::text(if ok { 200 } else { 503 }, body);
+    match (method, path) {
+        (&hyper::Method::GET, "/metrics") => Answer {
+            status: 200,
+            content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            body: metrics.encode(),
+        },
         (&hyper::Method::GET, "/healthz") => {
             probe(metrics.health.live(oomwarden_node::monotonic_ns()))
         }
         (&hyper::Method::GET, "/readyz") => probe(metrics.health.ready()),
-        _ => (hyper::StatusCode::NOT_FOUND, text, "not found\n".to_owned()),
-    };
-    let mut response =
-        hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body)));
-    *response.status_mut() = status;
-    if let Ok(value) = hyper::header::HeaderValue::from_str(content_type) {
-        response
-            .headers_mut()
-            .insert(hyper::header::CONTENT_TYPE, value);
+        _ => Answer::not_found(),
     }
-    response
 }
 
 /// A counter family by the reason a write to the API server was dropped, every series there

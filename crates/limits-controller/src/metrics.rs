@@ -5,8 +5,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64};
 
-use http_body_util::Full;
-use hyper::body::Bytes;
 use oomwarden_limits::Tally;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -137,57 +135,35 @@ impl Metrics {
 }
 
 /// Serves `/metrics` (and `/healthz`) on `address` until the runtime stops; the address bound
-/// (port 0 picks a free one).
+/// (port 0 picks a free one). The side services' one server (`oomwarden-serve`): at most 32
+/// connections (the oldest makes room), a head of 16 KiB within 5 s, 10 s a connection, and a
+/// failing accept (out of descriptors) waits instead of spinning.
 pub async fn serve_metrics(
     address: SocketAddr,
     metrics: Arc<Metrics>,
 ) -> Result<SocketAddr, Error> {
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|source| Error::Metrics {
-            address: address.to_string(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| Error::Metrics {
+    let (listener, bound) = oomwarden_serve::bind(address).map_err(|e| Error::Metrics {
         address: address.to_string(),
-        source,
+        source: e.source,
     })?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let metrics = Arc::clone(&metrics);
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let metrics = Arc::clone(&metrics);
-                        async move {
-                            let (status, body) = match req.uri().path() {
-                                "/metrics" => (200, metrics.encode()),
-                                "/healthz" => (200, "ok\n".to_owned()),
-                                _ => (404, "not found\n".to_owned()),
-                            };
-                            hyper::Response::builder()
-                                .status(status)
-                                .header(
-                                    "content-type",
-                                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                                )
-                                .body(Full::new(Bytes::from(body)))
-                        }
-                    },
-                );
-                let io = hyper_util::rt::TokioIo::new(stream);
-                // A slow client costs only its own connection.
-                let _ = tokio::time::timeout(
-                    std::time::Duration::from_secs(30),
-                    hyper::server::conn::http1::Builder::new().serve_connection(io, service),
-                )
-                .await;
-            });
+    let respond: oomwarden_serve::Respond = Arc::new(move |method, path| {
+        use oomwarden_serve::Answer;
+        match (method, path) {
+            (&hyper::Method::GET, "/metrics") => Answer {
+                status: 200,
+                content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                body: metrics.encode(),
+            },
+            (&hyper::Method::GET, "/healthz") => Answer::text(200, "ok\n"),
+            _ => Answer::not_found(),
         }
     });
+    tokio::spawn(oomwarden_serve::accept_loop(
+        listener,
+        oomwarden_serve::Limits::default(),
+        respond,
+        Arc::new(oomwarden_serve::LogOnce::default()),
+    ));
     Ok(bound)
 }
 

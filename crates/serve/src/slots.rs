@@ -1,4 +1,4 @@
-//! Connection slots for the side services (the metrics endpoint and the action API): at most
+//! Connection slots for the side services (the metrics endpoints and the action API): at most
 //! `max` connections are served at once, and a new connection past that replaces the one that
 //! has been open longest. A client that opens connections and sends nothing therefore holds
 //! neither a thread nor the descriptors the OOM loop reads with, and cannot lock out a real
@@ -10,14 +10,14 @@ use tokio::task::AbortHandle;
 
 /// The connections being served, oldest first.
 #[derive(Debug)]
-pub(crate) struct Slots {
+pub struct Slots {
     max: usize,
     open: VecDeque<AbortHandle>,
 }
 
 impl Slots {
     /// At most `max` connections (at least one).
-    pub(crate) fn new(max: usize) -> Self {
+    pub fn new(max: usize) -> Self {
         Slots {
             max: max.max(1),
             open: VecDeque::new(),
@@ -28,7 +28,7 @@ impl Slots {
     /// The closed one's task runs its cancellation before this returns (a yield to the
     /// runtime), so its descriptor is released before another connection is accepted: under
     /// a flood of connections the server holds `max` and one, not whatever arrived first.
-    pub(crate) async fn make_room(&mut self) -> bool {
+    pub async fn make_room(&mut self) -> bool {
         self.open.retain(|h| !h.is_finished());
         if self.open.len() < self.max {
             return false;
@@ -41,7 +41,7 @@ impl Slots {
     }
 
     /// Takes a new connection's task.
-    pub(crate) fn push(&mut self, task: AbortHandle) {
+    pub fn push(&mut self, task: AbortHandle) {
         self.open.push_back(task);
     }
 }

@@ -175,7 +175,7 @@ mod tests {
             Some(Mark::SinceCreation(4096))
         );
         // A regular file takes the write: the fixture stands for a 6.12 kernel, whose reset
-        // is per descriptor (the VM scenario s26-rightsize checks the real one).
+        // is per descriptor (the VM scenario s27-rightsize checks the real one).
         std::fs::write(cg.join("memory.peak"), "8192\n").unwrap();
         let second = marks.read(&fs, "pod", 1).unwrap();
         assert!(matches!(second, Some(Mark::SinceReset(_))), "{second:?}");

@@ -2393,7 +2393,7 @@ fn top_shows_swap() {
 
 #[test]
 fn rightsize_on_a_real_kernel_history() {
-    // The history the daemon saved in the VM scenario s26-rightsize (Debian's 6.12 kernel),
+    // The history the daemon saved in the VM scenario s27-rightsize (Debian's 6.12 kernel),
     // with the pod list it ran from; MemTotal from S9's snapshot of the same VM.
     let args = |o: &'static str| {
         vec![

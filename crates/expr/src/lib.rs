@@ -54,7 +54,7 @@ mod runtime;
 mod tree;
 
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use cel_core::{Ast, Env, MapKey, Program, Value, ValueMap};
 use oomwarden_model::{QosClass, RankingVar, TriggerContext, TriggerVar, Variable};
@@ -754,11 +754,4 @@ fn render_double(d: f64) -> String {
     } else {
         format!("{d:?}")
     }
-}
-
-/// Forces both environments to be built (a few hundred microseconds) so that the first
-/// compile under memory pressure does not pay for it.
-pub fn warm_up() {
-    LazyLock::force(&TRIGGER_ENV);
-    LazyLock::force(&RANKING_ENV);
 }

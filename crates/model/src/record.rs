@@ -542,12 +542,6 @@ impl ActionRecord {
             }
     }
 
-    /// Sets `pids` to the first [`MAX_PIDS_LISTED`] of `all` and counts the rest in
-    /// `pids_omitted`.
-    pub fn set_pids(&mut self, all: Vec<u32>) {
-        (self.pids, self.pids_omitted) = listed_pids(all);
-    }
-
     /// How many PIDs were found, listed or not.
     pub fn pids_total(&self) -> u64 {
         u64::try_from(self.pids.len())

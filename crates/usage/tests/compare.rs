@@ -1,5 +1,5 @@
 //! `rightsize` against what users compute instead, on the same workload (issue 38): the VM
-//! scenario s26-rightsize sampled each container every second (`samples-*.csv`: the kernel's
+//! scenario s27-rightsize sampled each container every second (`samples-*.csv`: the kernel's
 //! own numbers on a real 6.12 kernel) while the daemon kept its history; its
 //! `rightsize -o json` is beside them. From the samples, a scrape every 60 s (at each of the
 //! 60 possible phases) gives what metrics-server, a VPA recommender with its documented

@@ -1,6 +1,6 @@
 #!/bin/sh
 # vm: --mem 1G --scratch-disk 1G
-# S26 rightsize (issue 38): three pods under the daemon's embedded defaults (the usage history
+# S27 rightsize (issue 38): three pods under the daemon's embedded defaults (the usage history
 # on, a reading every 10 s): a steady one (60 MiB), a spiky one (40 MiB, and every 30 s a 2 s
 # spike of 140 MiB more) and a log-heavy one (8 MiB of its own, 150 MiB of a file it reads
 # again and again: active page cache). After about four minutes `rightsize -o json --pods`
@@ -11,7 +11,7 @@
 # figures of docs/forensics.md are computed from them (crates/usage/tests/compare.rs).
 # The systemd layout always: its container cgroups carry containerd's IDs, which the pod
 # list's containerStatuses join to container names.
-SCENARIO=s26-rightsize
+SCENARIO=s27-rightsize
 LAYOUT=systemd
 . /root/lib.sh
 # The classic LRU (the suite's default): a file read again and again is promoted to the active

@@ -240,7 +240,7 @@ impl Stores {
     }
 }
 
-/// The most pages of [`PAGE`] objects `limits status` reads of one kind (a million objects):
+/// The most pages of 500 objects `limits status` reads of one kind (a million objects):
 /// a server that never ends a pagination is refused, not followed for ever.
 pub const MAX_PAGES: usize = 2_000;
 /// Objects asked for per page.

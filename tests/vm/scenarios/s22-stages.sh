@@ -22,9 +22,12 @@ sampleInterval: 200ms
 apiVersion: oomwarden/v1alpha1
 kind: OOMWardenConfig
 stages:
+  # Its hold-down (issue 54): the condition false for 2 s ends an episode, so the second pod's
+  # growth is a new one and warns again (a flapping condition would warn once).
   - name: early
     when: qos_memory_current[Besteffort] > 100.0 * 1048576.0
     action: warn
+    grace: 2s
   - name: shed
     when: qos_memory_current[Besteffort] > 150.0 * 1048576.0
     action: terminate

@@ -62,7 +62,7 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<std::fs::File> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, device or socket is never read)",
+            "not a regular file (a directory, FIFO, device or socket is refused)",
         ));
     }
     Ok(std::fs::File::from(fd))

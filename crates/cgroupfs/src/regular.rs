@@ -9,31 +9,16 @@
 use std::io::{self, Read};
 use std::path::Path;
 
-use rustix::fs::{FileType, Mode, OFlags};
-
 /// Reads the regular file at `path` (symlinks followed), at most `max` bytes; an error names
 /// what was refused and why (the caller names the path).
 pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    let stat = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file (a directory, FIFO or device is refused)",
-        ));
-    }
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let file = crate::files::open_regular(path)?;
+    let size = file.metadata()?.len();
     if size > max {
         return Err(too_big(size, max));
     }
     let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    std::fs::File::from(fd)
-        .take(max + 1)
-        .read_to_end(&mut content)?;
+    file.take(max + 1).read_to_end(&mut content)?;
     let read = u64::try_from(content.len()).unwrap_or(u64::MAX);
     if read > max {
         return Err(too_big(read, max));
@@ -66,8 +51,8 @@ mod tests {
         rustix::fs::mknodat(
             rustix::fs::CWD,
             &fifo,
-            FileType::Fifo,
-            Mode::from_raw_mode(0o600),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
             0,
         )
         .unwrap_or_else(|e| panic!("{e}"));

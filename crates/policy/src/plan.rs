@@ -194,23 +194,13 @@ mod tests {
 
     fn candidate(dir: &str, class: QosClass, current: u64, populated: bool) -> CandidateSample {
         CandidateSample {
-            growth: None,
-            swap: None,
-            protection: None,
-            pressure: None,
-            path: format!("/sys/fs/cgroup/{dir}"),
-            dir: dir.to_owned(),
-            class,
             memory: MemoryReading {
                 current: Some(current),
                 peak: Some(current),
                 max: Some(Limit::Max),
             },
             populated,
-            contains_self: false,
-            read_errors: Vec::new(),
-            cgroup_id: None,
-            oom_score_adj: None,
+            ..CandidateSample::new(dir, class)
         }
     }
 
